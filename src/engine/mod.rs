@@ -1,0 +1,91 @@
+//! The engine: one per database file per process, shared by every handle that opens the file
+//! from any thread (main thread or worker threads).
+//!
+//! Architecture invariant: engines are only created through [`registry::open`], which maps a
+//! canonical path to one live `Arc<Engine>`. Two engines on one file would be two writers
+//! racing for SQLite's lock (and, with replicas, two sync loops corrupting a file).
+
+mod registry;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::Result;
+use crate::memory::Limits;
+use crate::store::{SchemaStatus, Store, StoreOptions};
+
+pub use registry::{canonical_db_path, open_engines};
+
+/// Engine-level settings. They apply when the engine is created; a later `open` of the same
+/// file joins the existing engine and its settings.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Busy timeout and pool size.
+    pub store: StoreOptions,
+    /// Input limits.
+    pub limits: Limits,
+    /// Time source (tests inject a manual clock).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            store: StoreOptions::default(),
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl EngineOptions {
+    /// Sets the busy timeout.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.store.busy_timeout = timeout;
+        self
+    }
+}
+
+/// A database file opened by this process.
+#[derive(Debug)]
+pub struct Engine {
+    path: PathBuf,
+    pub(crate) store: Store,
+    pub(crate) limits: Limits,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Engine {
+    /// Returns the process's engine for `path`, creating it (and the file) if none is open.
+    pub async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
+        registry::open(path, options).await
+    }
+
+    async fn create(path: PathBuf, options: EngineOptions) -> Result<Engine> {
+        let store = Store::open(&path, &options.store).await?;
+        Ok(Engine {
+            path,
+            store,
+            limits: options.limits,
+            clock: options.clock,
+        })
+    }
+
+    /// The canonical path of the database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Schema versions after opening.
+    pub fn schema(&self) -> &[SchemaStatus] {
+        self.store.schema()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        registry::forget_dead(&self.path);
+    }
+}

@@ -1,0 +1,93 @@
+//! The process-wide engine registry: canonical path -> the one live engine for that file.
+//!
+//! The addon is loaded once per process and shared by the main thread and every worker
+//! thread, so these statics are process-wide. Entries are weak: when the last handle of a file
+//! closes, its engine (and its connections) go away.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+
+use super::{Engine, EngineOptions};
+use crate::error::{Error, Result};
+
+static ENGINES: LazyLock<Mutex<HashMap<PathBuf, Weak<Engine>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Serialises engine *creation* (held across the async open) so that two threads opening the
+/// same new file cannot both create an engine. Lookups of live engines do not take it.
+static CREATING: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(|| tokio::sync::Mutex::new(()));
+
+fn live(path: &Path) -> Option<Arc<Engine>> {
+    ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(path)
+        .and_then(Weak::upgrade)
+}
+
+pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
+    let key = canonical_db_path(path)?;
+    if let Some(engine) = live(&key) {
+        return Ok(engine);
+    }
+    let _creating = CREATING.lock().await;
+    if let Some(engine) = live(&key) {
+        return Ok(engine);
+    }
+    let engine = Arc::new(Engine::create(key.clone(), options).await?);
+    ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, Arc::downgrade(&engine));
+    Ok(engine)
+}
+
+/// Drops the entry for `path` if its engine is gone (called from `Engine::drop`).
+pub(super) fn forget_dead(path: &Path) {
+    let mut map = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
+    if map.get(path).is_some_and(|w| w.strong_count() == 0) {
+        map.remove(path);
+    }
+}
+
+/// Number of engines alive in this process (for diagnostics and tests).
+pub fn open_engines() -> usize {
+    ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .filter(|w| w.strong_count() > 0)
+        .count()
+}
+
+/// The registry key for a database path: absolute, symlinks resolved. The file need not exist
+/// yet; its parent directory is created if missing.
+pub fn canonical_db_path(path: &Path) -> Result<PathBuf> {
+    if path.as_os_str().is_empty() {
+        return Err(Error::invalid("path must not be empty"));
+    }
+    if path.is_dir() {
+        return Err(Error::invalid(format!(
+            "path {} is a directory; give a database file path such as {}",
+            path.display(),
+            path.join("memory.db").display()
+        )));
+    }
+    if path.exists() {
+        return std::fs::canonicalize(path)
+            .map_err(|e| Error::io(format!("resolving {}", path.display()), e));
+    }
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| Error::invalid(format!("path {} names no file", path.display())))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
+    let parent = std::fs::canonicalize(&parent)
+        .map_err(|e| Error::io(format!("resolving {}", parent.display()), e))?;
+    Ok(parent.join(file_name))
+}

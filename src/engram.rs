@@ -1,0 +1,161 @@
+//! [`Engram`]: a handle on one project's memory inside an engine. This is the core API; the
+//! Node binding wraps it one-to-one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::engine::{Engine, EngineOptions};
+use crate::error::{Error, Result};
+use crate::memory::{
+    self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
+    SearchHit, SearchOptions, Stats,
+};
+
+/// The project id used when none is given: one database per project is the common layout.
+pub const DEFAULT_PROJECT_ID: &str = "default";
+
+/// Everything `Engram::open` needs.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// The database file (created if missing, with its directory).
+    pub path: PathBuf,
+    /// The project's root directory: file paths given to memories are stored relative to it
+    /// and may not leave it.
+    pub project_root: Option<PathBuf>,
+    /// Which project this handle reads and writes (default `"default"`).
+    pub project_id: Option<String>,
+    /// Engine settings (used only if this open creates the engine).
+    pub engine: EngineOptions,
+}
+
+impl OpenOptions {
+    /// Options for `path` with every default.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        OpenOptions {
+            path: path.into(),
+            project_root: None,
+            project_id: None,
+            engine: EngineOptions::default(),
+        }
+    }
+}
+
+/// A handle on one project's memories in one database file.
+#[derive(Debug, Clone)]
+pub struct Engram {
+    engine: Arc<Engine>,
+    project_id: Arc<str>,
+    project_root: Option<Arc<Path>>,
+}
+
+impl Engram {
+    /// Opens (or joins) the engine for `options.path` and returns a handle on one project.
+    pub async fn open(options: OpenOptions) -> Result<Engram> {
+        let project_id = options
+            .project_id
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or(DEFAULT_PROJECT_ID)
+            .to_owned();
+        if project_id.is_empty() || project_id.len() > 256 {
+            return Err(Error::invalid("projectId must be 1 to 256 bytes"));
+        }
+        let project_root = match &options.project_root {
+            None => None,
+            Some(root) => {
+                let canonical = std::fs::canonicalize(root).map_err(|e| {
+                    Error::invalid(format!("projectRoot {}: {e}", root.display()))
+                })?;
+                if !canonical.is_dir() {
+                    return Err(Error::invalid(format!(
+                        "projectRoot {} is not a directory",
+                        root.display()
+                    )));
+                }
+                Some(Arc::from(canonical.as_path()))
+            }
+        };
+        let engine = Engine::open(&options.path, options.engine).await?;
+        Ok(Engram {
+            engine,
+            project_id: Arc::from(project_id),
+            project_root,
+        })
+    }
+
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            store: &self.engine.store,
+            clock: &*self.engine.clock,
+            limits: &self.engine.limits,
+            project_id: &self.project_id,
+            project_root: self.project_root.as_deref(),
+        }
+    }
+
+    /// The shared engine behind this handle.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The project this handle works in.
+    pub fn project_id(&self) -> &str {
+        &self.project_id
+    }
+
+    /// The project root, if one was given.
+    pub fn project_root(&self) -> Option<&Path> {
+        self.project_root.as_deref()
+    }
+
+    /// Stores a memory (privacy-filtered, deduplicated within project and scope).
+    pub async fn remember(&self, input: RememberInput) -> Result<Remembered> {
+        let mut out = memory::remember_many(&self.ctx(), vec![input]).await?;
+        Ok(out.pop().expect("one input gives one result"))
+    }
+
+    /// Stores many memories in one transaction: all or nothing.
+    pub async fn remember_many(&self, inputs: Vec<RememberInput>) -> Result<Vec<Remembered>> {
+        memory::remember_many(&self.ctx(), inputs).await
+    }
+
+    /// One memory by id (forgotten ones included).
+    pub async fn get(&self, id: &str) -> Result<Memory> {
+        memory::get(&self.ctx(), id).await
+    }
+
+    /// Changes fields of a memory; the previous state is kept in its history.
+    pub async fn update(&self, id: &str, patch: MemoryPatch) -> Result<Memory> {
+        memory::update(&self.ctx(), id, patch).await
+    }
+
+    /// Archives a memory (kept for audit and rollback; hidden from search and list).
+    pub async fn forget(&self, id: &str, reason: Option<String>) -> Result<Memory> {
+        memory::forget(&self.ctx(), id, reason).await
+    }
+
+    /// Every state of a memory, oldest first, the current one last.
+    pub async fn history(&self, id: &str) -> Result<Vec<MemoryVersion>> {
+        memory::history(&self.ctx(), id).await
+    }
+
+    /// Makes a past version current again (recorded as a new version).
+    pub async fn rollback(&self, id: &str, version: u32) -> Result<Memory> {
+        memory::rollback(&self.ctx(), id, version).await
+    }
+
+    /// A filtered page of memories.
+    pub async fn list(&self, filter: &ListFilter) -> Result<Vec<Memory>> {
+        memory::list(&self.ctx(), filter).await
+    }
+
+    /// BM25 keyword search over memories.
+    pub async fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
+        memory::search(&self.ctx(), query, options).await
+    }
+
+    /// Counts over the project's memories.
+    pub async fn stats(&self) -> Result<Stats> {
+        memory::stats(&self.ctx()).await
+    }
+}

@@ -1,0 +1,192 @@
+//! The one error type of the core, with the stable codes that reach JavaScript.
+//!
+//! Every failure is data: it carries a machine-readable [`Error::code`] (listed in `index.d.ts`)
+//! and, where there is one, the underlying cause (a libSQL or I/O error) as its `source()`.
+//! The binding maps each variant to a JS `Error` whose `code` is this string.
+
+use std::fmt;
+
+/// Result alias used throughout the core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A boxed underlying cause (libSQL, I/O, JSON...).
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Every way an engram operation can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The handle was closed; every later call fails with this.
+    #[error("the engram handle is closed")]
+    Closed,
+    /// An argument was missing, of the wrong type, out of range or over a limit.
+    #[error("invalid argument: {0}")]
+    InvalidArg(String),
+    /// The thing asked for does not exist (in this project).
+    #[error("{what} not found: {id}")]
+    NotFound {
+        /// What kind of thing was looked up ("memory", "version"...).
+        what: &'static str,
+        /// The identifier that was not found.
+        id: String,
+    },
+    /// The change would break a uniqueness rule (e.g. an update that makes a memory identical to
+    /// another active one in the same scope).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Another process holds a lock on the database longer than the busy timeout.
+    #[error("database is busy: {context}")]
+    Busy {
+        /// What engram was doing.
+        context: String,
+        /// The libSQL error.
+        #[source]
+        source: Cause,
+    },
+    /// The file is not a database, or its pages are damaged.
+    #[error("database file is corrupt or not a database ({context})")]
+    Corrupt {
+        /// What engram was doing and which file.
+        context: String,
+        /// The libSQL error.
+        #[source]
+        source: Cause,
+    },
+    /// The file was written by a newer engram whose schema this build does not know.
+    #[error(
+        "database schema '{home}' is at version {found}, newer than the {supported} this engram supports; upgrade engram"
+    )]
+    SchemaTooNew {
+        /// Which schema home (e.g. "main").
+        home: &'static str,
+        /// Version found in the file.
+        found: i64,
+        /// Highest version this build knows.
+        supported: i64,
+    },
+    /// A file-system operation failed (cannot open, disk full, permission...).
+    #[error("I/O error: {context}")]
+    Io {
+        /// What engram was doing.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: Cause,
+    },
+    /// Any other database failure.
+    #[error("database error: {context}")]
+    Db {
+        /// What engram was doing.
+        context: String,
+        /// The libSQL error.
+        #[source]
+        source: Cause,
+    },
+    /// The operation was cancelled through its AbortSignal / cancellation token.
+    #[error("operation aborted")]
+    Aborted,
+    /// A bug: an invariant broke or a panic was caught. Please report it.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The stable, machine-readable code JS code can branch on.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Closed => "ENGRAM_CLOSED",
+            Error::InvalidArg(_) => "ENGRAM_INVALID_ARG",
+            Error::NotFound { .. } => "ENGRAM_NOT_FOUND",
+            Error::Conflict(_) => "ENGRAM_CONFLICT",
+            Error::Busy { .. } => "ENGRAM_SQLITE_BUSY",
+            Error::Corrupt { .. } => "ENGRAM_CORRUPT",
+            Error::SchemaTooNew { .. } => "ENGRAM_SCHEMA_TOO_NEW",
+            Error::Io { .. } => "ENGRAM_IO",
+            Error::Db { .. } => "ENGRAM_DB",
+            Error::Aborted => "ENGRAM_ABORTED",
+            Error::Internal(_) => "ENGRAM_INTERNAL",
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidArg`].
+    pub fn invalid(msg: impl fmt::Display) -> Self {
+        Error::InvalidArg(msg.to_string())
+    }
+
+    /// Shorthand for [`Error::NotFound`].
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        Error::NotFound {
+            what,
+            id: id.into(),
+        }
+    }
+
+    /// Classifies a libSQL error by its SQLite result code.
+    ///
+    /// Why by code: callers branch on "busy" (retry later), "corrupt" (restore a backup) and
+    /// "I/O" (disk full, permissions) very differently, and the message text is not stable.
+    pub fn db(context: impl Into<String>, err: libsql::Error) -> Self {
+        let context = context.into();
+        let primary = match &err {
+            libsql::Error::SqliteFailure(code, _) => Some(code & 0xff),
+            _ => None,
+        };
+        let source: Cause = Box::new(err);
+        match primary {
+            Some(SQLITE_BUSY) | Some(SQLITE_LOCKED) => Error::Busy { context, source },
+            Some(SQLITE_CORRUPT) | Some(SQLITE_NOTADB) => Error::Corrupt { context, source },
+            Some(SQLITE_IOERR) | Some(SQLITE_FULL) | Some(SQLITE_CANTOPEN) | Some(SQLITE_PERM)
+            | Some(SQLITE_READONLY) => Error::Io { context, source },
+            _ => Error::Db { context, source },
+        }
+    }
+
+    /// Wraps an I/O error with what engram was doing.
+    pub fn io(context: impl Into<String>, err: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source: Box::new(err),
+        }
+    }
+}
+
+// SQLite primary result codes (sqlite3.h); libsql reports extended codes, we mask to these.
+const SQLITE_PERM: i32 = 3;
+const SQLITE_BUSY: i32 = 5;
+const SQLITE_LOCKED: i32 = 6;
+const SQLITE_READONLY: i32 = 8;
+const SQLITE_IOERR: i32 = 10;
+const SQLITE_CORRUPT: i32 = 11;
+const SQLITE_FULL: i32 = 13;
+const SQLITE_CANTOPEN: i32 = 14;
+const SQLITE_NOTADB: i32 = 26;
+
+/// Extension to attach context to libSQL results.
+pub trait DbContext<T> {
+    /// Maps a libSQL error into [`Error`] with a description of what was being done.
+    fn ctx(self, context: &str) -> Result<T>;
+}
+
+impl<T> DbContext<T> for std::result::Result<T, libsql::Error> {
+    fn ctx(self, context: &str) -> Result<T> {
+        self.map_err(|e| Error::db(context, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_sqlite_codes() {
+        let busy = Error::db("x", libsql::Error::SqliteFailure(5, "database is locked".into()));
+        assert_eq!(busy.code(), "ENGRAM_SQLITE_BUSY");
+        // Extended code SQLITE_BUSY_SNAPSHOT (517) masks to BUSY.
+        let busy_ext = Error::db("x", libsql::Error::SqliteFailure(517, "snap".into()));
+        assert_eq!(busy_ext.code(), "ENGRAM_SQLITE_BUSY");
+        let notadb = Error::db("x", libsql::Error::SqliteFailure(26, "not a db".into()));
+        assert_eq!(notadb.code(), "ENGRAM_CORRUPT");
+        let other = Error::db("x", libsql::Error::SqliteFailure(1, "syntax".into()));
+        assert_eq!(other.code(), "ENGRAM_DB");
+        assert!(std::error::Error::source(&other).is_some());
+    }
+}

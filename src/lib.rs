@@ -1,0 +1,20 @@
+//! engram: a persistent, code-aware memory for AI coding agents.
+//!
+//! The core is plain Rust with no Node dependency (`cargo test --no-default-features` runs it
+//! without Node); `src/node/` is the thin napi-rs binding behind the default `node` feature.
+//! See ARCHITECTURE.md for the code map and invariants.
+
+pub mod clock;
+pub mod engine;
+mod engram;
+pub mod error;
+pub mod memory;
+pub mod retrieval;
+pub mod store;
+
+#[cfg(feature = "node")]
+mod node;
+
+pub use engine::{Engine, EngineOptions};
+pub use engram::{Engram, OpenOptions, DEFAULT_PROJECT_ID};
+pub use error::{Error, Result};

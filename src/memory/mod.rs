@@ -1,0 +1,51 @@
+//! Memories: the model, input validation, the privacy filter, dedup, and the operations
+//! (`remember`, `get`, `update`, `forget`, `list`, `history`, `rollback`, keyword `search`).
+//!
+//! API boundary: everything here takes a [`Ctx`] (store, clock, limits, project) and knows
+//! nothing of JavaScript; the binding converts types and errors only.
+
+pub mod dedup;
+pub mod input;
+pub mod model;
+pub mod privacy;
+mod read;
+mod rows;
+mod search;
+mod write;
+
+pub use input::{Limits, MemoryPatch, RememberInput};
+pub use model::{
+    Memory, MemoryRelation, MemoryScope, MemorySource, MemoryType, RelationType, ShareScope,
+    WorkUnitRef,
+};
+pub use read::{ListFilter, ListOrder, MemoryVersion, Stats};
+pub use search::{SearchHit, SearchMode, SearchOptions};
+pub use write::Remembered;
+
+pub(crate) use read::{get, history, list, stats};
+pub(crate) use search::search;
+pub(crate) use write::{forget, remember_many, rollback, update};
+
+use std::path::Path;
+
+use crate::clock::Clock;
+use crate::store::Store;
+
+/// Everything one memory operation needs: where to read and write, what time it is, the
+/// limits, and which project (and root) the calling handle works in.
+pub(crate) struct Ctx<'a> {
+    pub store: &'a Store,
+    pub clock: &'a dyn Clock,
+    pub limits: &'a Limits,
+    pub project_id: &'a str,
+    pub project_root: Option<&'a Path>,
+}
+
+impl Ctx<'_> {
+    fn validator(&self) -> input::Validator<'_> {
+        input::Validator {
+            limits: self.limits,
+            project_root: self.project_root,
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The privacy filter: secrets are replaced by `[REDACTED]` before anything is stored.
+//!
+//! Patterns start from seeds 000 (Yaad) and 003 (V5 secret scanner) and go further: vendor key
+//! formats with fixed prefixes are matched exactly; key/value assignments (`PASSWORD=...`,
+//! `"apiKey": "..."`) are matched by the key's name and then judged by the value's shape, so
+//! that code and prose that merely *mention* a token (`token: string`, `getToken()`,
+//! `TOKEN_TTL=3600`) survive. The unit tests hold a table of real-looking secrets and of
+//! look-alikes that must not be touched.
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+
+/// What replaces every secret.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// The filtered text and what was removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redacted {
+    /// The text with each secret replaced by [`REDACTED`].
+    pub text: String,
+    /// Number of secrets replaced.
+    pub count: u32,
+    /// Kinds of secret found (rule names, deduplicated, in rule order).
+    pub kinds: Vec<&'static str>,
+}
+
+/// One detection rule. If the regex has a group named `s`, only that group is replaced (the
+/// key of an assignment stays readable); otherwise the whole match is.
+struct Rule {
+    kind: &'static str,
+    pattern: &'static str,
+    /// Extra judgement on the matched secret (value, whether it was quoted, the key).
+    accept: fn(&str, bool, &str) -> bool,
+}
+
+fn always(_: &str, _: bool, _: &str) -> bool {
+    true
+}
+
+/// Mixed-case-and-digit bodies: real keys are random; words and identifiers are not.
+fn random_looking(value: &str, _: bool, _: &str) -> bool {
+    let body = value.trim_start_matches(|c: char| c != '-').trim_start_matches('-');
+    let digits = body.chars().filter(|c| c.is_ascii_digit()).count();
+    let upper = body.chars().filter(|c| c.is_ascii_uppercase()).count();
+    let lower = body.chars().filter(|c| c.is_ascii_lowercase()).count();
+    digits >= 1 && upper + lower >= 1 && (upper >= 1 || digits >= 4)
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        kind: "private_key",
+        pattern: r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+        accept: always,
+    },
+    Rule {
+        kind: "jwt",
+        pattern: r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]+)?",
+        accept: always,
+    },
+    Rule {
+        kind: "anthropic_key",
+        pattern: r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+        accept: always,
+    },
+    Rule {
+        kind: "openai_key",
+        pattern: r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+        accept: random_looking,
+    },
+    Rule {
+        kind: "github_token",
+        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        accept: always,
+    },
+    Rule {
+        kind: "gitlab_token",
+        pattern: r"\bglpat-[A-Za-z0-9_-]{20,}",
+        accept: always,
+    },
+    Rule {
+        kind: "aws_access_key_id",
+        pattern: r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "aws_secret_access_key",
+        pattern: r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+=]{40})"#,
+        accept: always,
+    },
+    Rule {
+        kind: "slack_token",
+        pattern: r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        accept: always,
+    },
+    Rule {
+        kind: "slack_webhook",
+        pattern: r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+",
+        accept: always,
+    },
+    Rule {
+        kind: "stripe_key",
+        pattern: r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        accept: always,
+    },
+    Rule {
+        kind: "google_api_key",
+        pattern: r"\bAIza[0-9A-Za-z_-]{35}",
+        accept: always,
+    },
+    Rule {
+        kind: "npm_token",
+        pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "huggingface_token",
+        pattern: r"\bhf_[A-Za-z0-9]{30,}",
+        accept: always,
+    },
+    Rule {
+        kind: "sendgrid_key",
+        pattern: r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+        accept: always,
+    },
+    Rule {
+        kind: "twilio_key",
+        pattern: r"\bSK[0-9a-f]{32}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "telegram_bot_token",
+        pattern: r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "azure_storage_key",
+        pattern: r"(?i)AccountKey=(?P<s>[A-Za-z0-9+/=]{40,})",
+        accept: always,
+    },
+    Rule {
+        kind: "url_credentials",
+        pattern: r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<s>[^\s@/]+)@",
+        accept: always,
+    },
+    Rule {
+        kind: "bearer_token",
+        pattern: r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/-]{16,}=*)",
+        accept: always,
+    },
+    Rule {
+        kind: "basic_auth",
+        pattern: r"(?i)authorization\s*[:=]\s*basic\s+(?P<s>[A-Za-z0-9+/]{12,}={0,2})",
+        accept: always,
+    },
+    Rule {
+        kind: "secret_assignment",
+        pattern: r#"(?i)(?P<k>\b[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)(?:[_.-][A-Za-z0-9_]+)*)["']?[ \t]*[:=][ \t]*(?P<s>"[^"\n]*"|'[^'\n]*'|[^\s,;'"`)]+)"#,
+        accept: secret_value,
+    },
+];
+
+/// Judges the value of a `key = value` whose key names a secret.
+fn secret_value(raw: &str, quoted: bool, key: &str) -> bool {
+    let value = raw.trim_matches(|c| c == '"' || c == '\'');
+    if value.is_empty() || value == REDACTED || is_placeholder(value) {
+        return false;
+    }
+    if value.chars().all(|c| c.is_ascii_digit()) {
+        return false; // TOKEN_TTL=3600, PASSWORD_MIN_LENGTH=12
+    }
+    let has_space = value.contains(char::is_whitespace);
+    if quoted && !has_space {
+        return true; // a literal string assigned to a secret-named key
+    }
+    if !quoted && looks_like_code(value) {
+        return false; // getToken(), config.apiKey, process.env.X
+    }
+    let env_style = key.chars().any(|c| c.is_ascii_uppercase())
+        && !key.chars().any(|c| c.is_ascii_lowercase());
+    if env_style && !has_space {
+        return true; // PASSWORD=hunter, API_KEY=abc
+    }
+    // Prose and type annotations (`token: string`, `password: required`) stay; values shaped
+    // like credentials go.
+    let has_digit = value.chars().any(|c| c.is_ascii_digit());
+    let has_alpha = value.chars().any(|c| c.is_alphabetic());
+    let has_symbol = value
+        .chars()
+        .any(|c| !c.is_alphanumeric() && !matches!(c, '_' | '-' | '.' | ' '));
+    !has_space && ((has_digit && has_alpha) || has_symbol || value.len() >= 20)
+}
+
+fn is_placeholder(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    lower.starts_with('$')
+        || lower.starts_with('<')
+        || lower.starts_with("{{")
+        || lower.starts_with("process.env")
+        || lower.starts_with("os.environ")
+        || lower.starts_with("env(")
+        || value.chars().all(|c| c == '*' || c == 'x' || c == 'X' || c == '.')
+        || matches!(
+            lower.as_str(),
+            "null" | "none" | "nil" | "undefined" | "true" | "false" | "string" | "str" | "optional"
+        )
+}
+
+fn looks_like_code(value: &str) -> bool {
+    value.contains('(')
+        || value.contains("=>")
+        || value.contains('{')
+        || value.contains('[')
+        // A dotted reference such as `config.apiKey` or `self.token`.
+        || (value.contains('.')
+            && value
+                .split('.')
+                .all(|part| !part.is_empty() && part.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            && value.chars().next().is_some_and(|c| c.is_alphabetic()))
+}
+
+struct Compiled {
+    any: RegexSet,
+    rules: Vec<(&'static Rule, Regex)>,
+}
+
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
+    any: RegexSet::new(RULES.iter().map(|r| r.pattern)).expect("privacy patterns compile"),
+    rules: RULES
+        .iter()
+        .map(|r| (r, Regex::new(r.pattern).expect("privacy pattern compiles")))
+        .collect(),
+});
+
+/// Replaces every secret in `text` with [`REDACTED`].
+///
+/// Cost: one `RegexSet` scan when nothing matches (the common case); rules run one by one only
+/// on text that contains a candidate.
+pub fn redact(text: &str) -> Redacted {
+    let compiled = &*COMPILED;
+    if !compiled.any.is_match(text) {
+        return Redacted {
+            text: text.to_owned(),
+            count: 0,
+            kinds: Vec::new(),
+        };
+    }
+    let mut out = text.to_owned();
+    let mut count = 0;
+    let mut kinds = Vec::new();
+    for (rule, re) in &compiled.rules {
+        let mut replaced = String::with_capacity(out.len());
+        let mut last = 0;
+        let mut hits = 0;
+        for caps in re.captures_iter(&out) {
+            let whole = caps.get(0).expect("group 0 always present");
+            let secret = caps.name("s").unwrap_or(whole);
+            let key = caps.name("k").map_or("", |k| k.as_str());
+            let quoted = secret.as_str().starts_with(['"', '\'']);
+            if secret.as_str().contains(REDACTED) || !(rule.accept)(secret.as_str(), quoted, key) {
+                continue;
+            }
+            replaced.push_str(&out[last..secret.start()]);
+            replaced.push_str(if quoted {
+                // Keep the quotes so the surrounding code/JSON still reads as such.
+                let q = &secret.as_str()[..1];
+                match q {
+                    "\"" => "\"[REDACTED]\"",
+                    _ => "'[REDACTED]'",
+                }
+            } else {
+                REDACTED
+            });
+            last = secret.end();
+            hits += 1;
+        }
+        if hits > 0 {
+            replaced.push_str(&out[last..]);
+            out = replaced;
+            count += hits;
+            kinds.push(rule.kind);
+        }
+    }
+    Redacted {
+        text: out,
+        count,
+        kinds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Real-looking secrets (fake values in each vendor's format), one per kind and more.
+    const SECRETS: &[(&str, &str)] = &[
+        ("private_key", "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1c2b3\nabc==\n-----END RSA PRIVATE KEY-----\nend"),
+        ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"),
+        ("private_key", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04fSeQ6tF1aY/PuoAoGCCqGSM49"),
+        ("jwt", "token was eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U ok"),
+        ("anthropic_key", "ANTHROPIC=sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCdEfGh"),
+        ("openai_key", "use sk-proj-4fG7hJ9kL2mN5pQ8rS1tU3vW6xY0zA2bC4dE6fG8hJ0kL2mN in tests"),
+        ("openai_key", "sk-Ab3dEf6hIj9lMn2pQr5tUv8xYz1BcDeFgHiJkLmNoPqRsTuVw"),
+        ("github_token", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
+        ("github_token", "github_pat_11ABCDEFG0abcdefghijklmn_opqrstuvwxyz0123456789ABCDEFGHIJKLMNOP"),
+        ("gitlab_token", "glpat-xYz12AbC34dEf56GhI78jK"),
+        ("aws_access_key_id", "aws id AKIAIOSFODNN7EXAMPLE here"),
+        ("aws_secret_access_key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        ("slack_token", "xoxb-1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+        ("slack_webhook", "post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"),
+        ("stripe_key", "STRIPE sk_live_51H8aBcDeFgHiJkLmNoPqRsTu"),
+        ("google_api_key", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
+        ("npm_token", "//registry.npmjs.org/:_authToken=npm_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
+        ("huggingface_token", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567"),
+        ("sendgrid_key", "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012"),
+        ("twilio_key", "SK0123456789abcdef0123456789abcdef"),
+        ("telegram_bot_token", "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq"),
+        ("azure_storage_key", "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"),
+        ("url_credentials", "DATABASE_URL=postgres://admin:s3cr3tP4ss@db.internal:5432/app"),
+        ("bearer_token", "curl -H 'Authorization: Bearer abcdef0123456789ABCDEFghij'"),
+        ("basic_auth", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw=="),
+        ("secret_assignment", "PASSWORD=hunter2"),
+        ("secret_assignment", "export DB_PASSWORD=correcthorse"),
+        ("secret_assignment", r#"{"apiKey": "abc123def456"}"#),
+        ("secret_assignment", "client_secret: 'Zr8!kq'"),
+        ("secret_assignment", "the admin password: hunter2 works"),
+        ("secret_assignment", "SECRET_KEY=django-insecure-abcdefghijkl"),
+    ];
+
+    /// Text that mentions secrets without containing one: must come back unchanged.
+    const LOOK_ALIKES: &[&str] = &[
+        "const token = getToken();",
+        "apiKey: string;",
+        "password: z.string().min(8)",
+        "tokenizer = porter unicode61",
+        "TOKEN_TTL=3600",
+        "PASSWORD_MIN_LENGTH=12",
+        "const key = config.apiKey",
+        "API_KEY=${API_KEY}",
+        "API_KEY=<your key here>",
+        "password: required",
+        "Use the sk-learn compatible estimator",
+        "sklearn and scikit-learn-contrib-extensions-for-all are libraries",
+        "The secret to good tests is isolation.",
+        "Bearer tokens go in the Authorization header",
+        "git@github.com:org/repo.git",
+        "http://localhost:8080/api/v1/users",
+        "The JWT library eyJ prefix means base64 of {\"",
+        "AKIA is the prefix of AWS key ids",
+        "passwordHash = bcrypt(password)",
+        "secret: process.env.SECRET",
+        "Access token expiry is configured in auth.ts",
+    ];
+
+    #[test]
+    fn redacts_every_kind_of_secret() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for (kind, text) in SECRETS {
+            let r = redact(text);
+            assert!(r.count >= 1, "{kind}: nothing redacted in {text:?}");
+            assert!(r.kinds.contains(kind), "{kind}: got {:?} for {text:?}", r.kinds);
+            assert!(r.text.contains(REDACTED), "{kind}: {:?}", r.text);
+            kinds.insert(*kind);
+        }
+        assert!(kinds.len() >= 15, "only {} kinds covered", kinds.len());
+    }
+
+    #[test]
+    fn secret_values_are_gone_from_output() {
+        let r = redact("PASSWORD=hunter2 and ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+        assert!(!r.text.contains("hunter2"), "{}", r.text);
+        assert!(!r.text.contains("ghp_"), "{}", r.text);
+        assert!(r.text.starts_with("PASSWORD=[REDACTED]"), "{}", r.text);
+        assert_eq!(r.count, 2);
+    }
+
+    #[test]
+    fn private_key_block_is_removed_whole() {
+        let r = redact(SECRETS[0].1);
+        assert_eq!(r.text, "key:\n[REDACTED]\nend");
+    }
+
+    #[test]
+    fn look_alikes_are_untouched() {
+        for text in LOOK_ALIKES {
+            let r = redact(text);
+            assert_eq!(r.count, 0, "{text:?} became {:?} ({:?})", r.text, r.kinds);
+            assert_eq!(&r.text, text);
+        }
+    }
+
+    #[test]
+    fn quoted_values_keep_their_quotes() {
+        let r = redact(r#"{"apiKey": "abc123def456"}"#);
+        assert_eq!(r.text, r#"{"apiKey": "[REDACTED]"}"#);
+    }
+
+    #[test]
+    fn redaction_is_idempotent() {
+        for (_, text) in SECRETS {
+            let once = redact(text);
+            let twice = redact(&once.text);
+            assert_eq!(twice.count, 0, "{:?} -> {:?}", once.text, twice.text);
+        }
+    }
+}

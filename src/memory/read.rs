@@ -1,0 +1,313 @@
+//! Read operations: `get`, `list` with filters, `history`, `stats`. They run on pooled read
+//! connections, concurrently with each other and with the writer (WAL).
+
+use std::collections::BTreeMap;
+
+use libsql::{params, params_from_iter, Value};
+
+use super::model::{Memory, MemoryScope, MemorySource, MemoryType};
+use super::rows::{from_row, SELECT_M};
+use super::Ctx;
+use crate::error::{DbContext, Error, Result};
+
+/// Filters and paging for `list`. Empty lists mean "any".
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only these types.
+    pub types: Vec<MemoryType>,
+    /// Only these scopes.
+    pub scopes: Vec<MemoryScope>,
+    /// Only these sources.
+    pub sources: Vec<MemorySource>,
+    /// Memories carrying at least one of these tags.
+    pub tags: Vec<String>,
+    /// Memories related to this file (path relative to the project root).
+    pub related_file: Option<String>,
+    /// Only memories with this review flag.
+    pub needs_review: Option<bool>,
+    /// Only memories with this pin flag.
+    pub pinned: Option<bool>,
+    /// Only memories with stored confidence >= this.
+    pub min_confidence: Option<f64>,
+    /// Include forgotten (archived) memories.
+    pub include_forgotten: bool,
+    /// Only forgotten memories.
+    pub only_forgotten: bool,
+    /// Sort order (default newest first).
+    pub order: ListOrder,
+    /// Page size (default 50, at most 1000).
+    pub limit: Option<u32>,
+    /// Rows to skip.
+    pub offset: Option<u32>,
+}
+
+/// How `list` sorts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// Newest created first.
+    #[default]
+    Created,
+    /// Most recently changed first.
+    Updated,
+    /// Highest stored confidence first.
+    Confidence,
+    /// Most recently accessed first.
+    Accessed,
+}
+
+impl ListOrder {
+    /// Parses `created | updated | confidence | accessed`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "created" => Ok(ListOrder::Created),
+            "updated" => Ok(ListOrder::Updated),
+            "confidence" => Ok(ListOrder::Confidence),
+            "accessed" => Ok(ListOrder::Accessed),
+            other => Err(Error::invalid(format!(
+                "unknown order {other:?}; expected one of: created, updated, confidence, accessed"
+            ))),
+        }
+    }
+
+    fn sql(self) -> &'static str {
+        match self {
+            ListOrder::Created => "m.created_at DESC, m.seq DESC",
+            ListOrder::Updated => "m.updated_at DESC, m.seq DESC",
+            ListOrder::Confidence => "m.confidence DESC, m.seq DESC",
+            ListOrder::Accessed => "m.last_accessed_at DESC, m.seq DESC",
+        }
+    }
+}
+
+/// Default and maximum page sizes of `list`.
+pub const DEFAULT_LIST_LIMIT: u32 = 50;
+/// Largest page `list` returns.
+pub const MAX_LIST_LIMIT: u32 = 1000;
+
+/// A past state of a memory.
+#[derive(Debug, Clone)]
+pub struct MemoryVersion {
+    /// The version number this state had.
+    pub version: u32,
+    /// The change that ended it (`update`, `reinforce`, `forget`, `rollback`), or `current`.
+    pub ended_by: String,
+    /// When it ended (ms); for the current state, when it began.
+    pub ended_at: i64,
+    /// The memory as it was.
+    pub memory: Memory,
+}
+
+/// Counts for dashboards and the CLI.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// All memories of the project, forgotten included.
+    pub total: u64,
+    /// Not forgotten.
+    pub active: u64,
+    /// Forgotten (archived).
+    pub forgotten: u64,
+    /// Active and waiting for review.
+    pub needs_review: u64,
+    /// Active and pinned.
+    pub pinned: u64,
+    /// Active memories whose text had secrets redacted.
+    pub with_redactions: u64,
+    /// Active memories per type.
+    pub by_type: BTreeMap<String, u64>,
+    /// Past versions stored for the project's memories.
+    pub versions: u64,
+}
+
+/// Appends SQL conditions for `filter` to `sql`, pushing parameters to `args`.
+/// Only ever appends placeholders; every value is bound.
+pub(crate) fn push_filters(filter: &ListFilter, sql: &mut String, args: &mut Vec<Value>) {
+    fn any_of(sql: &mut String, args: &mut Vec<Value>, column: &str, values: Vec<Value>) {
+        if values.is_empty() {
+            return;
+        }
+        let start = args.len() + 1;
+        let marks = (start..start + values.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        sql.push_str(&format!(" AND {column} IN ({marks})"));
+        args.extend(values);
+    }
+    if filter.only_forgotten {
+        sql.push_str(" AND m.deprecated = 1");
+    } else if !filter.include_forgotten {
+        sql.push_str(" AND m.deprecated = 0");
+    }
+    let text = |s: &str| Value::Text(s.to_owned());
+    any_of(sql, args, "m.type", filter.types.iter().map(|t| text(t.as_str())).collect());
+    any_of(sql, args, "m.scope", filter.scopes.iter().map(|t| text(t.as_str())).collect());
+    any_of(sql, args, "m.source", filter.sources.iter().map(|t| text(t.as_str())).collect());
+    if !filter.tags.is_empty() {
+        let start = args.len() + 1;
+        let marks = (start..start + filter.tags.len())
+            .map(|i| format!("?{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value IN ({marks}))"
+        ));
+        args.extend(filter.tags.iter().map(|t| text(t)));
+    }
+    if let Some(file) = &filter.related_file {
+        args.push(text(file));
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM json_each(m.related_files) WHERE json_each.value = ?{})",
+            args.len()
+        ));
+    }
+    if let Some(b) = filter.needs_review {
+        args.push(Value::Integer(b as i64));
+        sql.push_str(&format!(" AND m.needs_review = ?{}", args.len()));
+    }
+    if let Some(b) = filter.pinned {
+        args.push(Value::Integer(b as i64));
+        sql.push_str(&format!(" AND m.pinned = ?{}", args.len()));
+    }
+    if let Some(c) = filter.min_confidence {
+        args.push(Value::Real(c));
+        sql.push_str(&format!(" AND m.confidence >= ?{}", args.len()));
+    }
+}
+
+/// One memory of the handle's project, forgotten or not.
+pub(crate) async fn get(ctx: &Ctx<'_>, id: &str) -> Result<Memory> {
+    let conn = ctx.store.reader().await;
+    let mut rows = conn
+        .query(
+            &format!(
+                "SELECT {} FROM memories m WHERE m.id = ?1 AND m.project_id = ?2",
+                *SELECT_M
+            ),
+            params![id, ctx.project_id],
+        )
+        .await
+        .ctx("reading memory")?;
+    match rows.next().await.ctx("reading memory")? {
+        Some(row) => from_row(&row),
+        None => Err(Error::not_found("memory", id)),
+    }
+}
+
+/// A filtered, sorted page of the project's memories.
+pub(crate) async fn list(ctx: &Ctx<'_>, filter: &ListFilter) -> Result<Vec<Memory>> {
+    if let Some(c) = filter.min_confidence {
+        ctx.validator().unit("minConfidence", c)?;
+    }
+    let limit = filter.limit.unwrap_or(DEFAULT_LIST_LIMIT);
+    if limit == 0 || limit > MAX_LIST_LIMIT {
+        return Err(Error::invalid(format!(
+            "limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}"
+        )));
+    }
+    let mut sql = format!("SELECT {} FROM memories m WHERE m.project_id = ?1", *SELECT_M);
+    let mut args = vec![Value::Text(ctx.project_id.to_owned())];
+    push_filters(filter, &mut sql, &mut args);
+    args.push(Value::Integer(limit as i64));
+    args.push(Value::Integer(filter.offset.unwrap_or(0) as i64));
+    sql.push_str(&format!(
+        " ORDER BY {} LIMIT ?{} OFFSET ?{}",
+        filter.order.sql(),
+        args.len() - 1,
+        args.len()
+    ));
+    let conn = ctx.store.reader().await;
+    let mut rows = conn.query(&sql, params_from_iter(args)).await.ctx("listing memories")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("listing memories")? {
+        out.push(from_row(&row)?);
+    }
+    Ok(out)
+}
+
+/// Every state of a memory, oldest first, ending with the current one.
+pub(crate) async fn history(ctx: &Ctx<'_>, id: &str) -> Result<Vec<MemoryVersion>> {
+    let current = get(ctx, id).await?;
+    let conn = ctx.store.reader().await;
+    let mut rows = conn
+        .query(
+            "SELECT version, ended_by, ended_at, snapshot FROM memory_versions
+             WHERE memory_id = ?1 ORDER BY version",
+            params![id],
+        )
+        .await
+        .ctx("reading history")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading history")? {
+        let snapshot: String = row.get(3).ctx("reading history")?;
+        out.push(MemoryVersion {
+            version: row.get::<i64>(0).ctx("reading history")? as u32,
+            ended_by: row.get(1).ctx("reading history")?,
+            ended_at: row.get(2).ctx("reading history")?,
+            memory: serde_json::from_str(&snapshot)
+                .map_err(|e| Error::Internal(format!("stored version JSON: {e}")))?,
+        });
+    }
+    out.push(MemoryVersion {
+        version: current.version,
+        ended_by: "current".into(),
+        ended_at: current.updated_at,
+        memory: current,
+    });
+    Ok(out)
+}
+
+/// Counts over the project's memories.
+pub(crate) async fn stats(ctx: &Ctx<'_>) -> Result<Stats> {
+    let conn = ctx.store.reader().await;
+    let mut stats = Stats::default();
+    let mut rows = conn
+        .query(
+            "SELECT
+               count(*),
+               coalesce(sum(deprecated = 0), 0),
+               coalesce(sum(deprecated = 1), 0),
+               coalesce(sum(deprecated = 0 AND needs_review = 1), 0),
+               coalesce(sum(deprecated = 0 AND pinned = 1), 0),
+               coalesce(sum(deprecated = 0 AND redactions > 0), 0)
+             FROM memories WHERE project_id = ?1",
+            params![ctx.project_id],
+        )
+        .await
+        .ctx("counting memories")?;
+    if let Some(row) = rows.next().await.ctx("counting memories")? {
+        let n = |i| row.get::<i64>(i).map(|v| v as u64).ctx("counting memories");
+        stats.total = n(0)?;
+        stats.active = n(1)?;
+        stats.forgotten = n(2)?;
+        stats.needs_review = n(3)?;
+        stats.pinned = n(4)?;
+        stats.with_redactions = n(5)?;
+    }
+    drop(rows);
+    let mut rows = conn
+        .query(
+            "SELECT type, count(*) FROM memories
+             WHERE project_id = ?1 AND deprecated = 0 GROUP BY type ORDER BY type",
+            params![ctx.project_id],
+        )
+        .await
+        .ctx("counting by type")?;
+    while let Some(row) = rows.next().await.ctx("counting by type")? {
+        let t: String = row.get(0).ctx("counting by type")?;
+        let c: i64 = row.get(1).ctx("counting by type")?;
+        stats.by_type.insert(t, c as u64);
+    }
+    drop(rows);
+    let mut rows = conn
+        .query(
+            "SELECT count(*) FROM memory_versions v
+             WHERE v.memory_id IN (SELECT id FROM memories WHERE project_id = ?1)",
+            params![ctx.project_id],
+        )
+        .await
+        .ctx("counting versions")?;
+    if let Some(row) = rows.next().await.ctx("counting versions")? {
+        stats.versions = row.get::<i64>(0).ctx("counting versions")? as u64;
+    }
+    Ok(stats)
+}

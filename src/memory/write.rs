@@ -1,0 +1,456 @@
+//! The write operations. Each runs in one immediate transaction on the single writer
+//! connection: validation happens before the lock is taken, and a failure anywhere rolls the
+//! whole call back (a batch is all or nothing).
+
+use libsql::{params, Connection, Transaction};
+
+use super::dedup::content_hash;
+use super::input::{MemoryPatch, RememberInput};
+use super::model::{Memory, MemoryScope, MemorySource, ShareScope};
+use super::rows::{self, from_row, to_params, SELECT_M};
+use super::Ctx;
+use crate::error::{DbContext, Error, Result};
+use crate::store::begin_write;
+
+/// How much a duplicate raises the existing memory's confidence (capped at 1.0).
+pub const REINFORCE_BOOST: f64 = 0.05;
+
+/// The result of `remember`: the stored memory and whether it was new.
+#[derive(Debug, Clone)]
+pub struct Remembered {
+    /// The memory as stored now.
+    pub memory: Memory,
+    /// `true` when a new memory was created; `false` when an identical active memory in the
+    /// same (project, scope) was reinforced instead.
+    pub created: bool,
+}
+
+/// A validated, redacted, ready-to-store memory and its dedup key.
+struct Prepared {
+    memory: Memory,
+    hash: String,
+}
+
+fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
+    let v = ctx.validator();
+    let content = v.content(&input.content)?;
+    let (tags, r_tags) = v.list("tags", &input.tags)?;
+    let (related_files, r_files) = v.files(&input.related_files)?;
+    let (related_modules, r_modules) = v.list("relatedModules", &input.related_modules)?;
+    let (impacted_node_ids, _) = v.list("impactedNodeIds", &input.impacted_node_ids)?;
+    let (citation_text, r_cite) = v.citation(input.citation_text.as_deref())?;
+    let (metadata, r_meta) = v.metadata(input.metadata.as_ref())?;
+    let session_id = v.opt_id("sessionId", input.session_id.as_deref())?;
+    let confidence = v.unit("confidence", input.confidence.unwrap_or(0.8))?;
+    let decay_half_life_days = input
+        .decay_half_life_days
+        .map(|d| v.half_life(d))
+        .transpose()?;
+    let hash = content_hash(&content.text);
+    let memory = Memory {
+        id: uuid::Uuid::now_v7().to_string(),
+        project_id: ctx.project_id.to_owned(),
+        memory_type: input.memory_type,
+        content: content.text,
+        confidence,
+        tags,
+        related_files,
+        related_modules,
+        scope: input.scope.unwrap_or(MemoryScope::Global),
+        share_scope: input.share_scope.unwrap_or(ShareScope::Project),
+        source: input.source.unwrap_or(MemorySource::AgentExplicit),
+        provenance_session_ids: session_id.iter().cloned().collect(),
+        session_id,
+        commit_sha: v.opt_id("commitSha", input.commit_sha.as_deref())?,
+        work_unit_ref: input.work_unit_ref,
+        methodology: v.opt_id("methodology", input.methodology.as_deref())?,
+        target_node_id: v.opt_id("targetNodeId", input.target_node_id.as_deref())?,
+        impacted_node_ids,
+        relations: v.relations(&input.relations)?,
+        decay_half_life_days,
+        needs_review: input.needs_review.unwrap_or(false),
+        user_verified: input.user_verified.unwrap_or(false),
+        citation_text,
+        pinned: input.pinned.unwrap_or(false),
+        deprecated: false,
+        deprecated_at: None,
+        deprecated_reason: None,
+        stale_at: None,
+        redactions: content.count + r_tags + r_files + r_modules + r_cite + r_meta,
+        reinforce_count: 0,
+        access_count: 0,
+        created_at: now,
+        updated_at: now,
+        last_accessed_at: now,
+        version: 1,
+        metadata,
+    };
+    Ok(Prepared { memory, hash })
+}
+
+/// Remembers every input in one transaction, in order. Validation of all inputs happens first:
+/// one invalid input fails the call (its index is in the message) and nothing is written.
+/// A duplicate of an earlier input of the same batch reinforces it, like any duplicate.
+pub(crate) async fn remember_many(
+    ctx: &Ctx<'_>,
+    inputs: Vec<RememberInput>,
+) -> Result<Vec<Remembered>> {
+    let now = ctx.clock.now_ms();
+    let batch = inputs.len() > 1;
+    let prepared = inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| {
+            prepare(ctx, input, now).map_err(|e| match e {
+                Error::InvalidArg(msg) if batch => Error::InvalidArg(format!("input {i}: {msg}")),
+                other => other,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let find = tx
+        .prepare(&format!(
+            "SELECT {} FROM memories m
+             WHERE m.project_id = ?1 AND m.scope = ?2 AND m.content_hash = ?3 AND m.deprecated = 0",
+            *SELECT_M
+        ))
+        .await
+        .ctx("preparing dedup lookup")?;
+    let insert = tx.prepare(&rows::INSERT).await.ctx("preparing insert")?;
+
+    let mut out = Vec::with_capacity(prepared.len());
+    for p in prepared {
+        let existing = {
+            let mut found = find
+                .query(params![
+                    ctx.project_id,
+                    p.memory.scope.as_str(),
+                    p.hash.as_str()
+                ])
+                .await
+                .ctx("dedup lookup")?;
+            let row = found.next().await.ctx("dedup lookup")?;
+            row.map(|r| from_row(&r)).transpose()?
+        };
+        find.reset();
+        match existing {
+            Some(old) => {
+                let merged = reinforce(ctx, &old, p.memory, now);
+                save_version(&tx, &old, "reinforce", now).await?;
+                write_row(&tx, &merged).await?;
+                out.push(Remembered {
+                    memory: merged,
+                    created: false,
+                });
+            }
+            None => {
+                insert
+                    .execute(to_params(&p.memory, &p.hash))
+                    .await
+                    .ctx("inserting memory")?;
+                insert.reset();
+                out.push(Remembered {
+                    memory: p.memory,
+                    created: true,
+                });
+            }
+        }
+    }
+    drop(find);
+    drop(insert);
+    tx.commit().await.ctx("committing remember")?;
+    Ok(out)
+}
+
+/// Folds a duplicate into the existing memory: confidence up (never down), lists unioned,
+/// provenance extended.
+fn reinforce(ctx: &Ctx<'_>, old: &Memory, new: Memory, now: i64) -> Memory {
+    let cap = ctx.limits.max_list_len;
+    let union = |a: &[String], b: &[String]| {
+        let mut out = a.to_vec();
+        for item in b {
+            if out.len() >= cap {
+                break;
+            }
+            if !out.contains(item) {
+                out.push(item.clone());
+            }
+        }
+        out
+    };
+    let mut m = old.clone();
+    m.confidence = (old.confidence.max(new.confidence) + REINFORCE_BOOST).min(1.0);
+    m.tags = union(&old.tags, &new.tags);
+    m.related_files = union(&old.related_files, &new.related_files);
+    m.related_modules = union(&old.related_modules, &new.related_modules);
+    m.impacted_node_ids = union(&old.impacted_node_ids, &new.impacted_node_ids);
+    m.provenance_session_ids = union(&old.provenance_session_ids, &new.provenance_session_ids);
+    m.pinned = old.pinned || new.pinned;
+    m.reinforce_count += 1;
+    m.updated_at = now;
+    m.version += 1;
+    m
+}
+
+/// Loads one memory of this project inside a transaction.
+async fn load(ctx: &Ctx<'_>, conn: &Connection, id: &str) -> Result<Memory> {
+    let mut found = conn
+        .query(
+            &format!(
+                "SELECT {} FROM memories m WHERE m.id = ?1 AND m.project_id = ?2",
+                *SELECT_M
+            ),
+            params![id, ctx.project_id],
+        )
+        .await
+        .ctx("loading memory")?;
+    match found.next().await.ctx("loading memory")? {
+        Some(row) => from_row(&row),
+        None => Err(Error::not_found("memory", id)),
+    }
+}
+
+/// Records `old` as a past version, ended by `change`.
+async fn save_version(tx: &Transaction, old: &Memory, change: &str, now: i64) -> Result<()> {
+    let snapshot = serde_json::to_string(old).expect("memory serialises");
+    tx.execute(
+        "INSERT OR REPLACE INTO memory_versions(memory_id, version, snapshot, ended_by, ended_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![old.id.as_str(), old.version as i64, snapshot, change, now],
+    )
+    .await
+    .ctx("saving memory version")?;
+    Ok(())
+}
+
+/// Rewrites every mutable column of `m`.
+async fn write_row(tx: &Transaction, m: &Memory) -> Result<()> {
+    let hash = content_hash(&m.content);
+    tx.execute(&rows::UPDATE, to_params(m, &hash))
+        .await
+        .map_err(|e| match e {
+            libsql::Error::SqliteFailure(code, ref msg)
+                if code & 0xff == 19 && msg.contains("content_hash") =>
+            {
+                Error::Conflict(format!(
+                    "another active memory in scope '{}' already has this content",
+                    m.scope
+                ))
+            }
+            other => Error::db("updating memory", other),
+        })?;
+    Ok(())
+}
+
+/// Fails with `ENGRAM_CONFLICT` when another active memory of the project has the same content
+/// in the same scope (so the caller gets the other memory's id instead of a constraint error).
+async fn ensure_unique(tx: &Transaction, m: &Memory) -> Result<()> {
+    if m.deprecated {
+        return Ok(());
+    }
+    let mut rows = tx
+        .query(
+            "SELECT id FROM memories
+             WHERE project_id = ?1 AND scope = ?2 AND content_hash = ?3 AND deprecated = 0 AND id <> ?4",
+            params![
+                m.project_id.as_str(),
+                m.scope.as_str(),
+                content_hash(&m.content),
+                m.id.as_str()
+            ],
+        )
+        .await
+        .ctx("checking uniqueness")?;
+    if let Some(row) = rows.next().await.ctx("checking uniqueness")? {
+        let other: String = row.get(0).ctx("checking uniqueness")?;
+        return Err(Error::Conflict(format!(
+            "memory {other} in scope '{}' already has this content",
+            m.scope
+        )));
+    }
+    Ok(())
+}
+
+/// Applies a patch; the previous state becomes a version in the history.
+pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Result<Memory> {
+    if patch.is_empty() {
+        return Err(Error::invalid("update needs at least one field to change"));
+    }
+    let v = ctx.validator();
+    // Validate everything before taking the writer.
+    let content = patch.content.as_deref().map(|c| v.content(c)).transpose()?;
+    let tags = patch.tags.as_deref().map(|t| v.list("tags", t)).transpose()?;
+    let files = patch.related_files.as_deref().map(|f| v.files(f)).transpose()?;
+    let modules = patch
+        .related_modules
+        .as_deref()
+        .map(|m| v.list("relatedModules", m))
+        .transpose()?;
+    let impacted = patch
+        .impacted_node_ids
+        .as_deref()
+        .map(|m| v.list("impactedNodeIds", m))
+        .transpose()?;
+    let relations = patch.relations.as_deref().map(|r| v.relations(r)).transpose()?;
+    let confidence = patch.confidence.map(|c| v.unit("confidence", c)).transpose()?;
+    let half_life = patch.decay_half_life_days.map(|d| v.half_life(d)).transpose()?;
+    let citation = patch
+        .citation_text
+        .as_deref()
+        .map(|c| v.citation(Some(c)))
+        .transpose()?;
+    let metadata = patch.metadata.as_ref().map(|m| v.metadata(Some(m))).transpose()?;
+    let commit_sha = patch.commit_sha.as_deref().map(|s| v.opt_id("commitSha", Some(s))).transpose()?;
+    let methodology = patch
+        .methodology
+        .as_deref()
+        .map(|s| v.opt_id("methodology", Some(s)))
+        .transpose()?;
+    let target = patch
+        .target_node_id
+        .as_deref()
+        .map(|s| v.opt_id("targetNodeId", Some(s)))
+        .transpose()?;
+
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let old = load(ctx, &tx, id).await?;
+    let mut m = old.clone();
+    if let Some(t) = patch.memory_type {
+        m.memory_type = t;
+    }
+    if let Some(c) = content {
+        m.redactions += c.count;
+        m.content = c.text;
+    }
+    if let Some((t, r)) = tags {
+        m.tags = t;
+        m.redactions += r;
+    }
+    if let Some((f, r)) = files {
+        m.related_files = f;
+        m.redactions += r;
+    }
+    if let Some((mods, r)) = modules {
+        m.related_modules = mods;
+        m.redactions += r;
+    }
+    if let Some((ids, _)) = impacted {
+        m.impacted_node_ids = ids;
+    }
+    if let Some(r) = relations {
+        m.relations = r;
+    }
+    if let Some(c) = confidence {
+        m.confidence = c;
+    }
+    if let Some(h) = half_life {
+        m.decay_half_life_days = Some(h);
+    }
+    if let Some((c, r)) = citation {
+        m.citation_text = c;
+        m.redactions += r;
+    }
+    if let Some((meta, r)) = metadata {
+        m.metadata = meta;
+        m.redactions += r;
+    }
+    if let Some(s) = patch.scope {
+        m.scope = s;
+    }
+    if let Some(s) = patch.share_scope {
+        m.share_scope = s;
+    }
+    if let Some(c) = commit_sha {
+        m.commit_sha = c;
+    }
+    if let Some(mth) = methodology {
+        m.methodology = mth;
+    }
+    if let Some(t) = target {
+        m.target_node_id = t;
+    }
+    if let Some(b) = patch.needs_review {
+        m.needs_review = b;
+    }
+    if let Some(b) = patch.user_verified {
+        m.user_verified = b;
+    }
+    if let Some(b) = patch.pinned {
+        m.pinned = b;
+    }
+    if m == old {
+        // Nothing actually changed: no new version.
+        return Ok(old);
+    }
+    m.version = old.version + 1;
+    m.updated_at = now;
+    ensure_unique(&tx, &m).await?;
+    save_version(&tx, &old, "update", now).await?;
+    write_row(&tx, &m).await?;
+    tx.commit().await.ctx("committing update")?;
+    Ok(m)
+}
+
+/// Archives a memory: it leaves search and `list` (unless asked for) but stays for audit and
+/// rollback. Forgetting a forgotten memory changes nothing.
+pub(crate) async fn forget(ctx: &Ctx<'_>, id: &str, reason: Option<String>) -> Result<Memory> {
+    let reason = ctx.validator().opt_id("reason", reason.as_deref())?;
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let old = load(ctx, &tx, id).await?;
+    if old.deprecated {
+        return Ok(old);
+    }
+    let mut m = old.clone();
+    m.deprecated = true;
+    m.deprecated_at = Some(now);
+    m.deprecated_reason = reason;
+    m.version += 1;
+    m.updated_at = now;
+    save_version(&tx, &old, "forget", now).await?;
+    write_row(&tx, &m).await?;
+    tx.commit().await.ctx("committing forget")?;
+    Ok(m)
+}
+
+/// Makes a past version current again (as a new version; history is never rewritten).
+/// Rolling back past a `forget` restores the memory.
+pub(crate) async fn rollback(ctx: &Ctx<'_>, id: &str, version: u32) -> Result<Memory> {
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let current = load(ctx, &tx, id).await?;
+    if version == current.version {
+        return Ok(current);
+    }
+    let mut rows = tx
+        .query(
+            "SELECT snapshot FROM memory_versions WHERE memory_id = ?1 AND version = ?2",
+            params![id, version as i64],
+        )
+        .await
+        .ctx("loading version")?;
+    let snapshot: String = match rows.next().await.ctx("loading version")? {
+        Some(row) => row.get(0).ctx("loading version")?,
+        None => return Err(Error::not_found("version", format!("{id}@{version}"))),
+    };
+    drop(rows);
+    let mut m: Memory = serde_json::from_str(&snapshot)
+        .map_err(|e| Error::Internal(format!("stored version JSON: {e}")))?;
+    // Counters that measure use, not content, keep running.
+    m.access_count = current.access_count;
+    m.last_accessed_at = current.last_accessed_at;
+    m.reinforce_count = current.reinforce_count;
+    m.version = current.version + 1;
+    m.updated_at = now;
+    ensure_unique(&tx, &m).await?;
+    save_version(&tx, &current, "rollback", now).await?;
+    write_row(&tx, &m).await?;
+    tx.commit().await.ctx("committing rollback")?;
+    Ok(m)
+}

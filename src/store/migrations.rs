@@ -1,0 +1,153 @@
+//! Versioned schema migrations, one ordered list per schema *home*.
+//!
+//! A home is a group of tables that lives in one database file. Today every home lives in the
+//! one file; the sync work splits what can be recomputed on each device (code index,
+//! structural graph) from what cannot (memories, knowledge), so each table's home is declared
+//! here, once, by the list its migration is in.
+//!
+//! Invariants: a migration is applied in one transaction together with the version bump, so a
+//! crash leaves the file at the old or the new version, never between; a file whose recorded
+//! version is newer than this build knows is refused (`ENGRAM_SCHEMA_TOO_NEW`), never touched.
+
+use libsql::Connection;
+
+use crate::error::{DbContext, Error, Result};
+
+/// One step of a home's schema.
+#[derive(Debug)]
+pub struct Migration {
+    /// 1-based, consecutive.
+    pub version: i64,
+    /// Short name for logs and `stats()`.
+    pub name: &'static str,
+    /// The DDL, run as one batch inside the migration's transaction.
+    pub sql: &'static str,
+}
+
+/// A group of tables that lives in one database file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Home {
+    /// Memories and their history: what cannot be recomputed from the files on a device.
+    Main,
+}
+
+impl Home {
+    /// Every home, in the order they are migrated.
+    pub const ALL: &'static [Home] = &[Home::Main];
+
+    /// The name recorded in `engram_schema`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Home::Main => "main",
+        }
+    }
+
+    /// This home's migrations, oldest first.
+    pub fn migrations(self) -> &'static [Migration] {
+        match self {
+            Home::Main => MAIN,
+        }
+    }
+
+    /// Newest version this build knows.
+    pub fn latest(self) -> i64 {
+        self.migrations().last().map_or(0, |m| m.version)
+    }
+}
+
+const MAIN: &[Migration] = &[Migration {
+    version: 1,
+    name: "memories",
+    sql: include_str!("sql/main/001_memories.sql"),
+}];
+
+/// A home's schema version after opening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaStatus {
+    /// The home.
+    pub home: &'static str,
+    /// Version the file is at now.
+    pub version: i64,
+    /// Versions applied by this open (0 when the file was already current).
+    pub applied: i64,
+}
+
+/// Brings every listed home up to date on the writer connection.
+pub(crate) async fn migrate(conn: &Connection, homes: &[Home]) -> Result<Vec<SchemaStatus>> {
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS engram_schema (
+           home TEXT PRIMARY KEY,
+           version INTEGER NOT NULL,
+           updated_at INTEGER NOT NULL
+         )",
+        (),
+    )
+    .await
+    .ctx("creating engram_schema")?;
+
+    let mut out = Vec::with_capacity(homes.len());
+    for &home in homes {
+        let found = current_version(conn, home).await?;
+        if found > home.latest() {
+            return Err(Error::SchemaTooNew {
+                home: home.name(),
+                found,
+                supported: home.latest(),
+            });
+        }
+        let mut applied = 0;
+        for m in home.migrations().iter().filter(|m| m.version > found) {
+            apply(conn, home, m).await?;
+            applied += 1;
+        }
+        out.push(SchemaStatus {
+            home: home.name(),
+            version: found + applied,
+            applied,
+        });
+    }
+    Ok(out)
+}
+
+async fn current_version(conn: &Connection, home: Home) -> Result<i64> {
+    let mut rows = conn
+        .query(
+            "SELECT version FROM engram_schema WHERE home = ?1",
+            [home.name()],
+        )
+        .await
+        .ctx("reading schema version")?;
+    match rows.next().await.ctx("reading schema version")? {
+        Some(row) => row.get::<i64>(0).ctx("reading schema version"),
+        None => Ok(0),
+    }
+}
+
+async fn apply(conn: &Connection, home: Home, m: &Migration) -> Result<()> {
+    let context = format!("applying migration {} {} v{}", home.name(), m.name, m.version);
+    let tx = super::begin_write(conn).await?;
+    tx.execute_batch(m.sql).await.ctx(&context)?;
+    tx.execute(
+        "INSERT INTO engram_schema(home, version, updated_at)
+         VALUES (?1, ?2, CAST(unixepoch('subsec') * 1000 AS INTEGER))
+         ON CONFLICT(home) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at",
+        libsql::params![home.name(), m.version],
+    )
+    .await
+    .ctx(&context)?;
+    tx.commit().await.ctx(&context)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_consecutive_from_one() {
+        for &home in Home::ALL {
+            for (i, m) in home.migrations().iter().enumerate() {
+                assert_eq!(m.version, i as i64 + 1, "{} {}", home.name(), m.name);
+            }
+        }
+    }
+}

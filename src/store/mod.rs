@@ -1,0 +1,143 @@
+//! Storage: one libSQL database file, its connections, pragmas and schema migrations.
+//!
+//! Architecture invariant: a [`Store`] is the only owner of connections to its file in this
+//! process (the engine registry guarantees one `Store` per canonical path). Writes go through
+//! the single writer connection behind an async mutex, so writers queue instead of fighting
+//! over SQLite's lock; reads take a connection from a small pool and run concurrently (WAL).
+
+mod migrations;
+mod pool;
+mod pragmas;
+
+pub use migrations::{Home, SchemaStatus};
+pub use pool::Reader;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use libsql::{Builder, Connection, Database, TransactionBehavior};
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::error::{DbContext, Error, Result};
+use pool::ReaderPool;
+
+/// Tuning knobs for opening a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// How long a statement waits for another process's lock before failing with
+    /// `ENGRAM_SQLITE_BUSY`.
+    pub busy_timeout: Duration,
+    /// Number of pooled read connections (reads beyond this many wait for a free one).
+    pub read_connections: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            busy_timeout: Duration::from_secs(5),
+            read_connections: 4,
+        }
+    }
+}
+
+/// An open database file: one writer connection and a pool of readers.
+pub struct Store {
+    path: PathBuf,
+    // Kept alive for as long as connections exist; libSQL ties connections to it.
+    _db: Database,
+    writer: Mutex<Connection>,
+    readers: ReaderPool,
+    schema: Vec<SchemaStatus>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, applies pragmas and migrates every
+    /// schema home to the newest version this build knows.
+    ///
+    /// Fails with `ENGRAM_CORRUPT` for a file that is not a database, `ENGRAM_SCHEMA_TOO_NEW`
+    /// for a file written by a newer engram, and `ENGRAM_IO` when the file cannot be opened.
+    pub async fn open(path: &Path, options: &StoreOptions) -> Result<Store> {
+        let display = path.display().to_string();
+        let db = Builder::new_local(path)
+            .build()
+            .await
+            .map_err(|e| Error::db(format!("opening {display}"), e))?;
+
+        let writer = db.connect().ctx("connecting writer")?;
+        pragmas::apply_writer(&writer, options.busy_timeout)
+            .await
+            .map_err(|e| e.with_path(&display))?;
+        let schema = migrations::migrate(&writer, Home::ALL)
+            .await
+            .map_err(|e| e.with_path(&display))?;
+
+        let mut readers = Vec::with_capacity(options.read_connections.max(1));
+        for _ in 0..options.read_connections.max(1) {
+            let conn = db.connect().ctx("connecting reader")?;
+            pragmas::apply_reader(&conn, options.busy_timeout).await?;
+            readers.push(conn);
+        }
+
+        Ok(Store {
+            path: path.to_path_buf(),
+            _db: db,
+            writer: Mutex::new(writer),
+            readers: ReaderPool::new(readers),
+            schema,
+        })
+    }
+
+    /// The database file this store owns.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Schema version per home, as found after migration.
+    pub fn schema(&self) -> &[SchemaStatus] {
+        &self.schema
+    }
+
+    /// Waits for the single writer connection. Hold the guard only for the duration of one
+    /// write transaction: every other writer in the process queues behind it.
+    pub async fn writer(&self) -> MutexGuard<'_, Connection> {
+        self.writer.lock().await
+    }
+
+    /// Takes a pooled read connection (waits when all are busy).
+    pub async fn reader(&self) -> Reader<'_> {
+        self.readers.get().await
+    }
+}
+
+/// Starts an immediate (write-locking) transaction: taking the lock up front avoids the
+/// deferred-upgrade deadlock SQLite answers with SQLITE_BUSY. Dropping the returned
+/// transaction without committing rolls it back, so an early `?` return leaves no half batch.
+pub async fn begin_write(conn: &Connection) -> Result<libsql::Transaction> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .await
+        .ctx("beginning write transaction")
+}
+
+impl Error {
+    /// Adds the file path to a corruption or I/O error's context (callers branch on the code;
+    /// humans need to know which file).
+    pub(crate) fn with_path(self, path: &str) -> Error {
+        match self {
+            Error::Corrupt { context, source } => Error::Corrupt {
+                context: format!("{context}: {path}"),
+                source,
+            },
+            Error::Io { context, source } => Error::Io {
+                context: format!("{context}: {path}"),
+                source,
+            },
+            other => other,
+        }
+    }
+}

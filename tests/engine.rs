@@ -1,0 +1,133 @@
+//! Engine-level behaviour: one engine per file, migrations, corrupt and newer-schema files,
+//! busy handling, concurrent writers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use engram::memory::{ListFilter, MemoryType, RememberInput};
+use engram::store::Home;
+use engram::{EngineOptions, Engram, OpenOptions};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_engine_per_canonical_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Engram::open(OpenOptions::new(dir.path().join("m.db"))).await.unwrap();
+    // A different spelling of the same path joins the same engine.
+    let b = Engram::open(OpenOptions::new(dir.path().join("sub/../m.db")))
+        .await
+        .unwrap_or_else(|_| panic!("second open"));
+    assert!(Arc::ptr_eq(a.engine(), b.engine()));
+    let c = Engram::open(OpenOptions::new(dir.path().join("other.db"))).await.unwrap();
+    assert!(!Arc::ptr_eq(a.engine(), c.engine()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn migrations_apply_once_and_reopen_is_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    {
+        let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+        let s = &e.engine().schema()[0];
+        assert_eq!((s.version, s.applied), (Home::Main.latest(), Home::Main.latest()));
+        e.remember(RememberInput::new(MemoryType::Decision, "keep me"))
+            .await
+            .unwrap();
+    }
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    let s = &e.engine().schema()[0];
+    assert_eq!(s.applied, 0);
+    assert_eq!(e.list(&ListFilter::default()).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn newer_schema_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    {
+        let db = libsql::Builder::new_local(&path).build().await.unwrap();
+        let conn = db.connect().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE engram_schema (home TEXT PRIMARY KEY, version INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+             INSERT INTO engram_schema VALUES ('main', 999, 0);",
+        )
+        .await
+        .unwrap();
+    }
+    let err = Engram::open(OpenOptions::new(&path)).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SCHEMA_TOO_NEW", "{err}");
+    assert!(err.to_string().contains("999"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn garbage_file_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    std::fs::write(&path, vec![0x42u8; 8192]).unwrap();
+    let err = Engram::open(OpenOptions::new(&path)).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_CORRUPT", "{err}");
+    // Nothing was lost: the file is as it was.
+    assert_eq!(std::fs::read(&path).unwrap(), vec![0x42u8; 8192]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn directory_path_is_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Engram::open(OpenOptions::new(dir.path())).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lock_held_by_another_process_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let mut opts = OpenOptions::new(&path);
+    opts.engine = EngineOptions::default().busy_timeout(Duration::from_millis(50));
+    let e = Engram::open(opts).await.unwrap();
+    // A second SQLite connection outside the engine stands in for another process.
+    let db = libsql::Builder::new_local(&path).build().await.unwrap();
+    let other = db.connect().unwrap();
+    other.execute("BEGIN IMMEDIATE", ()).await.unwrap();
+    let err = e
+        .remember(RememberInput::new(MemoryType::Gotcha, "blocked"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SQLITE_BUSY", "{err}");
+    other.execute("ROLLBACK", ()).await.unwrap();
+    e.remember(RememberInput::new(MemoryType::Gotcha, "now free"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let path = path.clone();
+        tasks.push(tokio::spawn(async move {
+            let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+            let mut ids = Vec::new();
+            for i in 0..100 {
+                let r = e
+                    .remember(RememberInput::new(MemoryType::Pattern, format!("task {t} item {i}")))
+                    .await
+                    .unwrap();
+                ids.push(r.memory.id);
+                if i % 10 == 0 {
+                    e.list(&ListFilter::default()).await.unwrap();
+                }
+            }
+            ids
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    assert_eq!(e.stats().await.unwrap().active, 800);
+    for id in all.iter().step_by(37) {
+        e.get(id).await.unwrap();
+    }
+}

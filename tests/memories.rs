@@ -1,0 +1,299 @@
+//! Integration tests of the core API against real libSQL files in temp dirs.
+
+use std::sync::Arc;
+
+use engram::clock::ManualClock;
+use engram::memory::{
+    ListFilter, MemoryPatch, MemoryScope, MemoryType, RememberInput, SearchMode, SearchOptions,
+};
+use engram::{EngineOptions, Engram, OpenOptions};
+
+async fn open(dir: &tempfile::TempDir) -> Engram {
+    Engram::open(OpenOptions::new(dir.path().join("memory.db")))
+        .await
+        .expect("open")
+}
+
+fn gotcha(content: &str) -> RememberInput {
+    RememberInput::new(MemoryType::Gotcha, content)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remember_get_update_forget_roundtrip() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let mut input = gotcha("Refresh tokens must be rotated on every use");
+    input.tags = vec!["auth".into(), "jwt".into(), "auth".into()];
+    input.related_files = vec!["./src/auth/refresh.ts".into()];
+    let r = e.remember(input).await.unwrap();
+    assert!(r.created);
+    assert_eq!(r.memory.tags, vec!["auth", "jwt"]);
+    assert_eq!(r.memory.related_files, vec!["src/auth/refresh.ts"]);
+    assert_eq!(r.memory.version, 1);
+
+    let got = e.get(&r.memory.id).await.unwrap();
+    assert_eq!(got, r.memory);
+
+    let patch = MemoryPatch {
+        content: Some("Refresh tokens are rotated on every use (see ADR-7)".into()),
+        confidence: Some(0.95),
+        ..Default::default()
+    };
+    let updated = e.update(&r.memory.id, patch).await.unwrap();
+    assert_eq!(updated.version, 2);
+    assert_eq!(updated.confidence, 0.95);
+
+    let forgotten = e.forget(&r.memory.id, Some("obsolete".into())).await.unwrap();
+    assert!(forgotten.deprecated);
+    assert_eq!(forgotten.version, 3);
+    // Hidden from list and search, still readable by id.
+    assert!(e.list(&ListFilter::default()).await.unwrap().is_empty());
+    assert!(e
+        .search("refresh tokens", &SearchOptions::default())
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(e.get(&r.memory.id).await.unwrap().deprecated);
+
+    let history = e.history(&r.memory.id).await.unwrap();
+    let versions: Vec<_> = history.iter().map(|v| (v.version, v.ended_by.as_str())).collect();
+    assert_eq!(versions, vec![(1, "update"), (2, "forget"), (3, "current")]);
+    assert_eq!(history[0].memory.content, "Refresh tokens must be rotated on every use");
+
+    // Rolling back to version 2 restores the memory (as version 4).
+    let restored = e.rollback(&r.memory.id, 2).await.unwrap();
+    assert!(!restored.deprecated);
+    assert_eq!(restored.version, 4);
+    assert_eq!(restored.content, updated.content);
+    assert_eq!(e.list(&ListFilter::default()).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicates_reinforce_within_project_and_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let mut a = gotcha("Use jose instead of jsonwebtoken for Edge");
+    a.confidence = Some(0.6);
+    a.tags = vec!["auth".into()];
+    a.session_id = Some("s1".into());
+    let first = e.remember(a).await.unwrap();
+
+    let mut b = gotcha("  use JOSE instead of jsonwebtoken   for edge ");
+    b.tags = vec!["edge".into()];
+    b.session_id = Some("s2".into());
+    let second = e.remember(b).await.unwrap();
+    assert!(!second.created);
+    assert_eq!(second.memory.id, first.memory.id);
+    assert_eq!(second.memory.reinforce_count, 1);
+    // max(0.6, 0.8 default of the duplicate) + 0.05 boost.
+    assert!((second.memory.confidence - 0.85).abs() < 1e-9);
+    assert_eq!(second.memory.tags, vec!["auth", "edge"]);
+    assert_eq!(second.memory.provenance_session_ids, vec!["s1", "s2"]);
+
+    // Another scope is another memory.
+    let mut c = gotcha("Use jose instead of jsonwebtoken for Edge");
+    c.scope = Some(MemoryScope::Module);
+    assert!(e.remember(c).await.unwrap().created);
+
+    // Another project in the same file is another memory, and invisible from this one.
+    let mut other = OpenOptions::new(dir.path().join("memory.db"));
+    other.project_id = Some("other".into());
+    let p2 = Engram::open(other).await.unwrap();
+    assert!(p2.remember(gotcha("Use jose instead of jsonwebtoken for Edge")).await.unwrap().created);
+    assert_eq!(p2.list(&ListFilter::default()).await.unwrap().len(), 1);
+    assert_eq!(e.list(&ListFilter::default()).await.unwrap().len(), 2);
+    assert_eq!(
+        p2.get(&first.memory.id).await.unwrap_err().code(),
+        "ENGRAM_NOT_FOUND"
+    );
+
+    // A forgotten memory no longer absorbs duplicates.
+    e.forget(&first.memory.id, None).await.unwrap();
+    let again = e.remember(gotcha("Use jose instead of jsonwebtoken for Edge")).await.unwrap();
+    assert!(again.created);
+    assert_ne!(again.memory.id, first.memory.id);
+    // ... and restoring it would now duplicate the new one.
+    let err = e.rollback(&first.memory.id, 2).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_CONFLICT", "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_are_redacted_before_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let mut input = gotcha("Staging uses DB_PASSWORD=hunter2 and ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+    input.tags = vec!["sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789".into()];
+    input.metadata = Some(serde_json::json!({ "note": "token=abc123def456ghi" }));
+    let r = e.remember(input).await.unwrap();
+    assert_eq!(r.memory.redactions, 4);
+    let stored = e.get(&r.memory.id).await.unwrap();
+    let all = serde_json::to_string(&stored).unwrap();
+    for secret in ["hunter2", "ghp_A1b2", "sk-ant-", "abc123def456ghi"] {
+        assert!(!all.contains(secret), "{secret} leaked: {all}");
+    }
+    // The raw file does not contain the secret either (nothing was written before filtering).
+    drop(e);
+    let bytes = std::fs::read(dir.path().join("memory.db")).unwrap();
+    let wal = std::fs::read(dir.path().join("memory.db-wal")).unwrap_or_default();
+    for hay in [bytes, wal] {
+        assert!(!hay.windows(7).any(|w| w == b"hunter2"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn input_limits_have_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let cases: Vec<RememberInput> = vec![
+        gotcha("   "),
+        gotcha(&"x".repeat(16 * 1024 + 1)),
+        {
+            let mut i = gotcha("ok");
+            i.confidence = Some(1.5);
+            i
+        },
+        {
+            let mut i = gotcha("ok");
+            i.related_files = vec!["../../etc/passwd".into()];
+            i
+        },
+        {
+            let mut i = gotcha("ok");
+            i.citation_text = Some("c".repeat(41));
+            i
+        },
+        {
+            let mut i = gotcha("ok");
+            i.metadata = Some(serde_json::json!([1, 2]));
+            i
+        },
+    ];
+    for input in cases {
+        let err = e.remember(input).await.unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_INVALID_ARG", "{err}");
+    }
+    // A batch with one bad input writes nothing.
+    let err = e
+        .remember_many(vec![gotcha("good one"), gotcha("")])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("input 1"), "{err}");
+    assert_eq!(e.stats().await.unwrap().total, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_ranks_and_survives_hostile_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let texts = [
+        "The connection pool must be closed before the worker exits",
+        "Database migrations run inside one transaction",
+        "Use the connection string from the environment, never hard-code it",
+        "Prefer authMiddleware over ad-hoc token checks in routes",
+        "Docker networking: services talk over the compose network",
+    ];
+    let inputs = texts.iter().map(|t| gotcha(t)).collect();
+    e.remember_many(inputs).await.unwrap();
+
+    let hits = e.search("connection pool", &SearchOptions::default()).await.unwrap();
+    assert_eq!(hits[0].memory.content, texts[0]);
+    assert!(hits[0].matched_all);
+    // OR fallback fills in the partial match, ranked after.
+    assert!(hits.iter().any(|h| h.memory.content == texts[2] && !h.matched_all));
+
+    // Exact phrase and prefix.
+    let hits = e.search("\"compose network\"", &SearchOptions::default()).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    let hits = e.search("migrat*", &SearchOptions::default()).await.unwrap();
+    assert_eq!(hits[0].memory.content, texts[1]);
+    // Stemming: "migrating" finds "migrations".
+    let hits = e.search("migrating", &SearchOptions::default()).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    // Exclusion.
+    let all = SearchOptions {
+        mode: SearchMode::Any,
+        ..Default::default()
+    };
+    let hits = e.search("connection -pool", &all).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].memory.content, texts[2]);
+
+    for hostile in [
+        "\"", "\"unbalanced", "*", "-", "a:b", "content:connection", "NEAR(pool, 2)", "(((",
+        ")", "AND OR NOT", "^pool", "pool\"", "🙂 pool 🎉", "'; DROP TABLE memories; --",
+        "\u{0000}pool", "a\"b\"c", "-*-", "NOT pool", "pool*\"*", "{pool}", "[pool]",
+        "pool + - * / = ~", "ÜBER façade", "ø", "\\", "%", "_", "auth-middleware",
+    ] {
+        let r = e.search(hostile, &SearchOptions::default()).await;
+        assert!(r.is_ok(), "{hostile:?}: {:?}", r.err());
+    }
+    let hits = e.search("authMiddleware", &SearchOptions::default()).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(e.stats().await.unwrap().active, 5);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_filters_and_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let mut opts = OpenOptions::new(dir.path().join("m.db"));
+    opts.engine = EngineOptions {
+        clock: clock.clone(),
+        ..Default::default()
+    };
+    let e = Engram::open(opts).await.unwrap();
+    for (i, t) in [MemoryType::Gotcha, MemoryType::Decision, MemoryType::Gotcha]
+        .into_iter()
+        .enumerate()
+    {
+        let mut input = RememberInput::new(t, format!("memory number {i}"));
+        input.tags = vec![format!("t{i}")];
+        input.related_files = vec![format!("src/f{i}.ts")];
+        input.confidence = Some(0.5 + i as f64 / 10.0);
+        e.remember(input).await.unwrap();
+        clock.advance(1000);
+    }
+    let gotchas = e
+        .list(&ListFilter {
+            types: vec![MemoryType::Gotcha],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let contents: Vec<_> = gotchas.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(contents, vec!["memory number 2", "memory number 0"]);
+    let tagged = e
+        .list(&ListFilter {
+            tags: vec!["t1".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tagged.len(), 1);
+    let by_file = e
+        .list(&ListFilter {
+            related_file: Some("src/f0.ts".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_file[0].content, "memory number 0");
+    let confident = e
+        .list(&ListFilter {
+            min_confidence: Some(0.65),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(confident.len(), 1);
+    let err = e
+        .list(&ListFilter {
+            limit: Some(0),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+    let stats = e.stats().await.unwrap();
+    assert_eq!(stats.by_type.get("gotcha"), Some(&2));
+}
