@@ -1,0 +1,70 @@
+//! The Node-API binding (napi-rs v3). It only converts types, maps errors and wires promises:
+//! every behaviour lives in the core modules, which know nothing of JavaScript.
+//!
+//! Conventions:
+//! - Every method that touches the database returns a Promise and runs on the tokio runtime;
+//!   the JS thread never waits for SQLite.
+//! - Arguments arrive as `Unknown` and are converted here, so a wrong type from JS rejects with
+//!   `ENGRAM_INVALID_ARG` (not napi's generic `InvalidArg` / `StringExpected` codes).
+//! - Errors become JS `Error`s with a stable `code` and a `cause`; panics are caught and become
+//!   `ENGRAM_INTERNAL`.
+
+mod args;
+mod class;
+mod error;
+mod types;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+/// Every `code` an engram error can carry. Branch on `err.code`, never on the message.
+#[napi(string_enum)]
+pub enum ErrorCode {
+    /// The handle was closed; open a new one.
+    #[napi(value = "ENGRAM_CLOSED")]
+    Closed,
+    /// An argument is missing, of the wrong type, out of range or over a limit.
+    #[napi(value = "ENGRAM_INVALID_ARG")]
+    InvalidArg,
+    /// No such memory (in this project) or version.
+    #[napi(value = "ENGRAM_NOT_FOUND")]
+    NotFound,
+    /// The change would duplicate another active memory in the same scope.
+    #[napi(value = "ENGRAM_CONFLICT")]
+    Conflict,
+    /// Another process held the database lock longer than `busyTimeoutMs`; retry later.
+    #[napi(value = "ENGRAM_SQLITE_BUSY")]
+    SqliteBusy,
+    /// The file is not a database or is damaged; restore a backup.
+    #[napi(value = "ENGRAM_CORRUPT")]
+    Corrupt,
+    /// The file was written by a newer engram; upgrade.
+    #[napi(value = "ENGRAM_SCHEMA_TOO_NEW")]
+    SchemaTooNew,
+    /// A file-system failure (cannot open, disk full, permissions).
+    #[napi(value = "ENGRAM_IO")]
+    Io,
+    /// Any other database failure.
+    #[napi(value = "ENGRAM_DB")]
+    Db,
+    /// Cancelled through an AbortSignal.
+    #[napi(value = "ENGRAM_ABORTED")]
+    Aborted,
+    /// A bug in engram (including a caught panic); please report it.
+    #[napi(value = "ENGRAM_INTERNAL")]
+    Internal,
+}
+
+/// Number of database engines alive in this process (one per open file, shared by every
+/// handle and thread). For diagnostics and tests.
+#[napi]
+pub fn open_engine_count() -> u32 {
+    crate::engine::open_engines() as u32
+}
+
+/// Test hook: panics inside the runtime so tests can check that a panic reaches JS as
+/// `ENGRAM_INTERNAL` instead of crashing the process. Not part of the API.
+#[napi(js_name = "__panicForTests", skip_typescript)]
+pub fn panic_for_tests(env: &Env) -> Result<PromiseRaw<'_, ()>> {
+    error::promise(env, async { panic!("deliberate test panic") }, |()| ())
+}
