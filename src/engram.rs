@@ -63,9 +63,8 @@ impl Engram {
         let project_root = match &options.project_root {
             None => None,
             Some(root) => {
-                let canonical = std::fs::canonicalize(root).map_err(|e| {
-                    Error::invalid(format!("projectRoot {}: {e}", root.display()))
-                })?;
+                let canonical = std::fs::canonicalize(root)
+                    .map_err(|e| Error::invalid(format!("projectRoot {}: {e}", root.display())))?;
                 if !canonical.is_dir() {
                     return Err(Error::invalid(format!(
                         "projectRoot {} is not a directory",

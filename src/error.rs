@@ -134,7 +134,10 @@ impl Error {
         match primary {
             Some(SQLITE_BUSY) | Some(SQLITE_LOCKED) => Error::Busy { context, source },
             Some(SQLITE_CORRUPT) | Some(SQLITE_NOTADB) => Error::Corrupt { context, source },
-            Some(SQLITE_IOERR) | Some(SQLITE_FULL) | Some(SQLITE_CANTOPEN) | Some(SQLITE_PERM)
+            Some(SQLITE_IOERR)
+            | Some(SQLITE_FULL)
+            | Some(SQLITE_CANTOPEN)
+            | Some(SQLITE_PERM)
             | Some(SQLITE_READONLY) => Error::Io { context, source },
             _ => Error::Db { context, source },
         }
@@ -178,7 +181,10 @@ mod tests {
 
     #[test]
     fn classifies_sqlite_codes() {
-        let busy = Error::db("x", libsql::Error::SqliteFailure(5, "database is locked".into()));
+        let busy = Error::db(
+            "x",
+            libsql::Error::SqliteFailure(5, "database is locked".into()),
+        );
         assert_eq!(busy.code(), "ENGRAM_SQLITE_BUSY");
         // Extended code SQLITE_BUSY_SNAPSHOT (517) masks to BUSY.
         let busy_ext = Error::db("x", libsql::Error::SqliteFailure(517, "snap".into()));

@@ -11,13 +11,17 @@ use engram::{EngineOptions, Engram, OpenOptions};
 #[tokio::test(flavor = "multi_thread")]
 async fn one_engine_per_canonical_path() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Engram::open(OpenOptions::new(dir.path().join("m.db"))).await.unwrap();
+    let a = Engram::open(OpenOptions::new(dir.path().join("m.db")))
+        .await
+        .unwrap();
     // A different spelling of the same path joins the same engine.
     let b = Engram::open(OpenOptions::new(dir.path().join("sub/../m.db")))
         .await
         .unwrap_or_else(|_| panic!("second open"));
     assert!(Arc::ptr_eq(a.engine(), b.engine()));
-    let c = Engram::open(OpenOptions::new(dir.path().join("other.db"))).await.unwrap();
+    let c = Engram::open(OpenOptions::new(dir.path().join("other.db")))
+        .await
+        .unwrap();
     assert!(!Arc::ptr_eq(a.engine(), c.engine()));
 }
 
@@ -28,7 +32,10 @@ async fn migrations_apply_once_and_reopen_is_current() {
     {
         let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
         let s = &e.engine().schema()[0];
-        assert_eq!((s.version, s.applied), (Home::Main.latest(), Home::Main.latest()));
+        assert_eq!(
+            (s.version, s.applied),
+            (Home::Main.latest(), Home::Main.latest())
+        );
         e.remember(RememberInput::new(MemoryType::Decision, "keep me"))
             .await
             .unwrap();
@@ -72,7 +79,9 @@ async fn garbage_file_is_corrupt() {
 #[tokio::test(flavor = "multi_thread")]
 async fn directory_path_is_invalid() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Engram::open(OpenOptions::new(dir.path())).await.unwrap_err();
+    let err = Engram::open(OpenOptions::new(dir.path()))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
 }
 
@@ -110,7 +119,10 @@ async fn concurrent_writers_lose_nothing() {
             let mut ids = Vec::new();
             for i in 0..100 {
                 let r = e
-                    .remember(RememberInput::new(MemoryType::Pattern, format!("task {t} item {i}")))
+                    .remember(RememberInput::new(
+                        MemoryType::Pattern,
+                        format!("task {t} item {i}"),
+                    ))
                     .await
                     .unwrap();
                 ids.push(r.memory.id);

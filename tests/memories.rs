@@ -43,7 +43,10 @@ async fn remember_get_update_forget_roundtrip() {
     assert_eq!(updated.version, 2);
     assert_eq!(updated.confidence, 0.95);
 
-    let forgotten = e.forget(&r.memory.id, Some("obsolete".into())).await.unwrap();
+    let forgotten = e
+        .forget(&r.memory.id, Some("obsolete".into()))
+        .await
+        .unwrap();
     assert!(forgotten.deprecated);
     assert_eq!(forgotten.version, 3);
     // Hidden from list and search, still readable by id.
@@ -56,9 +59,15 @@ async fn remember_get_update_forget_roundtrip() {
     assert!(e.get(&r.memory.id).await.unwrap().deprecated);
 
     let history = e.history(&r.memory.id).await.unwrap();
-    let versions: Vec<_> = history.iter().map(|v| (v.version, v.ended_by.as_str())).collect();
+    let versions: Vec<_> = history
+        .iter()
+        .map(|v| (v.version, v.ended_by.as_str()))
+        .collect();
     assert_eq!(versions, vec![(1, "update"), (2, "forget"), (3, "current")]);
-    assert_eq!(history[0].memory.content, "Refresh tokens must be rotated on every use");
+    assert_eq!(
+        history[0].memory.content,
+        "Refresh tokens must be rotated on every use"
+    );
 
     // Rolling back to version 2 restores the memory (as version 4).
     let restored = e.rollback(&r.memory.id, 2).await.unwrap();
@@ -99,7 +108,12 @@ async fn duplicates_reinforce_within_project_and_scope() {
     let mut other = OpenOptions::new(dir.path().join("memory.db"));
     other.project_id = Some("other".into());
     let p2 = Engram::open(other).await.unwrap();
-    assert!(p2.remember(gotcha("Use jose instead of jsonwebtoken for Edge")).await.unwrap().created);
+    assert!(
+        p2.remember(gotcha("Use jose instead of jsonwebtoken for Edge"))
+            .await
+            .unwrap()
+            .created
+    );
     assert_eq!(p2.list(&ListFilter::default()).await.unwrap().len(), 1);
     assert_eq!(e.list(&ListFilter::default()).await.unwrap().len(), 2);
     assert_eq!(
@@ -109,7 +123,10 @@ async fn duplicates_reinforce_within_project_and_scope() {
 
     // A forgotten memory no longer absorbs duplicates.
     e.forget(&first.memory.id, None).await.unwrap();
-    let again = e.remember(gotcha("Use jose instead of jsonwebtoken for Edge")).await.unwrap();
+    let again = e
+        .remember(gotcha("Use jose instead of jsonwebtoken for Edge"))
+        .await
+        .unwrap();
     assert!(again.created);
     assert_ne!(again.memory.id, first.memory.id);
     // ... and restoring it would now duplicate the new one.
@@ -121,7 +138,8 @@ async fn duplicates_reinforce_within_project_and_scope() {
 async fn secrets_are_redacted_before_storage() {
     let dir = tempfile::tempdir().unwrap();
     let e = open(&dir).await;
-    let mut input = gotcha("Staging uses DB_PASSWORD=hunter2 and ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+    let mut input =
+        gotcha("Staging uses DB_PASSWORD=hunter2 and ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
     input.tags = vec!["sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789".into()];
     input.metadata = Some(serde_json::json!({ "note": "token=abc123def456ghi" }));
     let r = e.remember(input).await.unwrap();
@@ -195,19 +213,33 @@ async fn search_ranks_and_survives_hostile_queries() {
     let inputs = texts.iter().map(|t| gotcha(t)).collect();
     e.remember_many(inputs).await.unwrap();
 
-    let hits = e.search("connection pool", &SearchOptions::default()).await.unwrap();
+    let hits = e
+        .search("connection pool", &SearchOptions::default())
+        .await
+        .unwrap();
     assert_eq!(hits[0].memory.content, texts[0]);
     assert!(hits[0].matched_all);
     // OR fallback fills in the partial match, ranked after.
-    assert!(hits.iter().any(|h| h.memory.content == texts[2] && !h.matched_all));
+    assert!(hits
+        .iter()
+        .any(|h| h.memory.content == texts[2] && !h.matched_all));
 
     // Exact phrase and prefix.
-    let hits = e.search("\"compose network\"", &SearchOptions::default()).await.unwrap();
+    let hits = e
+        .search("\"compose network\"", &SearchOptions::default())
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 1);
-    let hits = e.search("migrat*", &SearchOptions::default()).await.unwrap();
+    let hits = e
+        .search("migrat*", &SearchOptions::default())
+        .await
+        .unwrap();
     assert_eq!(hits[0].memory.content, texts[1]);
     // Stemming: "migrating" finds "migrations".
-    let hits = e.search("migrating", &SearchOptions::default()).await.unwrap();
+    let hits = e
+        .search("migrating", &SearchOptions::default())
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 1);
     // Exclusion.
     let all = SearchOptions {
@@ -219,15 +251,42 @@ async fn search_ranks_and_survives_hostile_queries() {
     assert_eq!(hits[0].memory.content, texts[2]);
 
     for hostile in [
-        "\"", "\"unbalanced", "*", "-", "a:b", "content:connection", "NEAR(pool, 2)", "(((",
-        ")", "AND OR NOT", "^pool", "pool\"", "🙂 pool 🎉", "'; DROP TABLE memories; --",
-        "\u{0000}pool", "a\"b\"c", "-*-", "NOT pool", "pool*\"*", "{pool}", "[pool]",
-        "pool + - * / = ~", "ÜBER façade", "ø", "\\", "%", "_", "auth-middleware",
+        "\"",
+        "\"unbalanced",
+        "*",
+        "-",
+        "a:b",
+        "content:connection",
+        "NEAR(pool, 2)",
+        "(((",
+        ")",
+        "AND OR NOT",
+        "^pool",
+        "pool\"",
+        "🙂 pool 🎉",
+        "'; DROP TABLE memories; --",
+        "\u{0000}pool",
+        "a\"b\"c",
+        "-*-",
+        "NOT pool",
+        "pool*\"*",
+        "{pool}",
+        "[pool]",
+        "pool + - * / = ~",
+        "ÜBER façade",
+        "ø",
+        "\\",
+        "%",
+        "_",
+        "auth-middleware",
     ] {
         let r = e.search(hostile, &SearchOptions::default()).await;
         assert!(r.is_ok(), "{hostile:?}: {:?}", r.err());
     }
-    let hits = e.search("authMiddleware", &SearchOptions::default()).await.unwrap();
+    let hits = e
+        .search("authMiddleware", &SearchOptions::default())
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(e.stats().await.unwrap().active, 5);
 }

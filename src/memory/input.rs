@@ -327,7 +327,8 @@ impl Validator<'_> {
             .iter()
             .map(|r| {
                 let mut r = r.clone();
-                r.target_memory_id = self.opt_id("relations.targetMemoryId", r.target_memory_id.as_deref())?;
+                r.target_memory_id =
+                    self.opt_id("relations.targetMemoryId", r.target_memory_id.as_deref())?;
                 r.target_file_path = match r.target_file_path.as_deref().map(str::trim) {
                     None | Some("") => None,
                     Some(p) => Some(confine_path(p, self.project_root)?),
@@ -353,7 +354,9 @@ impl Validator<'_> {
         }
         let mut value = value.clone();
         let redactions = redact_json(&mut value);
-        let size = serde_json::to_vec(&value).map(|v| v.len()).unwrap_or(usize::MAX);
+        let size = serde_json::to_vec(&value)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         if size > self.limits.max_metadata_bytes {
             return Err(Error::invalid(format!(
                 "metadata is {size} bytes as JSON; the limit is {}",
@@ -431,8 +434,14 @@ mod tests {
         let root = Path::new("/repo");
         assert_eq!(confine_path("./src/a.ts", Some(root)).unwrap(), "src/a.ts");
         assert_eq!(confine_path("src\\b.ts", Some(root)).unwrap(), "src/b.ts");
-        assert_eq!(confine_path("/repo/src/c.ts", Some(root)).unwrap(), "src/c.ts");
-        assert_eq!(confine_path("src/x/../d.ts", Some(root)).unwrap(), "src/d.ts");
+        assert_eq!(
+            confine_path("/repo/src/c.ts", Some(root)).unwrap(),
+            "src/c.ts"
+        );
+        assert_eq!(
+            confine_path("src/x/../d.ts", Some(root)).unwrap(),
+            "src/d.ts"
+        );
         for bad in ["../etc/passwd", "/etc/passwd", "src/../../x", "."] {
             let err = confine_path(bad, Some(root)).unwrap_err();
             assert_eq!(err.code(), "ENGRAM_INVALID_ARG", "{bad}");

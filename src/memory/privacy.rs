@@ -40,7 +40,9 @@ fn always(_: &str, _: bool, _: &str) -> bool {
 
 /// Mixed-case-and-digit bodies: real keys are random; words and identifiers are not.
 fn random_looking(value: &str, _: bool, _: &str) -> bool {
-    let body = value.trim_start_matches(|c: char| c != '-').trim_start_matches('-');
+    let body = value
+        .trim_start_matches(|c: char| c != '-')
+        .trim_start_matches('-');
     let digits = body.chars().filter(|c| c.is_ascii_digit()).count();
     let upper = body.chars().filter(|c| c.is_ascii_uppercase()).count();
     let lower = body.chars().filter(|c| c.is_ascii_lowercase()).count();
@@ -176,8 +178,8 @@ fn secret_value(raw: &str, quoted: bool, key: &str) -> bool {
     if !quoted && looks_like_code(value) {
         return false; // getToken(), config.apiKey, process.env.X
     }
-    let env_style = key.chars().any(|c| c.is_ascii_uppercase())
-        && !key.chars().any(|c| c.is_ascii_lowercase());
+    let env_style =
+        key.chars().any(|c| c.is_ascii_uppercase()) && !key.chars().any(|c| c.is_ascii_lowercase());
     if env_style && !has_space {
         return true; // PASSWORD=hunter, API_KEY=abc
     }
@@ -199,10 +201,20 @@ fn is_placeholder(value: &str) -> bool {
         || lower.starts_with("process.env")
         || lower.starts_with("os.environ")
         || lower.starts_with("env(")
-        || value.chars().all(|c| c == '*' || c == 'x' || c == 'X' || c == '.')
+        || value
+            .chars()
+            .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.')
         || matches!(
             lower.as_str(),
-            "null" | "none" | "nil" | "undefined" | "true" | "false" | "string" | "str" | "optional"
+            "null"
+                | "none"
+                | "nil"
+                | "undefined"
+                | "true"
+                | "false"
+                | "string"
+                | "str"
+                | "optional"
         )
 }
 
@@ -358,7 +370,11 @@ mod tests {
         for (kind, text) in SECRETS {
             let r = redact(text);
             assert!(r.count >= 1, "{kind}: nothing redacted in {text:?}");
-            assert!(r.kinds.contains(kind), "{kind}: got {:?} for {text:?}", r.kinds);
+            assert!(
+                r.kinds.contains(kind),
+                "{kind}: got {:?} for {text:?}",
+                r.kinds
+            );
             assert!(r.text.contains(REDACTED), "{kind}: {:?}", r.text);
             kinds.insert(*kind);
         }

@@ -139,9 +139,24 @@ pub(crate) fn push_filters(filter: &ListFilter, sql: &mut String, args: &mut Vec
         sql.push_str(" AND m.deprecated = 0");
     }
     let text = |s: &str| Value::Text(s.to_owned());
-    any_of(sql, args, "m.type", filter.types.iter().map(|t| text(t.as_str())).collect());
-    any_of(sql, args, "m.scope", filter.scopes.iter().map(|t| text(t.as_str())).collect());
-    any_of(sql, args, "m.source", filter.sources.iter().map(|t| text(t.as_str())).collect());
+    any_of(
+        sql,
+        args,
+        "m.type",
+        filter.types.iter().map(|t| text(t.as_str())).collect(),
+    );
+    any_of(
+        sql,
+        args,
+        "m.scope",
+        filter.scopes.iter().map(|t| text(t.as_str())).collect(),
+    );
+    any_of(
+        sql,
+        args,
+        "m.source",
+        filter.sources.iter().map(|t| text(t.as_str())).collect(),
+    );
     if !filter.tags.is_empty() {
         let start = args.len() + 1;
         let marks = (start..start + filter.tags.len())
@@ -204,7 +219,10 @@ pub(crate) async fn list(ctx: &Ctx<'_>, filter: &ListFilter) -> Result<Vec<Memor
             "limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}"
         )));
     }
-    let mut sql = format!("SELECT {} FROM memories m WHERE m.project_id = ?1", *SELECT_M);
+    let mut sql = format!(
+        "SELECT {} FROM memories m WHERE m.project_id = ?1",
+        *SELECT_M
+    );
     let mut args = vec![Value::Text(ctx.project_id.to_owned())];
     push_filters(filter, &mut sql, &mut args);
     args.push(Value::Integer(limit as i64));
@@ -216,7 +234,10 @@ pub(crate) async fn list(ctx: &Ctx<'_>, filter: &ListFilter) -> Result<Vec<Memor
         args.len()
     ));
     let conn = ctx.store.reader().await;
-    let mut rows = conn.query(&sql, params_from_iter(args)).await.ctx("listing memories")?;
+    let mut rows = conn
+        .query(&sql, params_from_iter(args))
+        .await
+        .ctx("listing memories")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().await.ctx("listing memories")? {
         out.push(from_row(&row)?);

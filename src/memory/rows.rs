@@ -146,7 +146,9 @@ pub(crate) fn to_params(m: &Memory, content_hash: &str) -> Vec<Value> {
 pub(crate) fn from_row(row: &Row) -> Result<Memory> {
     let mut col = 0;
     let mut next = || {
-        let v = row.get_value(col).map_err(|e| Error::db("reading memory row", e));
+        let v = row
+            .get_value(col)
+            .map_err(|e| Error::db("reading memory row", e));
         col += 1;
         v
     };

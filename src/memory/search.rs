@@ -68,7 +68,11 @@ pub const MAX_SEARCH_LIMIT: u32 = 200;
 /// tag hit counts more than a word in passing.
 const BM25: &str = "bm25(memories_fts, 1.0, 2.0, 1.0)";
 
-pub(crate) async fn search(ctx: &Ctx<'_>, text: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
+pub(crate) async fn search(
+    ctx: &Ctx<'_>,
+    text: &str,
+    options: &SearchOptions,
+) -> Result<Vec<SearchHit>> {
     let limit = options.limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
     if limit == 0 || limit > MAX_SEARCH_LIMIT {
         return Err(Error::invalid(format!(
@@ -83,7 +87,11 @@ pub(crate) async fn search(ctx: &Ctx<'_>, text: &str, options: &SearchOptions) -
     };
     let conn = ctx.store.reader().await;
     let first_all = options.mode != SearchMode::Any;
-    let first = if first_all { query.and_expr() } else { query.or_expr() };
+    let first = if first_all {
+        query.and_expr()
+    } else {
+        query.or_expr()
+    };
     let mut hits = run(ctx, &conn, &first, options, limit, first_all).await?;
 
     let too_few = (hits.len() as u32) < (limit / 2).max(1);
@@ -109,19 +117,24 @@ async fn run(
     limit: u32,
     matched_all: bool,
 ) -> Result<Vec<SearchHit>> {
-    let mut sql = format!(
-        "SELECT {}, {BM25} AS score
+    // Two phases: rank (rowid, score) with a bounded sort, then fetch full rows for the top
+    // hits only. Sorting whole rows made the sorter carry every column of every match.
+    let mut inner = format!(
+        "SELECT m.seq AS seq, {BM25} AS score
          FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
-         WHERE memories_fts MATCH ?1 AND m.project_id = ?2",
-        *SELECT_M
+         WHERE memories_fts MATCH ?1 AND m.project_id = ?2"
     );
     let mut args = vec![
         Value::Text(expr.to_owned()),
         Value::Text(ctx.project_id.to_owned()),
     ];
-    push_filters(&options.filter, &mut sql, &mut args);
+    push_filters(&options.filter, &mut inner, &mut args);
     args.push(Value::Integer(limit as i64));
-    sql.push_str(&format!(" ORDER BY score LIMIT ?{}", args.len()));
+    inner.push_str(&format!(" ORDER BY score LIMIT ?{}", args.len()));
+    let sql = format!(
+        "WITH top AS ({inner}) SELECT {}, top.score FROM top JOIN memories m ON m.seq = top.seq ORDER BY top.score",
+        *SELECT_M
+    );
     let mut rows = conn
         .query(&sql, params_from_iter(args))
         .await

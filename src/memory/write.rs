@@ -281,8 +281,16 @@ pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Resul
     let v = ctx.validator();
     // Validate everything before taking the writer.
     let content = patch.content.as_deref().map(|c| v.content(c)).transpose()?;
-    let tags = patch.tags.as_deref().map(|t| v.list("tags", t)).transpose()?;
-    let files = patch.related_files.as_deref().map(|f| v.files(f)).transpose()?;
+    let tags = patch
+        .tags
+        .as_deref()
+        .map(|t| v.list("tags", t))
+        .transpose()?;
+    let files = patch
+        .related_files
+        .as_deref()
+        .map(|f| v.files(f))
+        .transpose()?;
     let modules = patch
         .related_modules
         .as_deref()
@@ -293,16 +301,34 @@ pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Resul
         .as_deref()
         .map(|m| v.list("impactedNodeIds", m))
         .transpose()?;
-    let relations = patch.relations.as_deref().map(|r| v.relations(r)).transpose()?;
-    let confidence = patch.confidence.map(|c| v.unit("confidence", c)).transpose()?;
-    let half_life = patch.decay_half_life_days.map(|d| v.half_life(d)).transpose()?;
+    let relations = patch
+        .relations
+        .as_deref()
+        .map(|r| v.relations(r))
+        .transpose()?;
+    let confidence = patch
+        .confidence
+        .map(|c| v.unit("confidence", c))
+        .transpose()?;
+    let half_life = patch
+        .decay_half_life_days
+        .map(|d| v.half_life(d))
+        .transpose()?;
     let citation = patch
         .citation_text
         .as_deref()
         .map(|c| v.citation(Some(c)))
         .transpose()?;
-    let metadata = patch.metadata.as_ref().map(|m| v.metadata(Some(m))).transpose()?;
-    let commit_sha = patch.commit_sha.as_deref().map(|s| v.opt_id("commitSha", Some(s))).transpose()?;
+    let metadata = patch
+        .metadata
+        .as_ref()
+        .map(|m| v.metadata(Some(m)))
+        .transpose()?;
+    let commit_sha = patch
+        .commit_sha
+        .as_deref()
+        .map(|s| v.opt_id("commitSha", Some(s)))
+        .transpose()?;
     let methodology = patch
         .methodology
         .as_deref()

@@ -5,7 +5,11 @@ use napi::bindgen_prelude::*;
 use crate::error::Error as CoreError;
 
 /// Converts a required argument, or fails with `ENGRAM_INVALID_ARG` naming it.
-pub(crate) fn required<T: FromNapiValue>(env: &Env, value: &Unknown<'_>, name: &str) -> std::result::Result<T, CoreError> {
+pub(crate) fn required<T: FromNapiValue>(
+    env: &Env,
+    value: &Unknown<'_>,
+    name: &str,
+) -> std::result::Result<T, CoreError> {
     match value.get_type() {
         Ok(ValueType::Undefined) | Ok(ValueType::Null) => {
             return Err(CoreError::invalid(format!("{name} is required")))

@@ -63,7 +63,9 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     }
     if let Some(n) = o.read_connections {
         if n == 0 || n > 64 {
-            return Err(CoreError::invalid("readConnections must be between 1 and 64"));
+            return Err(CoreError::invalid(
+                "readConnections must be between 1 and 64",
+            ));
         }
         options.engine.store.read_connections = n as usize;
     }
@@ -83,7 +85,10 @@ impl Engram {
     /// Rejects with `ENGRAM_CORRUPT` for a file that is not an engram database,
     /// `ENGRAM_SCHEMA_TOO_NEW` for a file written by a newer engram, `ENGRAM_IO` when the file
     /// cannot be opened, `ENGRAM_INVALID_ARG` for bad options.
-    #[napi(ts_args_type = "options: OpenOptions", ts_return_type = "Promise<Engram>")]
+    #[napi(
+        ts_args_type = "options: OpenOptions",
+        ts_return_type = "Promise<Engram>"
+    )]
     pub fn open<'env>(env: &'env Env, options: Unknown<'env>) -> Result<PromiseRaw<'env, Engram>> {
         let options: OpenOptions = arg!(env, required_object(env, &options, "options"));
         let options = arg!(env, core_open_options(options));
@@ -102,7 +107,10 @@ impl Engram {
     /// Whether `close()` was called.
     #[napi(getter)]
     pub fn closed(&self) -> bool {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).is_none()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
     }
 
     /// The project id this handle reads and writes (`null` once closed).
@@ -122,7 +130,10 @@ impl Engram {
     /// Stores a memory. Secrets in it are replaced by `[REDACTED]` first; an identical active
     /// memory in the same project and scope is reinforced instead of duplicated
     /// (`created: false`).
-    #[napi(ts_args_type = "input: RememberInput", ts_return_type = "Promise<RememberResult>")]
+    #[napi(
+        ts_args_type = "input: RememberInput",
+        ts_return_type = "Promise<RememberResult>"
+    )]
     pub fn remember<'env>(
         &self,
         env: &'env Env,
@@ -130,7 +141,11 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, RememberResult>> {
         let handle = arg!(env, self.handle());
         let input: RememberInput = arg!(env, required_object(env, &input, "input"));
-        promise(env, async move { handle.remember(input.into()).await }, Into::into)
+        promise(
+            env,
+            async move { handle.remember(input.into()).await },
+            Into::into,
+        )
     }
 
     /// Stores many memories in one transaction: all are stored or, if any input is invalid,
@@ -147,9 +162,11 @@ impl Engram {
         let handle = arg!(env, self.handle());
         let inputs: Vec<RememberInput> = arg!(env, required(env, &inputs, "inputs"));
         let inputs: Vec<CoreInput> = inputs.into_iter().map(Into::into).collect();
-        promise(env, async move { handle.remember_many(inputs).await }, |out| {
-            out.into_iter().map(Into::into).collect()
-        })
+        promise(
+            env,
+            async move { handle.remember_many(inputs).await },
+            |out| out.into_iter().map(Into::into).collect(),
+        )
     }
 
     /// One memory by id (forgotten ones included). Rejects with `ENGRAM_NOT_FOUND`.
@@ -175,12 +192,19 @@ impl Engram {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let patch: MemoryPatch = arg!(env, required_object(env, &patch, "patch"));
-        promise(env, async move { handle.update(&id, patch.into()).await }, Into::into)
+        promise(
+            env,
+            async move { handle.update(&id, patch.into()).await },
+            Into::into,
+        )
     }
 
     /// Archives a memory: it leaves `search` and `list` but stays readable by id, in its
     /// history, and restorable with `rollback`. Nothing is deleted.
-    #[napi(ts_args_type = "id: string, reason?: string", ts_return_type = "Promise<Memory>")]
+    #[napi(
+        ts_args_type = "id: string, reason?: string",
+        ts_return_type = "Promise<Memory>"
+    )]
     pub fn forget<'env>(
         &self,
         env: &'env Env,
@@ -190,11 +214,18 @@ impl Engram {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let reason: Option<String> = arg!(env, optional(env, reason.as_ref(), "reason"));
-        promise(env, async move { handle.forget(&id, reason).await }, Into::into)
+        promise(
+            env,
+            async move { handle.forget(&id, reason).await },
+            Into::into,
+        )
     }
 
     /// Every state of a memory, oldest first; the last entry is the current state.
-    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<MemoryVersion[]>")]
+    #[napi(
+        ts_args_type = "id: string",
+        ts_return_type = "Promise<MemoryVersion[]>"
+    )]
     pub fn history<'env>(
         &self,
         env: &'env Env,
@@ -209,7 +240,10 @@ impl Engram {
 
     /// Makes a past version current again, recorded as a new version (history is never
     /// rewritten). Rolling back past a `forget` restores the memory.
-    #[napi(ts_args_type = "id: string, version: number", ts_return_type = "Promise<Memory>")]
+    #[napi(
+        ts_args_type = "id: string, version: number",
+        ts_return_type = "Promise<Memory>"
+    )]
     pub fn rollback<'env>(
         &self,
         env: &'env Env,
@@ -219,11 +253,18 @@ impl Engram {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let version: u32 = arg!(env, required(env, &version, "version"));
-        promise(env, async move { handle.rollback(&id, version).await }, Into::into)
+        promise(
+            env,
+            async move { handle.rollback(&id, version).await },
+            Into::into,
+        )
     }
 
     /// A filtered page of memories, newest first by default.
-    #[napi(ts_args_type = "filter?: ListFilter", ts_return_type = "Promise<Memory[]>")]
+    #[napi(
+        ts_args_type = "filter?: ListFilter",
+        ts_return_type = "Promise<Memory[]>"
+    )]
     pub fn list<'env>(
         &self,
         env: &'env Env,
@@ -233,7 +274,10 @@ impl Engram {
         let filter: Option<ListFilter> = arg!(env, optional_object(env, filter.as_ref(), "filter"));
         let filter = arg!(
             env,
-            filter.map(ListFilter::into_core).transpose().map(Option::unwrap_or_default)
+            filter
+                .map(ListFilter::into_core)
+                .transpose()
+                .map(Option::unwrap_or_default)
         );
         promise(env, async move { handle.list(&filter).await }, |v| {
             v.into_iter().map(Into::into).collect()
@@ -256,7 +300,8 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, Vec<SearchHit>>> {
         let handle = arg!(env, self.handle());
         let query: String = arg!(env, required(env, &query, "query"));
-        let options: Option<SearchOptions> = arg!(env, optional_object(env, options.as_ref(), "options"));
+        let options: Option<SearchOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
         let options = arg!(
             env,
             options
@@ -264,9 +309,11 @@ impl Engram {
                 .transpose()
                 .map(Option::unwrap_or_default)
         );
-        promise(env, async move { handle.search(&query, &options).await }, |v| {
-            v.into_iter().map(Into::into).collect()
-        })
+        promise(
+            env,
+            async move { handle.search(&query, &options).await },
+            |v| v.into_iter().map(Into::into).collect(),
+        )
     }
 
     /// Counts over this project's memories, plus schema version and file path.

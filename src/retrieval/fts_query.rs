@@ -76,7 +76,8 @@ impl FtsQuery {
                     let prefix = body.ends_with('*');
                     let body = body.trim_end_matches('*');
                     // A prefix of one character would scan most of the index.
-                    let prefix = prefix && body.chars().filter(|c| c.is_alphanumeric()).count() >= 2;
+                    let prefix =
+                        prefix && body.chars().filter(|c| c.is_alphanumeric()).count() >= 2;
                     (
                         Term {
                             text: body.to_owned(),
@@ -244,7 +245,18 @@ mod tests {
 
     #[test]
     fn nothing_searchable_is_none() {
-        for text in ["", "   ", "\0", "***", "\"\"", "-foo", "🙂 🎉", "-- --", "\"", "( ) :"] {
+        for text in [
+            "",
+            "   ",
+            "\0",
+            "***",
+            "\"\"",
+            "-foo",
+            "🙂 🎉",
+            "-- --",
+            "\"",
+            "( ) :",
+        ] {
             assert!(FtsQuery::parse(text).is_none(), "{text:?}");
         }
     }
@@ -259,7 +271,10 @@ mod tests {
 
     #[test]
     fn long_queries_are_capped() {
-        let text = (0..100).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+        let text = (0..100)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         let q = FtsQuery::parse(&text).unwrap();
         assert_eq!(q.positive.len(), MAX_TERMS);
     }

@@ -124,7 +124,12 @@ async fn current_version(conn: &Connection, home: Home) -> Result<i64> {
 }
 
 async fn apply(conn: &Connection, home: Home, m: &Migration) -> Result<()> {
-    let context = format!("applying migration {} {} v{}", home.name(), m.name, m.version);
+    let context = format!(
+        "applying migration {} {} v{}",
+        home.name(),
+        m.name,
+        m.version
+    );
     let tx = super::begin_write(conn).await?;
     tx.execute_batch(m.sql).await.ctx(&context)?;
     tx.execute(

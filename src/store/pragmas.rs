@@ -14,7 +14,8 @@ async fn pragma(conn: &Connection, sql: &str) -> Result<()> {
 }
 
 async fn common(conn: &Connection, busy_timeout: Duration) -> Result<()> {
-    conn.busy_timeout(busy_timeout).ctx("setting busy timeout")?;
+    conn.busy_timeout(busy_timeout)
+        .ctx("setting busy timeout")?;
     pragma(conn, "PRAGMA foreign_keys = ON").await?;
     // WAL + NORMAL: a commit is durable against process crashes at once and against power
     // loss from the next checkpoint on; commits cost no fsync, which is what makes a

@@ -1,0 +1,94 @@
+// Benchmarks across the JS boundary (the numbers users see), one run, medians and tails.
+//   node benches/js/remember_search.mjs [--large]
+// --large also builds a ~100 MB database to time re-opening it (takes a minute).
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { hrtime } from 'node:process'
+
+import { memories, queries, summary } from './corpus.mjs'
+
+const require = createRequire(import.meta.url)
+const { Engram } = require('../../index.js')
+const large = process.argv.includes('--large')
+const dir = mkdtempSync(join(tmpdir(), 'engram-bench-'))
+const results = {}
+
+try {
+  const rssBefore = process.memoryUsage().rss
+  const db = await Engram.open({ path: join(dir, 'bench.db') })
+  await db.stats()
+  results.idle_engine_rss_mb = (process.memoryUsage().rss - rssBefore) / 2 ** 20
+
+  // remember, one at a time (await each: the latency an agent sees).
+  const singles = memories(3000, 1)
+  const lat = []
+  for (const m of singles) {
+    const t = hrtime.bigint()
+    await db.remember(m)
+    lat.push(hrtime.bigint() - t)
+  }
+  results.remember_single = summary(lat.slice(500)) // skip warm-up
+
+  // rememberMany: 20,000 memories in batches of 1,000.
+  const batch = memories(20000, 2)
+  let t = hrtime.bigint()
+  for (let i = 0; i < batch.length; i += 1000) await db.rememberMany(batch.slice(i, i + 1000))
+  let secs = Number(hrtime.bigint() - t) / 1e9
+  results.remember_many_per_s = Math.round(batch.length / secs)
+
+  // search over the project (23,000 memories), and over exactly 10,000 in a fresh project.
+  const ten = await Engram.open({ path: join(dir, 'bench.db'), projectId: 'ten-k' })
+  const tenK = memories(10000, 3)
+  for (let i = 0; i < tenK.length; i += 1000) await ten.rememberMany(tenK.slice(i, i + 1000))
+  const qs = queries(2000)
+  for (const q of qs.slice(0, 200)) await ten.search(q) // warm-up
+  const slat = []
+  let hits = 0
+  for (const q of qs) {
+    const t0 = hrtime.bigint()
+    hits += (await ten.search(q)).length
+    slat.push(hrtime.bigint() - t0)
+  }
+  results.search_10k = { ...summary(slat), mean_hits: hits / qs.length }
+  for (const words of [1, 3, 5]) {
+    const subset = qs.filter((q) => q.split(' ').length === words)
+    const l = []
+    for (const q of subset) {
+      const t0 = hrtime.bigint()
+      await ten.search(q)
+      l.push(hrtime.bigint() - t0)
+    }
+    results[`search_10k_${words}_words`] = summary(l)
+  }
+  ten.close()
+  db.close()
+
+  if (large) {
+    const path = join(dir, 'large.db')
+    const big = await Engram.open({ path })
+    const chunk = memories(5000, 4).map((m) => ({ ...m, content: m.content + ' ' + m.content + ' ' + m.content }))
+    let i = 0
+    while (statSync(path).size + (statSync(path + '-wal', { throwIfNoEntry: false })?.size ?? 0) < 100 * 2 ** 20) {
+      await big.rememberMany(chunk.map((m) => ({ ...m, content: `${m.content} [${i}]` })))
+      i++
+    }
+    big.close()
+    // Let the engine go away, then time a cold open of the existing file.
+    await new Promise((r) => setTimeout(r, 200))
+    const opens = []
+    for (let k = 0; k < 5; k++) {
+      const t0 = hrtime.bigint()
+      const h = await Engram.open({ path })
+      await h.search('auth token')
+      opens.push(hrtime.bigint() - t0)
+      h.close()
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    results.open_100mb_and_first_search = { file_mb: statSync(path).size / 2 ** 20, ...summary(opens) }
+  }
+  console.log(JSON.stringify(results, null, 2))
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// engram command-line tool: try the memory from a shell, script it with --json.
+'use strict'
+
+const { readFileSync } = require('node:fs')
+const { resolve } = require('node:path')
+const { parseArgs } = require('node:util')
+
+const HELP = `engram: persistent memory for AI coding agents
+
+Usage:
+  engram remember <text> [--type gotcha] [--tags a,b] [--files src/a.ts,src/b.ts] [--confidence 0.8]
+  engram remember --file memories.jsonl     one JSON RememberInput per line, with progress
+  engram search <query> [--limit 10] [--type gotcha]
+  engram list [--limit 20] [--type decision]
+  engram get <id>
+  engram forget <id> [--reason text]
+  engram stats
+
+Options:
+  --db <path>        database file (default: .engram/memory.db under the current directory)
+  --project <id>     project id inside the file (default: "default")
+  --root <dir>       project root for file paths (default: the current directory)
+  --json             machine-readable output
+  -h, --help         this help
+
+Exit codes: 0 ok, 1 engram error (code printed), 2 usage error.`
+
+const OPTIONS = {
+  db: { type: 'string' },
+  project: { type: 'string' },
+  root: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  type: { type: 'string' },
+  tags: { type: 'string' },
+  files: { type: 'string' },
+  confidence: { type: 'string' },
+  limit: { type: 'string' },
+  reason: { type: 'string' },
+  file: { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+}
+
+class UsageError extends Error {}
+
+function list(value) {
+  return value ? value.split(',').map((s) => s.trim()).filter(Boolean) : undefined
+}
+
+function number(value, name) {
+  if (value === undefined) return undefined
+  const n = Number(value)
+  if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number`)
+  return n
+}
+
+function printMemory(m) {
+  const tags = m.tags.length ? `  [${m.tags.join(', ')}]` : ''
+  const files = m.relatedFiles.length ? `\n    files: ${m.relatedFiles.join(', ')}` : ''
+  console.log(`${m.id}  ${m.type}  conf ${m.confidence.toFixed(2)}${tags}\n    ${m.content}${files}`)
+}
+
+function progress(done, total) {
+  if (!process.stderr.isTTY) return
+  const width = 30
+  const filled = Math.round((done / total) * width)
+  process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`)
+  if (done === total) process.stderr.write('\n')
+}
+
+async function rememberFile(db, path, json) {
+  const lines = readFileSync(path, 'utf8').split('\n').filter((l) => l.trim())
+  const inputs = lines.map((line, i) => {
+    try {
+      return JSON.parse(line)
+    } catch (err) {
+      throw new UsageError(`${path}:${i + 1}: not JSON (${err.message})`)
+    }
+  })
+  const BATCH = 1000
+  let created = 0
+  let reinforced = 0
+  for (let i = 0; i < inputs.length; i += BATCH) {
+    const results = await db.rememberMany(inputs.slice(i, i + BATCH))
+    for (const r of results) r.created ? created++ : reinforced++
+    progress(Math.min(i + BATCH, inputs.length), inputs.length)
+  }
+  if (json) console.log(JSON.stringify({ created, reinforced }))
+  else console.log(`${created} remembered, ${reinforced} reinforced existing memories`)
+}
+
+async function main(argv) {
+  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true })
+  const [command, ...rest] = positionals
+  if (values.help || !command) {
+    console.log(HELP)
+    return command || values.help ? 0 : 2
+  }
+  const { Engram } = require('../index.js')
+  const root = resolve(values.root ?? process.cwd())
+  const db = await Engram.open({
+    path: resolve(values.db ?? resolve(root, '.engram', 'memory.db')),
+    projectRoot: root,
+    projectId: values.project,
+  })
+  try {
+    const json = values.json
+    const types = values.type ? [values.type] : undefined
+    switch (command) {
+      case 'remember': {
+        if (values.file) return await rememberFile(db, values.file, json), 0
+        const content = rest.join(' ')
+        if (!content) throw new UsageError('remember needs the text to remember')
+        const r = await db.remember({
+          type: values.type ?? 'gotcha',
+          content,
+          tags: list(values.tags),
+          relatedFiles: list(values.files),
+          confidence: number(values.confidence, 'confidence'),
+          source: 'user_taught',
+        })
+        if (json) console.log(JSON.stringify(r))
+        else {
+          console.log(r.created ? 'remembered' : `reinforced existing memory (x${r.memory.reinforceCount})`)
+          printMemory(r.memory)
+          if (r.memory.redactions) console.log(`    (${r.memory.redactions} secret(s) redacted before storage)`)
+        }
+        return 0
+      }
+      case 'search': {
+        const query = rest.join(' ')
+        if (!query) throw new UsageError('search needs a query')
+        const hits = await db.search(query, { limit: number(values.limit, 'limit'), types })
+        if (json) console.log(JSON.stringify(hits))
+        else if (!hits.length) console.log('no matches')
+        else
+          for (const h of hits) {
+            process.stdout.write(`${h.score.toFixed(3)}${h.matchedAll ? '' : ' (partial)'}  `)
+            printMemory(h.memory)
+          }
+        return 0
+      }
+      case 'list': {
+        const memories = await db.list({ limit: number(values.limit, 'limit') ?? 20, types })
+        if (json) console.log(JSON.stringify(memories))
+        else memories.forEach(printMemory)
+        return 0
+      }
+      case 'get': {
+        if (!rest[0]) throw new UsageError('get needs an id')
+        const m = await db.get(rest[0])
+        if (json) console.log(JSON.stringify(m))
+        else printMemory(m)
+        return 0
+      }
+      case 'forget': {
+        if (!rest[0]) throw new UsageError('forget needs an id')
+        const m = await db.forget(rest[0], values.reason)
+        if (json) console.log(JSON.stringify(m))
+        else console.log(`forgot ${m.id} (restorable with rollback, version ${m.version - 1})`)
+        return 0
+      }
+      case 'stats': {
+        const s = await db.stats()
+        if (json) console.log(JSON.stringify(s))
+        else {
+          console.log(`${s.path} (schema v${s.schemaVersion})`)
+          console.log(`memories: ${s.active} active, ${s.forgotten} forgotten, ${s.needsReview} need review, ${s.pinned} pinned`)
+          for (const [type, n] of Object.entries(s.byType)) console.log(`  ${type.padEnd(18)} ${n}`)
+        }
+        return 0
+      }
+      default:
+        throw new UsageError(`unknown command "${command}" (see engram --help)`)
+    }
+  } finally {
+    db.close()
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    if (err instanceof UsageError || err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      console.error(`engram: ${err.message}`)
+      process.exit(2)
+    }
+    console.error(`engram: ${err.code ?? 'error'}: ${err.message}`)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every test: lint, one release build of the addon (shared by the JS tests), typings drift and
+# type-check, Rust tests without Node, JS tests against the built addon.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "rustfmt"
+cargo fmt --all -- --check
+
+step "clippy (node binding and core, all targets)"
+cargo clippy --all-targets -- -D warnings
+
+step "build the addon (release)"
+npx napi build --platform --release --no-const-enum
+
+step "generated bindings match the checked-in ones"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git diff --exit-code -- index.d.ts index.js || {
+    echo "index.d.ts / index.js drifted from the Rust sources: run 'npm run build' and commit them" >&2
+    exit 1
+  }
+fi
+
+step "type-check the typings and the TypeScript example"
+npx tsc -p __test__/tsconfig.json
+
+step "Rust tests (no Node)"
+cargo test --no-default-features
+
+step "JS tests against the built addon"
+node --test --test-concurrency=1 __test__/
