@@ -4,17 +4,23 @@ use napi::bindgen_prelude::*;
 
 use crate::error::Error as CoreError;
 
+type Converted<T> = std::result::Result<T, CoreError>;
+
+fn is_nullish(value: &Unknown<'_>) -> bool {
+    matches!(
+        value.get_type(),
+        Ok(ValueType::Undefined) | Ok(ValueType::Null)
+    )
+}
+
 /// Converts a required argument, or fails with `ENGRAM_INVALID_ARG` naming it.
 pub(crate) fn required<T: FromNapiValue>(
     env: &Env,
     value: &Unknown<'_>,
     name: &str,
-) -> std::result::Result<T, CoreError> {
-    match value.get_type() {
-        Ok(ValueType::Undefined) | Ok(ValueType::Null) => {
-            return Err(CoreError::invalid(format!("{name} is required")))
-        }
-        _ => {}
+) -> Converted<T> {
+    if is_nullish(value) {
+        return Err(CoreError::invalid(format!("{name} is required")));
     }
     // SAFETY: `value` is a live handle of this env's current scope.
     unsafe { T::from_napi_value(env.raw(), value.raw()) }
@@ -27,13 +33,24 @@ pub(crate) fn required_object<T: FromNapiValue>(
     env: &Env,
     value: &Unknown<'_>,
     name: &str,
-) -> std::result::Result<T, CoreError> {
-    match value.get_type() {
-        Ok(ValueType::Object) if !value.is_array().unwrap_or(false) => required(env, value, name),
-        Ok(ValueType::Undefined) | Ok(ValueType::Null) => {
-            Err(CoreError::invalid(format!("{name} is required")))
-        }
-        _ => Err(CoreError::invalid(format!("{name} must be a plain object"))),
+) -> Converted<T> {
+    let plain_object =
+        matches!(value.get_type(), Ok(ValueType::Object)) && !value.is_array().unwrap_or(false);
+    if !plain_object && !is_nullish(value) {
+        return Err(CoreError::invalid(format!("{name} must be a plain object")));
+    }
+    required(env, value, name)
+}
+
+/// Converts an optional argument: `undefined` and `null` are `None`.
+pub(crate) fn optional<T: FromNapiValue>(
+    env: &Env,
+    value: Option<&Unknown<'_>>,
+    name: &str,
+) -> Converted<Option<T>> {
+    match value {
+        Some(v) if !is_nullish(v) => required(env, v, name).map(Some),
+        _ => Ok(None),
     }
 }
 
@@ -42,27 +59,9 @@ pub(crate) fn optional_object<T: FromNapiValue>(
     env: &Env,
     value: Option<&Unknown<'_>>,
     name: &str,
-) -> std::result::Result<Option<T>, CoreError> {
+) -> Converted<Option<T>> {
     match value {
-        None => Ok(None),
-        Some(v) => match v.get_type() {
-            Ok(ValueType::Undefined) | Ok(ValueType::Null) => Ok(None),
-            _ => required_object(env, v, name).map(Some),
-        },
-    }
-}
-
-/// Converts an optional argument: `undefined` and `null` are `None`.
-pub(crate) fn optional<T: FromNapiValue>(
-    env: &Env,
-    value: Option<&Unknown<'_>>,
-    name: &str,
-) -> std::result::Result<Option<T>, CoreError> {
-    match value {
-        None => Ok(None),
-        Some(v) => match v.get_type() {
-            Ok(ValueType::Undefined) | Ok(ValueType::Null) => Ok(None),
-            _ => required(env, v, name).map(Some),
-        },
+        Some(v) if !is_nullish(v) => required_object(env, v, name).map(Some),
+        _ => Ok(None),
     }
 }
