@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use libsql::{params, params_from_iter, Value};
 
 use super::model::{Memory, MemoryScope, MemorySource, MemoryType};
-use super::rows::{from_row, SELECT_M};
+use super::rows::{from_row, SELECT_BY_ID, SELECT_M};
 use super::Ctx;
 use crate::error::{DbContext, Error, Result};
 
@@ -193,13 +193,7 @@ pub(crate) fn push_filters(filter: &ListFilter, sql: &mut String, args: &mut Vec
 pub(crate) async fn get(ctx: &Ctx<'_>, id: &str) -> Result<Memory> {
     let conn = ctx.store.reader().await;
     let mut rows = conn
-        .query(
-            &format!(
-                "SELECT {} FROM memories m WHERE m.id = ?1 AND m.project_id = ?2",
-                *SELECT_M
-            ),
-            params![id, ctx.project_id],
-        )
+        .query(&SELECT_BY_ID, params![id, ctx.project_id])
         .await
         .ctx("reading memory")?;
     match rows.next().await.ctx("reading memory")? {

@@ -58,6 +58,14 @@ pub(crate) static SELECT_M: LazyLock<String> = LazyLock::new(|| {
         .join(", ")
 });
 
+/// One memory of a project by id: `?1` id, `?2` project.
+pub(crate) static SELECT_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM memories m WHERE m.id = ?1 AND m.project_id = ?2",
+        *SELECT_M
+    )
+});
+
 /// Number of columns [`from_row`] consumes (extra columns may follow, e.g. a score).
 pub(crate) const COLUMN_COUNT: i32 = COLUMNS.len() as i32;
 

@@ -7,7 +7,7 @@ use libsql::{params, Connection, Transaction};
 use super::dedup::content_hash;
 use super::input::{MemoryPatch, RememberInput};
 use super::model::{Memory, MemoryScope, MemorySource, ShareScope};
-use super::rows::{self, from_row, to_params, SELECT_M};
+use super::rows::{self, from_row, to_params, SELECT_BY_ID, SELECT_M};
 use super::Ctx;
 use crate::error::{DbContext, Error, Result};
 use crate::store::begin_write;
@@ -197,13 +197,7 @@ fn reinforce(ctx: &Ctx<'_>, old: &Memory, new: Memory, now: i64) -> Memory {
 /// Loads one memory of this project inside a transaction.
 async fn load(ctx: &Ctx<'_>, conn: &Connection, id: &str) -> Result<Memory> {
     let mut found = conn
-        .query(
-            &format!(
-                "SELECT {} FROM memories m WHERE m.id = ?1 AND m.project_id = ?2",
-                *SELECT_M
-            ),
-            params![id, ctx.project_id],
-        )
+        .query(&SELECT_BY_ID, params![id, ctx.project_id])
         .await
         .ctx("loading memory")?;
     match found.next().await.ctx("loading memory")? {
