@@ -1,5 +1,6 @@
 //! Criterion benches of the core memory operations (no JS boundary): remember one at a time,
-//! remember in batches, and keyword search over 10,000 memories with 1-5 word queries.
+//! remember in batches, and keyword search over 10,000 memories with 1-5 word queries on the
+//! realistic Zipf corpus and the uniform stress corpus (see `corpus/mod.rs`).
 //!
 //! Run: `cargo bench --no-default-features --bench memory`
 
@@ -9,106 +10,30 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engram::memory::{MemoryType, RememberInput, SearchOptions};
 use engram::{Engram, OpenOptions};
 
-const WORDS: &[&str] = &[
-    "auth",
-    "token",
-    "refresh",
-    "session",
-    "cookie",
-    "database",
-    "migration",
-    "schema",
-    "index",
-    "query",
-    "cache",
-    "redis",
-    "queue",
-    "worker",
-    "thread",
-    "pool",
-    "connection",
-    "timeout",
-    "retry",
-    "backoff",
-    "error",
-    "panic",
-    "exception",
-    "stack",
-    "trace",
-    "log",
-    "metric",
-    "deploy",
-    "docker",
-    "container",
-    "config",
-    "env",
-    "variable",
-    "build",
-    "compile",
-    "test",
-    "fixture",
-    "route",
-    "handler",
-    "middleware",
-    "request",
-    "response",
-    "header",
-    "json",
-    "parse",
-    "stream",
-    "buffer",
-    "file",
-    "path",
-    "module",
-    "import",
-    "export",
-    "function",
-    "class",
-    "method",
-    "interface",
-    "type",
-    "generic",
-    "trait",
-    "async",
-    "await",
-    "promise",
-    "lock",
-    "mutex",
-    "race",
-    "deadlock",
-    "transaction",
-    "commit",
-    "rollback",
-    "replica",
-    "sync",
-    "offline",
-    "network",
-];
+mod corpus;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 as usize
-    }
-    fn sentence(&mut self, min: usize, max: usize) -> String {
-        let n = min + self.next() % (max - min + 1);
-        (0..n)
-            .map(|_| WORDS[self.next() % WORDS.len()])
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
+fn input(m: &corpus::Memory) -> RememberInput {
+    let mut input = RememberInput::new(MemoryType::Gotcha, m.content.clone());
+    input.tags = vec![m.tag.clone()];
+    input.related_files = vec![m.file.clone()];
+    input
 }
 
-fn input(rng: &mut Rng, i: usize) -> RememberInput {
-    let mut m = RememberInput::new(
-        MemoryType::Gotcha,
-        format!("{} (#{i})", rng.sentence(8, 24)),
-    );
-    m.tags = vec![WORDS[rng.next() % WORDS.len()].to_owned()];
-    m
+/// Opens `file` in `dir` as a project holding exactly `corpus`.
+fn load(
+    rt: &tokio::runtime::Runtime,
+    dir: &std::path::Path,
+    file: &str,
+    corpus: &[corpus::Memory],
+) -> Engram {
+    let db = rt
+        .block_on(Engram::open(OpenOptions::new(dir.join(file))))
+        .unwrap();
+    for chunk in corpus.chunks(1000) {
+        rt.block_on(db.remember_many(chunk.iter().map(input).collect()))
+            .unwrap();
+    }
+    db
 }
 
 fn bench(c: &mut Criterion) {
@@ -120,15 +45,17 @@ fn bench(c: &mut Criterion) {
     let db = rt
         .block_on(Engram::open(OpenOptions::new(dir.path().join("bench.db"))))
         .unwrap();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut counter = 0usize;
+    let writes = corpus::uniform_memories(60_000, 1);
+    let mut next = writes.iter().cycle().enumerate().map(|(i, m)| {
+        // Unique content per call: a repeat would be a dedup reinforce, not an insert.
+        let mut input = input(m);
+        input.content = format!("{} [{i}]", input.content);
+        input
+    });
 
     c.bench_function("remember/single", |b| {
         b.iter_batched(
-            || {
-                counter += 1;
-                input(&mut rng, counter)
-            },
+            || next.next().unwrap(),
             |m| rt.block_on(db.remember(m)).unwrap(),
             BatchSize::SmallInput,
         )
@@ -139,41 +66,49 @@ fn bench(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("batch_1000", |b| {
         b.iter_batched(
-            || {
-                (0..1000)
-                    .map(|_| {
-                        counter += 1;
-                        input(&mut rng, counter)
-                    })
-                    .collect::<Vec<_>>()
-            },
+            || next.by_ref().take(1000).collect::<Vec<_>>(),
             |batch| rt.block_on(db.remember_many(batch)).unwrap(),
             BatchSize::LargeInput,
         )
     });
     group.finish();
 
-    // A separate project holding exactly 10,000 memories.
-    let mut opts = OpenOptions::new(dir.path().join("bench.db"));
-    opts.project_id = Some("ten-k".into());
-    let ten = rt.block_on(Engram::open(opts)).unwrap();
-    for chunk in 0..10 {
-        let batch = (0..1000)
-            .map(|i| input(&mut rng, chunk * 1000 + i))
-            .collect();
-        rt.block_on(ten.remember_many(batch)).unwrap();
-    }
+    // Search over exactly 10,000 memories, each corpus in its own file.
+    let zipf = corpus::Zipf::new();
+    let zipf_memories = zipf.memories(10_000, 3);
+    let zipf_queries = zipf.queries(&zipf_memories, 2000, 99);
+    let realistic = load(&rt, dir.path(), "zipf.db", &zipf_memories);
+    let stress = load(
+        &rt,
+        dir.path(),
+        "uniform.db",
+        &corpus::uniform_memories(10_000, 3),
+    );
     let options = SearchOptions::default();
-    for words in [1usize, 3, 5] {
-        let queries: Vec<String> = (0..256).map(|_| rng.sentence(words, words)).collect();
+    for words in 1..=5usize {
+        let queries: Vec<&String> = zipf_queries
+            .iter()
+            .filter(|q| q.split(' ').count() == words)
+            .collect();
         let mut q = 0;
-        c.bench_function(&format!("search_10k/{words}_words"), |b| {
+        c.bench_function(&format!("search_10k_zipf/{words}_words"), |b| {
             b.iter(|| {
                 q = (q + 1) % queries.len();
-                black_box(rt.block_on(ten.search(&queries[q], &options)).unwrap())
+                black_box(rt.block_on(realistic.search(queries[q], &options)).unwrap())
             })
         });
     }
+    let stress_queries = corpus::uniform_queries(2000, 99);
+    let mut q = 0;
+    c.bench_function("search_10k_uniform_stress/1-5_words", |b| {
+        b.iter(|| {
+            q = (q + 1) % stress_queries.len();
+            black_box(
+                rt.block_on(stress.search(&stress_queries[q], &options))
+                    .unwrap(),
+            )
+        })
+    });
 }
 
 criterion_group!(benches, bench);

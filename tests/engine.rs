@@ -47,6 +47,54 @@ async fn migrations_apply_once_and_reopen_is_current() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_v1_file_is_upgraded_in_place_keeping_its_memories() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    {
+        // A file as the first release wrote it: schema v1 and one memory.
+        let db = libsql::Builder::new_local(&path).build().await.unwrap();
+        let conn = db.connect().unwrap();
+        conn.execute_batch(include_str!("../src/store/sql/main/001_memories.sql"))
+            .await
+            .unwrap();
+        conn.execute_batch(
+            "CREATE TABLE engram_schema (home TEXT PRIMARY KEY, version INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+             INSERT INTO engram_schema VALUES ('main', 1, 0);
+             INSERT INTO memories (id, project_id, type, content, content_hash, created_at, updated_at, last_accessed_at)
+             VALUES ('m-1', 'default', 'decision', 'use pnpm workspaces', 'h', 1, 1, 1);",
+        )
+        .await
+        .unwrap();
+    }
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    let s = &e.engine().schema()[0];
+    assert_eq!(
+        (s.version, s.applied),
+        (Home::Main.latest(), Home::Main.latest() - 1)
+    );
+    let kept = e.list(&ListFilter::default()).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].content, "use pnpm workspaces");
+    let hits = e.search("pnpm", &Default::default()).await.unwrap();
+    assert_eq!(hits.len(), 1, "the FTS index survives the upgrade");
+    drop(e);
+    let db = libsql::Builder::new_local(&path).build().await.unwrap();
+    let conn = db.connect().unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT name FROM pragma_index_info('idx_memories_project_created')",
+            (),
+        )
+        .await
+        .unwrap();
+    let mut columns = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        columns.push(row.get::<String>(0).unwrap());
+    }
+    assert_eq!(columns, ["project_id", "deprecated", "created_at", "seq"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn newer_schema_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.db");

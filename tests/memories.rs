@@ -356,3 +356,60 @@ async fn list_filters_and_orders() {
     let stats = e.stats().await.unwrap();
     assert_eq!(stats.by_type.get("gotcha"), Some(&2));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_finds_weak_matches_behind_other_projects_and_forgotten_ones() {
+    // The index is shared by every project in a file, and forgotten memories stay in it.
+    // Ranking in the index alone and filtering afterwards must not lose a project's own
+    // (weaker) hits when better-scoring rows of another project or forgotten rows fill the
+    // over-fetched top.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let mut other = OpenOptions::new(&path);
+    other.project_id = Some("other".into());
+    let other = Engram::open(other).await.unwrap();
+    let batch = (0..60)
+        .map(|i| gotcha(&format!("cache cache cache eviction note {i}")))
+        .collect();
+    other.remember_many(batch).await.unwrap();
+
+    let mine = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    let strong = mine
+        .remember(gotcha("cache cache cache cache stale entry"))
+        .await
+        .unwrap()
+        .memory;
+    let weak = [
+        "the cache is rebuilt on deploy and the build takes a while to warm it again",
+        "a long note about deploys that mentions the cache only once among many other words",
+    ];
+    for text in weak {
+        mine.remember(gotcha(text)).await.unwrap();
+    }
+    mine.forget(&strong.id, Some("superseded".into()))
+        .await
+        .unwrap();
+
+    let options = SearchOptions {
+        limit: Some(2),
+        ..Default::default()
+    };
+    let hits = mine.search("cache", &options).await.unwrap();
+    let mut contents: Vec<_> = hits.iter().map(|h| h.memory.content.as_str()).collect();
+    contents.sort();
+    let mut expected = weak.to_vec();
+    expected.sort();
+    assert_eq!(contents, expected);
+    assert!(hits.iter().all(|h| h.memory.project_id == "default"));
+    // Scores still come back best first.
+    assert!(hits[0].score >= hits[1].score);
+
+    // The other project sees its own rows, best first, and never ours.
+    let theirs = other
+        .search("cache", &SearchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(theirs.len(), 10);
+    assert!(theirs.iter().all(|h| h.memory.project_id == "other"));
+    assert!(theirs.windows(2).all(|w| w[0].score >= w[1].score));
+}

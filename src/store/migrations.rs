@@ -55,11 +55,18 @@ impl Home {
     }
 }
 
-const MAIN: &[Migration] = &[Migration {
-    version: 1,
-    name: "memories",
-    sql: include_str!("sql/main/001_memories.sql"),
-}];
+const MAIN: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "memories",
+        sql: include_str!("sql/main/001_memories.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "list_order_indexes",
+        sql: include_str!("sql/main/002_list_order_indexes.sql"),
+    },
+];
 
 /// A home's schema version after opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
