@@ -413,3 +413,81 @@ async fn search_finds_weak_matches_behind_other_projects_and_forgotten_ones() {
     assert!(theirs.iter().all(|h| h.memory.project_id == "other"));
     assert!(theirs.windows(2).all(|w| w[0].score >= w[1].score));
 }
+
+/// FTS5's own check of an external-content index against its table: fails on any term the
+/// index holds that the table does not, or the other way round.
+async fn assert_index_matches_table(path: &std::path::Path) {
+    let db = libsql::Builder::new_local(path).build().await.unwrap();
+    let conn = db.connect().unwrap();
+    conn.execute(
+        "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)",
+        (),
+    )
+    .await
+    .expect("search index matches the memories table");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn search_index_stays_exact_through_batches_duplicates_and_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    // A batch that inserts a memory and then reinforces it (new tag) before commit, around
+    // other inserts: the reinforce rewrites indexed columns of a row inserted moments before.
+    let mut again = gotcha("flaky test: reset the clock mock");
+    again.tags = vec!["timing".into()];
+    let batch = vec![
+        gotcha("use pnpm, never npm, in this monorepo"),
+        gotcha("flaky test: reset the clock mock"),
+        gotcha("migrations run before seeding"),
+        again,
+        gotcha("the cache warms on first request"),
+    ];
+    let out = e.remember_many(batch).await.unwrap();
+    assert_eq!(
+        out.iter().map(|r| r.created).collect::<Vec<_>>(),
+        [true, true, true, false, true]
+    );
+    assert_index_matches_table(&path).await;
+    let by_tag = e.search("timing", &SearchOptions::default()).await.unwrap();
+    assert_eq!(by_tag.len(), 1, "the reinforced tag is searchable");
+    assert_eq!(by_tag[0].memory.id, out[1].memory.id);
+
+    // Edits of indexed text, forgetting and rolling back keep index and table in step.
+    let id = out[0].memory.id.clone();
+    e.update(
+        &id,
+        MemoryPatch {
+            content: Some("use yarn berry in this monorepo".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(e
+        .search("pnpm", &SearchOptions::default())
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        e.search("yarn", &SearchOptions::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    e.forget(&out[2].memory.id, None).await.unwrap();
+    e.rollback(&id, 1).await.unwrap();
+    e.remember(gotcha("a single remember after the batch"))
+        .await
+        .unwrap();
+    assert_index_matches_table(&path).await;
+    assert_eq!(
+        e.search("pnpm", &SearchOptions::default())
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "rollback restores the old text in the index"
+    );
+}

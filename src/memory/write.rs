@@ -121,6 +121,8 @@ pub(crate) async fn remember_many(
     let insert = tx.prepare(&rows::INSERT).await.ctx("preparing insert")?;
 
     let mut out = Vec::with_capacity(prepared.len());
+    // Rows inserted but not yet in the search index (see `index_for_search`).
+    let mut unindexed: Vec<i64> = Vec::new();
     for p in prepared {
         let existing = {
             let mut found = find
@@ -137,6 +139,9 @@ pub(crate) async fn remember_many(
         find.reset();
         match existing {
             Some(old) => {
+                // The update trigger removes the old row's terms from the index, so a row
+                // inserted earlier in this batch must be indexed before it changes.
+                index_for_search(&tx, &mut unindexed).await?;
                 let merged = reinforce(ctx, &old, p.memory, now);
                 save_version(&tx, &old, "reinforce", now).await?;
                 write_row(&tx, &merged).await?;
@@ -151,6 +156,7 @@ pub(crate) async fn remember_many(
                     .await
                     .ctx("inserting memory")?;
                 insert.reset();
+                unindexed.push(tx.last_insert_rowid());
                 out.push(Remembered {
                     memory: p.memory,
                     created: true,
@@ -160,8 +166,30 @@ pub(crate) async fn remember_many(
     }
     drop(find);
     drop(insert);
+    index_for_search(&tx, &mut unindexed).await?;
     tx.commit().await.ctx("committing remember")?;
     Ok(out)
+}
+
+/// Adds the rows `seqs` to the full-text index in one statement, copying the indexed columns
+/// from the table so that the index holds exactly what the update/delete triggers will later
+/// remove. One statement per batch keeps FTS5's pending terms in memory until commit
+/// (schema migration 003 explains why there is no insert trigger).
+async fn index_for_search(tx: &Transaction, seqs: &mut Vec<i64>) -> Result<()> {
+    if seqs.is_empty() {
+        return Ok(());
+    }
+    let list = serde_json::to_string(&seqs).expect("integers serialise");
+    tx.execute(
+        "INSERT INTO memories_fts(rowid, content, tags, related_files)
+         SELECT m.seq, m.content, m.tags, m.related_files
+         FROM json_each(?1) AS j CROSS JOIN memories m ON m.seq = j.value",
+        params![list],
+    )
+    .await
+    .ctx("indexing memories for search")?;
+    seqs.clear();
+    Ok(())
 }
 
 /// Folds a duplicate into the existing memory: confidence up (never down), lists unioned,

@@ -9,6 +9,7 @@ use napi_derive::napi;
 
 use super::args::{optional, optional_object, required, required_object};
 use super::error::{promise, rejected};
+use super::json::{promise_json, JsonText};
 use super::types::{
     ListFilter, Memory, MemoryPatch, MemoryVersion, OpenOptions, RememberInput, RememberResult,
     SearchHit, SearchOptions, Stats,
@@ -138,13 +139,13 @@ impl Engram {
         &self,
         env: &'env Env,
         input: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, RememberResult>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let input: RememberInput = arg!(env, required_object(env, &input, "input"));
-        promise(
+        promise_json(
             env,
             async move { handle.remember(input.into()).await },
-            Into::into,
+            RememberResult::from,
         )
     }
 
@@ -158,23 +159,31 @@ impl Engram {
         &self,
         env: &'env Env,
         inputs: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Vec<RememberResult>>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let inputs: Vec<RememberInput> = arg!(env, required(env, &inputs, "inputs"));
         let inputs: Vec<CoreInput> = inputs.into_iter().map(Into::into).collect();
-        promise(
+        promise_json(
             env,
             async move { handle.remember_many(inputs).await },
-            |out| out.into_iter().map(Into::into).collect(),
+            |out| {
+                out.into_iter()
+                    .map(RememberResult::from)
+                    .collect::<Vec<_>>()
+            },
         )
     }
 
     /// One memory by id (forgotten ones included). Rejects with `ENGRAM_NOT_FOUND`.
     #[napi(ts_args_type = "id: string", ts_return_type = "Promise<Memory>")]
-    pub fn get<'env>(&self, env: &'env Env, id: Unknown<'env>) -> Result<PromiseRaw<'env, Memory>> {
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
-        promise(env, async move { handle.get(&id).await }, Into::into)
+        promise_json(env, async move { handle.get(&id).await }, Memory::from)
     }
 
     /// Changes fields of a memory. The previous state is kept (see `history`, `rollback`).
@@ -188,14 +197,14 @@ impl Engram {
         env: &'env Env,
         id: Unknown<'env>,
         patch: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Memory>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let patch: MemoryPatch = arg!(env, required_object(env, &patch, "patch"));
-        promise(
+        promise_json(
             env,
             async move { handle.update(&id, patch.into()).await },
-            Into::into,
+            Memory::from,
         )
     }
 
@@ -210,14 +219,14 @@ impl Engram {
         env: &'env Env,
         id: Unknown<'env>,
         reason: Option<Unknown<'env>>,
-    ) -> Result<PromiseRaw<'env, Memory>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let reason: Option<String> = arg!(env, optional(env, reason.as_ref(), "reason"));
-        promise(
+        promise_json(
             env,
             async move { handle.forget(&id, reason).await },
-            Into::into,
+            Memory::from,
         )
     }
 
@@ -230,11 +239,11 @@ impl Engram {
         &self,
         env: &'env Env,
         id: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Vec<MemoryVersion>>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
-        promise(env, async move { handle.history(&id).await }, |v| {
-            v.into_iter().map(Into::into).collect()
+        promise_json(env, async move { handle.history(&id).await }, |v| {
+            v.into_iter().map(MemoryVersion::from).collect::<Vec<_>>()
         })
     }
 
@@ -249,14 +258,14 @@ impl Engram {
         env: &'env Env,
         id: Unknown<'env>,
         version: Unknown<'env>,
-    ) -> Result<PromiseRaw<'env, Memory>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let version: u32 = arg!(env, required(env, &version, "version"));
-        promise(
+        promise_json(
             env,
             async move { handle.rollback(&id, version).await },
-            Into::into,
+            Memory::from,
         )
     }
 
@@ -269,7 +278,7 @@ impl Engram {
         &self,
         env: &'env Env,
         filter: Option<Unknown<'env>>,
-    ) -> Result<PromiseRaw<'env, Vec<Memory>>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let filter: Option<ListFilter> = arg!(env, optional_object(env, filter.as_ref(), "filter"));
         let filter = arg!(
@@ -279,8 +288,8 @@ impl Engram {
                 .transpose()
                 .map(Option::unwrap_or_default)
         );
-        promise(env, async move { handle.list(&filter).await }, |v| {
-            v.into_iter().map(Into::into).collect()
+        promise_json(env, async move { handle.list(&filter).await }, |v| {
+            v.into_iter().map(Memory::from).collect::<Vec<_>>()
         })
     }
 
@@ -297,7 +306,7 @@ impl Engram {
         env: &'env Env,
         query: Unknown<'env>,
         options: Option<Unknown<'env>>,
-    ) -> Result<PromiseRaw<'env, Vec<SearchHit>>> {
+    ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let query: String = arg!(env, required(env, &query, "query"));
         let options: Option<SearchOptions> =
@@ -309,10 +318,10 @@ impl Engram {
                 .transpose()
                 .map(Option::unwrap_or_default)
         );
-        promise(
+        promise_json(
             env,
             async move { handle.search(&query, &options).await },
-            |v| v.into_iter().map(Into::into).collect(),
+            |v| v.into_iter().map(SearchHit::from).collect::<Vec<_>>(),
         )
     }
 

@@ -12,6 +12,7 @@
 mod args;
 mod class;
 mod error;
+mod json;
 mod types;
 
 use napi::bindgen_prelude::*;

@@ -21,6 +21,13 @@ macro_rules! mirror_enum {
             $($(#[$vmeta])* #[napi(value = $text)] $variant,)+
         }
 
+        /// Serialises as its JS string (results reach JS as JSON, see `node::json`).
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(match self { $($name::$variant => $text,)+ })
+            }
+        }
+
         impl From<$name> for $core {
             fn from(v: $name) -> Self {
                 use $core as C;
@@ -157,7 +164,8 @@ pub struct OpenOptions {
 
 /// The methodology unit a memory belongs to.
 #[napi(object)]
-#[derive(Clone)]
+#[derive(serde::Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
 pub struct WorkUnitRef {
     /// e.g. `native`, `bmad`, `tdd`.
     pub methodology: String,
@@ -169,17 +177,22 @@ pub struct WorkUnitRef {
 
 /// A typed link from a memory to another memory or a file.
 #[napi(object)]
-#[derive(Clone)]
+#[derive(serde::Serialize, Clone)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryRelation {
     /// The other memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_memory_id: Option<String>,
     /// The file (relative to the project root).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_file_path: Option<String>,
     /// Kind of relation.
     pub relation_type: RelationType,
     /// 0..1 (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
     /// Extracted automatically (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_extracted: Option<bool>,
 }
 
@@ -282,6 +295,8 @@ pub struct MemoryPatch {
 
 /// A stored memory.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Memory {
     /// UUIDv7.
     pub id: String,
@@ -289,6 +304,7 @@ pub struct Memory {
     pub project_id: String,
     /// Kind of knowledge.
     #[napi(js_name = "type")]
+    #[serde(rename = "type")]
     pub memory_type: MemoryType,
     /// Text after the privacy filter.
     pub content: String,
@@ -307,38 +323,48 @@ pub struct Memory {
     /// Creator.
     pub source: MemorySource,
     /// Creating session.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_sha: Option<String>,
     /// Every session that created or reinforced it.
     pub provenance_session_ids: Vec<String>,
     /// Methodology unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub work_unit_ref: Option<WorkUnitRef>,
     /// Methodology plugin.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub methodology: Option<String>,
     /// Graph node.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_node_id: Option<String>,
     /// Impacted graph nodes.
     pub impacted_node_ids: Vec<String>,
     /// Links.
     pub relations: Vec<MemoryRelation>,
     /// Custom half-life in days.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub decay_half_life_days: Option<f64>,
     /// Waiting for review.
     pub needs_review: bool,
     /// Confirmed by a human.
     pub user_verified: bool,
     /// Citation label.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub citation_text: Option<String>,
     /// Never decays.
     pub pinned: bool,
     /// Archived by `forget`.
     pub forgotten: bool,
     /// When archived (ms since epoch).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub forgotten_at: Option<i64>,
     /// Why archived.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub forgotten_reason: Option<String>,
     /// When found stale (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stale_at: Option<i64>,
     /// Secrets replaced by the privacy filter over the memory's life.
     pub redactions: u32,
@@ -361,6 +387,8 @@ pub struct Memory {
 
 /// Result of `remember`.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RememberResult {
     /// The memory as stored.
     pub memory: Memory,
@@ -427,6 +455,8 @@ pub struct SearchOptions {
 
 /// One search result.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SearchHit {
     /// The memory.
     pub memory: Memory,
@@ -438,6 +468,8 @@ pub struct SearchHit {
 
 /// A state of a memory in its history.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct MemoryVersion {
     /// The version number of this state.
     pub version: u32,

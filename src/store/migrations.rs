@@ -66,6 +66,11 @@ const MAIN: &[Migration] = &[
         name: "list_order_indexes",
         sql: include_str!("sql/main/002_list_order_indexes.sql"),
     },
+    Migration {
+        version: 3,
+        name: "fts_insert_in_code",
+        sql: include_str!("sql/main/003_fts_insert_in_code.sql"),
+    },
 ];
 
 /// A home's schema version after opening.
