@@ -5,6 +5,7 @@
 //! See ARCHITECTURE.md for the code map and invariants.
 
 pub mod clock;
+pub mod code;
 pub mod engine;
 mod engram;
 pub mod error;

@@ -1,0 +1,2 @@
+; Imported package paths (@source; the quotes are stripped).
+(import_spec path: (_) @source)

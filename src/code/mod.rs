@@ -1,0 +1,21 @@
+//! Code intelligence: the language registry, tree-sitter parsing, the AST chunker with
+//! contextual prefixes, structural extraction (definitions, imports, calls, inheritance) and
+//! the indexer that keeps a project's code searchable.
+//!
+//! API boundary: [`analyze`] is pure (bytes in, chunks and symbols out, no I/O); the indexer
+//! owns the file system and the database.
+
+pub mod analyze;
+mod ast_chunker;
+pub mod chunk;
+pub mod definitions;
+pub mod extract;
+pub mod language;
+pub mod resolve;
+mod text_chunker;
+
+pub use analyze::{analyze, AnalyzeOptions, FileAnalysis, FileIssue};
+pub use chunk::{Chunk, ChunkKind, ChunkOptions};
+pub use definitions::{DefKind, Definition};
+pub use extract::{RefKind, Reference};
+pub use language::{FileKind, Language, TextFormat};
