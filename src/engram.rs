@@ -2,8 +2,11 @@
 //! Node binding wraps it one-to-one.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::code::indexer::{self, IndexCtx, IndexOptions, IndexProgress, IndexSummary};
+use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::memory::{
@@ -156,5 +159,53 @@ impl Engram {
     /// Counts over the project's memories.
     pub async fn stats(&self) -> Result<Stats> {
         memory::stats(&self.ctx()).await
+    }
+
+    fn root_for_code(&self) -> Result<&Path> {
+        self.project_root.as_deref().ok_or_else(|| {
+            Error::invalid("code indexing needs the handle to be opened with projectRoot")
+        })
+    }
+
+    /// Indexes the project root: parses changed files on worker threads, writes chunks,
+    /// definitions and references, removes deleted files. `on_progress` is called from the
+    /// writing task (at most every 100 ms, plus at each phase); raising `cancel` aborts with
+    /// `ENGRAM_ABORTED`, keeping the batches already committed. One run per project at a time
+    /// (a second concurrent call fails with `ENGRAM_CONFLICT`).
+    pub async fn index(
+        &self,
+        options: &IndexOptions,
+        on_progress: &(dyn Fn(&IndexProgress) + Send + Sync),
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<IndexSummary> {
+        let root = self.root_for_code()?;
+        let _running = self.engine.start_indexing(&self.project_id)?;
+        let ctx = IndexCtx {
+            store: &self.engine.store,
+            clock: &*self.engine.clock,
+            project_id: &self.project_id,
+            root,
+        };
+        indexer::index(&ctx, options, on_progress, cancel).await
+    }
+
+    /// The indexed chunks of one file (`path` relative to the project root, or absolute inside
+    /// it), in file order; empty when the file is not indexed.
+    pub async fn chunks_of(&self, path: &str) -> Result<Vec<CodeChunk>> {
+        let path = memory::input::confine_path(path, Some(self.root_for_code()?))?;
+        let reader = self.engine.store.reader().await;
+        code_read::chunks_of(&reader, &self.project_id, &path).await
+    }
+
+    /// BM25 keyword search over the project's code chunks (names weigh most); `limit` is 1 to
+    /// 1,000.
+    pub async fn search_code(&self, query: &str, limit: u32) -> Result<Vec<CodeHit>> {
+        if !(1..=1000).contains(&limit) {
+            return Err(Error::invalid(format!(
+                "limit must be between 1 and 1000, got {limit}"
+            )));
+        }
+        let reader = self.engine.store.reader().await;
+        code_read::search_code(&reader, &self.project_id, query, limit).await
     }
 }

@@ -10,12 +10,17 @@ mod ast_chunker;
 pub mod chunk;
 pub mod definitions;
 pub mod extract;
+pub mod indexer;
 pub mod language;
+pub mod read;
 pub mod resolve;
+mod store;
 mod text_chunker;
 
 pub use analyze::{analyze, AnalyzeOptions, FileAnalysis, FileIssue};
 pub use chunk::{Chunk, ChunkKind, ChunkOptions};
 pub use definitions::{DefKind, Definition};
 pub use extract::{RefKind, Reference};
+pub use indexer::{FileProblem, IndexOptions, IndexPhase, IndexProgress, IndexSummary};
 pub use language::{FileKind, Language, TextFormat};
+pub use read::{CodeChunk, CodeHit};

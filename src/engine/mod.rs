@@ -7,12 +7,13 @@
 
 mod registry;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::memory::Limits;
 use crate::store::{SchemaStatus, Store, StoreOptions};
 
@@ -55,9 +56,43 @@ pub struct Engine {
     pub(crate) store: Store,
     pub(crate) limits: Limits,
     pub(crate) clock: Arc<dyn Clock>,
+    /// Projects with an index run in progress.
+    indexing: Mutex<HashSet<String>>,
+}
+
+/// Held while a project is being indexed; dropping it lets the next run start.
+pub(crate) struct IndexingGuard<'a> {
+    engine: &'a Engine,
+    project_id: String,
+}
+
+impl Drop for IndexingGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.engine.indexing.lock() {
+            running.remove(&self.project_id);
+        }
+    }
 }
 
 impl Engine {
+    /// Claims the right to index `project_id`; fails with `ENGRAM_CONFLICT` while another run
+    /// (from any handle or thread) is in progress.
+    pub(crate) fn start_indexing(&self, project_id: &str) -> Result<IndexingGuard<'_>> {
+        let mut running = self
+            .indexing
+            .lock()
+            .map_err(|_| Error::Internal("indexing registry poisoned".into()))?;
+        if !running.insert(project_id.to_owned()) {
+            return Err(Error::Conflict(format!(
+                "project {project_id:?} is already being indexed"
+            )));
+        }
+        Ok(IndexingGuard {
+            engine: self,
+            project_id: project_id.to_owned(),
+        })
+    }
+
     /// Returns the process's engine for `path`, creating it (and the file) if none is open.
     pub async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
         registry::open(path, options).await
@@ -70,6 +105,7 @@ impl Engine {
             store,
             limits: options.limits,
             clock: options.clock,
+            indexing: Mutex::new(HashSet::new()),
         })
     }
 

@@ -29,16 +29,20 @@ pub struct Migration {
 pub enum Home {
     /// Memories and their history: what cannot be recomputed from the files on a device.
     Main,
+    /// The code index (files, chunks, symbols, references): recomputed from the files, so it
+    /// stays local when memories sync.
+    Code,
 }
 
 impl Home {
     /// Every home, in the order they are migrated.
-    pub const ALL: &'static [Home] = &[Home::Main];
+    pub const ALL: &'static [Home] = &[Home::Main, Home::Code];
 
     /// The name recorded in `engram_schema`.
     pub fn name(self) -> &'static str {
         match self {
             Home::Main => "main",
+            Home::Code => "code",
         }
     }
 
@@ -46,6 +50,7 @@ impl Home {
     pub fn migrations(self) -> &'static [Migration] {
         match self {
             Home::Main => MAIN,
+            Home::Code => CODE,
         }
     }
 
@@ -72,6 +77,12 @@ const MAIN: &[Migration] = &[
         sql: include_str!("sql/main/003_fts_insert_in_code.sql"),
     },
 ];
+
+const CODE: &[Migration] = &[Migration {
+    version: 1,
+    name: "code_index",
+    sql: include_str!("sql/code/001_code_index.sql"),
+}];
 
 /// A home's schema version after opening.
 #[derive(Debug, Clone, PartialEq, Eq)]

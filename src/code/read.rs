@@ -1,0 +1,145 @@
+//! Reads of the code index: a file's chunks, keyword search over chunks, index stats.
+
+use libsql::{params, Connection, Row};
+use serde::Serialize;
+
+use crate::error::{DbContext, Result};
+use crate::retrieval::fts_query::FtsQuery;
+
+/// A stored chunk, as tools and tests see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeChunk {
+    /// Row id (stable until the file is re-indexed).
+    pub id: i64,
+    /// Project-relative path of the file.
+    pub path: String,
+    /// Language name (`typescript`, `python`, ... `markdown`, `text`).
+    pub language: String,
+    /// `function`, `method`, `class`, ..., `code`, `block`, `section`, `text`.
+    pub kind: String,
+    /// Definition name, when the chunk is one definition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Qualified name (`Class.method`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qualified_name: Option<String>,
+    /// Qualified names of the definitions starting in the chunk.
+    pub symbols: Vec<String>,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, inclusive.
+    pub end_line: u32,
+    /// Byte range start.
+    pub start_byte: u64,
+    /// Byte range end (exclusive).
+    pub end_byte: u64,
+    /// Hash of the text.
+    pub content_hash: String,
+    /// Estimated tokens.
+    pub token_estimate: u32,
+    /// The contextual prefix.
+    pub context: String,
+    /// The text.
+    pub content: String,
+}
+
+/// A chunk found by keyword search.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeHit {
+    /// The chunk.
+    pub chunk: CodeChunk,
+    /// BM25 relevance (higher is better).
+    pub score: f64,
+}
+
+const CHUNK_COLUMNS: &str =
+    "c.id, f.path, f.language, c.kind, c.name, c.qualified_name, c.symbols, c.start_line,
+     c.end_line, c.start_byte, c.end_byte, c.content_hash, c.token_estimate, c.context, c.content";
+
+fn chunk_from_row(row: &Row) -> Result<CodeChunk> {
+    let symbols: String = row.get(6).ctx("symbols")?;
+    Ok(CodeChunk {
+        id: row.get(0).ctx("id")?,
+        path: row.get(1).ctx("path")?,
+        language: row
+            .get::<Option<String>>(2)
+            .ctx("language")?
+            .unwrap_or_default(),
+        kind: row.get(3).ctx("kind")?,
+        name: row.get(4).ctx("name")?,
+        qualified_name: row.get(5).ctx("qualified_name")?,
+        symbols: serde_json::from_str(&symbols).unwrap_or_default(),
+        start_line: row.get(7).ctx("start_line")?,
+        end_line: row.get(8).ctx("end_line")?,
+        start_byte: row.get(9).ctx("start_byte")?,
+        end_byte: row.get(10).ctx("end_byte")?,
+        content_hash: row.get(11).ctx("content_hash")?,
+        token_estimate: row.get(12).ctx("token_estimate")?,
+        context: row.get(13).ctx("context")?,
+        content: row.get(14).ctx("content")?,
+    })
+}
+
+/// The chunks of one file (path already confined and normalised), in file order.
+pub(crate) async fn chunks_of(
+    conn: &Connection,
+    project_id: &str,
+    path: &str,
+) -> Result<Vec<CodeChunk>> {
+    let sql = format!(
+        "SELECT {CHUNK_COLUMNS} FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         WHERE f.project_id = ?1 AND f.path = ?2 ORDER BY c.ordinal"
+    );
+    let mut rows = conn
+        .query(&sql, params![project_id, path])
+        .await
+        .ctx("reading chunks")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading chunks")? {
+        out.push(chunk_from_row(&row)?);
+    }
+    Ok(out)
+}
+
+/// BM25 search over the project's chunks: all terms first, any term when that finds nothing.
+/// Names weigh most, then the context prefix (path, kind), then the text.
+pub(crate) async fn search_code(
+    conn: &Connection,
+    project_id: &str,
+    query: &str,
+    limit: u32,
+) -> Result<Vec<CodeHit>> {
+    let Some(parsed) = FtsQuery::parse(query) else {
+        return Ok(Vec::new());
+    };
+    let sql = format!(
+        "SELECT {CHUNK_COLUMNS}, -bm25(code_chunks_fts, 4.0, 2.0, 1.0) AS score
+         FROM code_chunks_fts JOIN code_chunks c ON c.id = code_chunks_fts.rowid
+         JOIN code_files f ON f.id = c.file_id
+         WHERE code_chunks_fts MATCH ?1 AND f.project_id = ?2
+         ORDER BY bm25(code_chunks_fts, 4.0, 2.0, 1.0) LIMIT ?3"
+    );
+    let mut exprs = vec![parsed.and_expr()];
+    if parsed.has_alternatives() {
+        exprs.push(parsed.or_expr());
+    }
+    for expr in exprs {
+        let mut rows = conn
+            .query(&sql, params![expr, project_id, limit])
+            .await
+            .ctx("searching code")?;
+        let mut hits = Vec::new();
+        while let Some(row) = rows.next().await.ctx("searching code")? {
+            hits.push(CodeHit {
+                chunk: chunk_from_row(&row)?,
+                score: row.get(15).ctx("score")?,
+            });
+        }
+        if !hits.is_empty() {
+            return Ok(hits);
+        }
+    }
+    Ok(Vec::new())
+}

@@ -1,0 +1,454 @@
+//! The code indexer end to end: a real project tree in a temp dir (with the traps of real
+//! repositories: .gitignore, node_modules, binaries, huge files, invalid UTF-8, deep nesting,
+//! symlink loops and links out of the root), indexed into a real libSQL file.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use engram::code::{
+    ChunkOptions, FileIssue, IndexOptions, IndexPhase, IndexProgress, IndexSummary,
+};
+use engram::{Engram, OpenOptions};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/code");
+
+fn write(root: &Path, rel: &str, bytes: impl AsRef<[u8]>) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(Path::new(FIXTURES).join(name)).unwrap()
+}
+
+/// A small polyglot project with every kind of bad input next to good code.
+fn project(root: &Path) {
+    write(root, "src/auth/tokens.ts", fixture("sample.ts"));
+    write(root, "src/http.ts", "export interface Request { headers: Record<string, string> }\nexport interface Response { status(code: number): Response; json(body: unknown): void }\n");
+    write(
+        root,
+        "src/session/index.ts",
+        "export class Session { constructor(readonly id: string) {} }\n",
+    );
+    write(root, "src/ui/PriceList.tsx", fixture("sample.tsx"));
+    write(root, "web/counter.jsx", fixture("sample.jsx"));
+    write(root, "app/__init__.py", "");
+    write(root, "app/orders.py", fixture("sample.py"));
+    write(
+        root,
+        "app/models.py",
+        "class Order:\n    pass\n\n\nclass LineItem:\n    pass\n",
+    );
+    write(
+        root,
+        "app/rules/__init__.py",
+        "def active(now):\n    return []\n",
+    );
+    write(root, "crate/src/lib.rs", "pub mod cache;\npub mod clock;\n");
+    write(root, "crate/src/cache.rs", fixture("sample.rs"));
+    write(
+        root,
+        "crate/src/clock.rs",
+        "pub trait Clock { fn now(&self) -> std::time::Instant; }\n",
+    );
+    write(root, "crate/src/cache/eviction.rs", "pub fn maybe_evict<K, V>(_m: &mut std::collections::HashMap<K, V>, _now: std::time::Instant) {}\n");
+    write(root, "go.mod", "module example.com/app\n\ngo 1.22\n");
+    write(root, "server/server.go", fixture("sample.go"));
+    write(
+        root,
+        "internal/store/store.go",
+        "package store\n\ntype Store struct{}\n",
+    );
+    write(root, "README.md", fixture("notes.md"));
+    // Ignored: by .gitignore, by the default list, and by a configured pattern.
+    write(root, ".gitignore", "generated/\n");
+    write(root, "generated/api.ts", "export const x = 1;\n");
+    write(
+        root,
+        "node_modules/left-pad/index.js",
+        "module.exports = () => {};\n",
+    );
+    write(root, "scratch/tmp.py", "print('not indexed')\n");
+    // Bad input.
+    write(
+        root,
+        "assets/blob.js",
+        b"\x00\x01\x02binary\x00".repeat(100),
+    );
+    write(
+        root,
+        "big/huge.ts",
+        "export const a = 1;\n".repeat(3_000_000),
+    ); // ~60 MB
+    write(
+        root,
+        "src/latin1.py",
+        b"# caf\xe9\ndef caf():\n    return '\xe9'\n",
+    );
+    write(
+        root,
+        "src/deep.ts",
+        format!(
+            "export const deep = {}1{};\n",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        ),
+    );
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(root, root.join("src/loop")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join("src/outside.txt")).unwrap();
+    }
+}
+
+/// Small chunk budgets (as in the fixture tests) so that classes are split end to end.
+fn options() -> IndexOptions {
+    let mut options = IndexOptions {
+        ignore: vec!["scratch/".into()],
+        max_file_bytes: 10 * 1024 * 1024,
+        ..IndexOptions::default()
+    };
+    options.analyze.chunk = ChunkOptions {
+        max_tokens: 160,
+        small_tokens: 40,
+        merge_tokens: 120,
+    };
+    options
+}
+
+async fn open(dir: &tempfile::TempDir) -> Engram {
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.project_root = Some(dir.path().join("repo"));
+    Engram::open(options).await.unwrap()
+}
+
+async fn run(e: &Engram) -> IndexSummary {
+    e.index(&options(), &|_| {}, &Arc::new(AtomicBool::new(false)))
+        .await
+        .unwrap()
+}
+
+async fn sql_rows(dir: &tempfile::TempDir, sql: &str) -> Vec<Vec<String>> {
+    let db = libsql::Builder::new_local(dir.path().join("engram.db"))
+        .build()
+        .await
+        .unwrap();
+    let conn = db.connect().unwrap();
+    let mut rows = conn.query(sql, ()).await.unwrap();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        let mut cols = Vec::new();
+        for i in 0..row.column_count() {
+            cols.push(match row.get_value(i).unwrap() {
+                libsql::Value::Null => "NULL".to_owned(),
+                libsql::Value::Integer(n) => n.to_string(),
+                libsql::Value::Text(t) => t,
+                other => format!("{other:?}"),
+            });
+        }
+        out.push(cols);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_is_indexed_with_its_bad_files_skipped_or_degraded() {
+    let dir = tempfile::tempdir().unwrap();
+    project(&dir.path().join("repo"));
+    let e = open(&dir).await;
+    let phases = Mutex::new(Vec::new());
+    let report = |p: &IndexProgress| {
+        phases
+            .lock()
+            .unwrap()
+            .push((p.phase, p.files_done, p.files_total))
+    };
+    let s = e
+        .index(&options(), &report, &Arc::new(AtomicBool::new(false)))
+        .await
+        .unwrap();
+
+    // 16 good files + blob.js + huge.ts + latin1.py + deep.ts; nothing ignored, nothing linked.
+    assert_eq!(s.files_seen, 20, "{s:?}");
+    assert_eq!(s.files_skipped, 2);
+    assert_eq!(s.files_indexed, 18);
+    let problem = |path: &str| {
+        s.problems
+            .iter()
+            .filter(|p| p.path == path)
+            .map(|p| p.issue)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(problem("assets/blob.js"), [FileIssue::Binary]);
+    assert_eq!(problem("big/huge.ts"), [FileIssue::TooLarge]);
+    assert_eq!(problem("src/latin1.py"), [FileIssue::InvalidUtf8]);
+    assert!(
+        problem("src/deep.ts").contains(&FileIssue::TooDeep),
+        "{:?}",
+        problem("src/deep.ts")
+    );
+
+    let phases = phases.into_inner().unwrap();
+    let names: Vec<_> = phases.iter().map(|p| p.0).collect();
+    assert_eq!(names.first(), Some(&IndexPhase::Scanning));
+    assert_eq!(names.last(), Some(&IndexPhase::Done));
+    assert!(names.contains(&IndexPhase::Indexing) && names.contains(&IndexPhase::Resolving));
+    assert_eq!(phases.last().unwrap().1, 20, "done counts every file");
+
+    let chunks = e.chunks_of("src/auth/tokens.ts").await.unwrap();
+    let sign = chunks
+        .iter()
+        .find(|c| c.qualified_name.as_deref() == Some("TokenService.sign"))
+        .unwrap();
+    assert_eq!(
+        (sign.kind.as_str(), sign.language.as_str()),
+        ("method", "typescript")
+    );
+    assert!(sign
+        .context
+        .starts_with("File: src/auth/tokens.ts | method: TokenService.sign"));
+    let latin1 = e.chunks_of("./src/latin1.py").await.unwrap();
+    assert!(
+        latin1[0].content.contains("caf\u{fffd}"),
+        "invalid bytes are replaced"
+    );
+    assert!(e.chunks_of("src/deep.ts").await.unwrap().len() > 1);
+    assert!(e.chunks_of("big/huge.ts").await.unwrap().is_empty());
+    assert!(e.chunks_of("generated/api.ts").await.unwrap().is_empty());
+    let err = e.chunks_of("../engram.db").await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+
+    // Search finds methods by their split names and by content.
+    let hits = e.search_code("sign token", 5).await.unwrap();
+    assert_eq!(
+        hits[0].chunk.qualified_name.as_deref(),
+        Some("TokenService.sign"),
+        "{hits:?}"
+    );
+    let hits = e.search_code("rotate the secret", 5).await.unwrap();
+    assert_eq!(hits[0].chunk.path, "README.md");
+    // FTS5 syntax in user text is searched as words, never a syntax error.
+    let words = e.search_code("NOT (\"roles\" OR", 5).await.unwrap();
+    assert!(
+        words
+            .iter()
+            .all(|h| h.chunk.content.to_lowercase().contains("roles")),
+        "{words:?}"
+    );
+    assert!(e.search_code("\"(*", 5).await.unwrap().is_empty());
+
+    let imports = sql_rows(
+        &dir,
+        "SELECT f.path, r.target, r.resolved_path FROM code_refs r JOIN code_files f ON f.id = r.file_id
+         WHERE r.kind = 'imports' AND r.resolved_path IS NOT NULL ORDER BY 1, 2, 3",
+    )
+    .await;
+    let imports: Vec<String> = imports.into_iter().map(|r| r.join(" ")).collect();
+    assert_eq!(
+        imports,
+        [
+            "app/orders.py . app/rules/__init__.py",
+            "app/orders.py .models app/models.py",
+            "app/orders.py .models app/models.py",
+            "crate/src/cache.rs crate::clock::Clock crate/src/clock.rs",
+            "crate/src/cache.rs eviction crate/src/cache/eviction.rs",
+            "crate/src/lib.rs cache crate/src/cache.rs",
+            "crate/src/lib.rs clock crate/src/clock.rs",
+            "server/server.go example.com/app/internal/store internal/store",
+            "src/auth/tokens.ts ../session/index src/session/index.ts",
+            "src/auth/tokens.ts ./http src/auth/http.ts",
+        ]
+        .into_iter()
+        .filter(|l| !l.ends_with("src/auth/http.ts"))
+        .collect::<Vec<_>>()
+    );
+    // Calls resolve when the name has one definition in the project; the rest stay by name.
+    let calls = sql_rows(
+        &dir,
+        "SELECT r.from_symbol, r.target, s.qualified_name FROM code_refs r
+         LEFT JOIN code_symbols s ON s.id = r.resolved_symbol_id
+         WHERE r.kind = 'calls' AND r.from_symbol IN ('requireUser', 'OrderService.price', 'TokenService.sign')
+         ORDER BY 1, 2",
+    )
+    .await;
+    let resolved = |from: &str, target: &str| {
+        calls
+            .iter()
+            .find(|r| r[0] == from && r[1] == target)
+            .map(|r| r[2].clone())
+    };
+    assert_eq!(
+        resolved("requireUser", "verify").as_deref(),
+        Some("TokenService.verify")
+    );
+    assert_eq!(
+        resolved("OrderService.price", "total").as_deref(),
+        Some("total")
+    );
+    assert_eq!(
+        resolved("OrderService.price", "active").as_deref(),
+        Some("active")
+    );
+    assert_eq!(
+        resolved("TokenService.sign", "createHash").as_deref(),
+        Some("NULL")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_run_skips_unchanged_files_and_follows_edits_and_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    project(&repo);
+    let e = open(&dir).await;
+    let first = run(&e).await;
+    let again = run(&e).await;
+    assert_eq!(again.files_indexed, 0, "{again:?}");
+    assert_eq!(again.files_unchanged, first.files_seen);
+
+    // Touched but identical: hashed, found unchanged, not rewritten.
+    let same = std::fs::read(repo.join("src/http.ts")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(repo.join("src/http.ts"), same).unwrap();
+    write(&repo, "src/session/index.ts", "export class Session {}\nexport function openSession(id: string) { return new Session(); }\n");
+    std::fs::remove_file(repo.join("app/models.py")).unwrap();
+    let third = run(&e).await;
+    assert_eq!(
+        (third.files_indexed, third.files_removed),
+        (1, 1),
+        "{third:?}"
+    );
+    assert_eq!(third.files_unchanged, first.files_seen - 2);
+    let chunks = e.chunks_of("src/session/index.ts").await.unwrap();
+    assert!(chunks
+        .iter()
+        .any(|c| c.symbols.contains(&"openSession".to_owned())));
+    assert!(e.chunks_of("app/models.py").await.unwrap().is_empty());
+    let orphans = sql_rows(
+        &dir,
+        "SELECT count(*) FROM code_chunks WHERE file_id NOT IN (SELECT id FROM code_files)
+         UNION ALL SELECT count(*) FROM code_symbols WHERE file_id NOT IN (SELECT id FROM code_files)
+         UNION ALL SELECT count(*) FROM code_refs WHERE stale_at IS NOT NULL",
+    )
+    .await;
+    assert_eq!(orphans, [["0"], ["0"], ["0"]]);
+    // The model's import no longer resolves to a file that is gone.
+    let dangling = sql_rows(
+        &dir,
+        "SELECT count(*) FROM code_refs WHERE resolved_path = 'app/models.py'",
+    )
+    .await;
+    assert_eq!(
+        dangling,
+        [["2"]],
+        "resolution is by path: re-resolved when the importer is re-indexed"
+    );
+    let fts = sql_rows(&dir, "SELECT count(*) FROM code_chunks").await;
+    let hits = e.search_code("openSession", 5).await.unwrap();
+    assert_eq!(
+        hits.len(),
+        1,
+        "{} chunks; the old text is gone from the index",
+        fts[0][0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aborted_run_keeps_whole_batches_and_the_next_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    for i in 0..600 {
+        write(
+            &repo,
+            &format!("src/m{i:03}.ts"),
+            format!("export function f{i}(x: number) {{ return x + {i}; }}\n"),
+        );
+    }
+    let e = open(&dir).await;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let stop_early = |p: &IndexProgress| {
+        if p.phase == IndexPhase::Indexing && p.files_done > 0 {
+            cancel.store(true, Ordering::Relaxed);
+        }
+    };
+    let mut opts = options();
+    opts.threads = 1;
+    let err = e.index(&opts, &stop_early, &cancel).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_ABORTED");
+    let partial = sql_rows(&dir, "SELECT count(*) FROM code_files").await[0][0]
+        .parse::<u64>()
+        .unwrap();
+    assert!(partial < 600, "stopped before the end ({partial} files)");
+    let per_file = sql_rows(&dir, "SELECT count(*) FROM code_files f WHERE chunk_count <> (SELECT count(*) FROM code_chunks c WHERE c.file_id = f.id)").await;
+    assert_eq!(per_file, [["0"]], "every committed file is whole");
+
+    let pre_cancelled = e
+        .index(&options(), &|_| {}, &Arc::new(AtomicBool::new(true)))
+        .await
+        .unwrap_err();
+    assert_eq!(pre_cancelled.code(), "ENGRAM_ABORTED");
+    let done = run(&e).await;
+    assert_eq!(done.files_indexed + done.files_unchanged, 600);
+    assert_eq!(done.files_unchanged, partial);
+    assert_eq!(e.search_code("f599", 1).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_index_run_per_project_at_a_time_and_a_root_is_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    for i in 0..300 {
+        write(
+            &repo,
+            &format!("src/m{i:03}.py"),
+            format!("def f{i}():\n    return {i}\n"),
+        );
+    }
+    let e = open(&dir).await;
+    let (started, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let first = {
+        let (e, started, release) = (e.clone(), started.clone(), release.clone());
+        tokio::spawn(async move {
+            // Holds the first run in its scanning report until the second call has been made.
+            let hold = move |_: &IndexProgress| {
+                started.store(true, Ordering::SeqCst);
+                for _ in 0..1000 {
+                    if release.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            };
+            e.index(&options(), &hold, &Arc::new(AtomicBool::new(false)))
+                .await
+        })
+    };
+    while !started.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let second = e
+        .index(&options(), &|_| {}, &Arc::new(AtomicBool::new(false)))
+        .await;
+    release.store(true, Ordering::SeqCst);
+    assert_eq!(second.unwrap_err().code(), "ENGRAM_CONFLICT");
+    assert_eq!(first.await.unwrap().unwrap().files_indexed, 300);
+    assert_eq!(
+        run(&e).await.files_unchanged,
+        300,
+        "the claim is released when a run ends"
+    );
+
+    let rootless = Engram::open(OpenOptions::new(dir.path().join("engram.db")))
+        .await
+        .unwrap();
+    let err = rootless
+        .index(&options(), &|_| {}, &Arc::new(AtomicBool::new(false)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+}
