@@ -84,10 +84,154 @@ export declare class Engram {
   search(query: string, options?: SearchOptions): Promise<SearchHit[]>
   /** Counts over this project's memories, plus schema version and file path. */
   stats(): Promise<Stats>
+  /**
+   * Indexes the code under `projectRoot` (the handle must have one): TypeScript, TSX,
+   * JavaScript, Python, Rust and Go are cut at definitions by tree-sitter; Markdown and
+   * other text by sections and paragraphs. Honours `.gitignore`, the default ignore list and
+   * `options.ignore`; skips unchanged files; parses on worker threads. `onProgress` receives
+   * progress reports (throttled, best effort); aborting `signal` rejects with
+   * `ENGRAM_ABORTED` and keeps what was committed, so the next run continues.
+   *
+   * ```ts
+   * const summary = await memory.index({ onProgress: (p) => console.log(p.phase, p.filesDone, p.filesTotal) })
+   * ```
+   */
+  index(options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal }): Promise<IndexSummary>
+  /**
+   * The indexed chunks of one file (`path` relative to the project root, or absolute inside
+   * it), in file order; empty when the file is not indexed. Paths outside the root reject
+   * with `ENGRAM_INVALID_ARG`.
+   */
+  chunksOf(path: string): Promise<CodeChunk[]>
+  /**
+   * Keyword search (BM25) over the project's indexed code: definition names (split at case
+   * changes and underscores) weigh most, then path and kind, then the text. Any text is a
+   * valid query.
+   */
+  searchCode(query: string, options?: CodeSearchOptions): Promise<CodeHit[]>
+}
+
+/** An indexed piece of a file. */
+export interface CodeChunk {
+  /** Row id (changes when the file is re-indexed). */
+  id: number
+  /** Path relative to the project root. */
+  path: string
+  /** `typescript`, `tsx`, `javascript`, `python`, `rust`, `go`, `markdown` or `text`. */
+  language: string
+  /**
+   * `function`, `method`, `class`, `interface`, `type`, `enum`, `struct`, `trait`, `impl`,
+   * `module`, `macro`; `code` (outside definitions), `block` (several small definitions),
+   * `section` (Markdown), `text`.
+   */
+  kind: string
+  /** The definition's name, when the chunk is one definition (or the heading of a section). */
+  name?: string
+  /** The name qualified by enclosing definitions: `Class.method`. */
+  qualifiedName?: string
+  /** Qualified names of every definition that starts in the chunk. */
+  symbols: Array<string>
+  /** First line (1-based). */
+  startLine: number
+  /** Last line (inclusive). */
+  endLine: number
+  /** Byte offset of the start. */
+  startByte: number
+  /** Byte offset of the end (exclusive). */
+  endByte: number
+  /** 128-bit content hash (hex). */
+  contentHash: string
+  /** Estimated tokens. */
+  tokenEstimate: number
+  /**
+   * `File: path | kind: name | Lines: a-b | In: <enclosing signature>`: prepended for
+   * embedding, indexed for search.
+   */
+  context: string
+  /** The chunk's text. */
+  content: string
+}
+
+/** A chunk found by `searchCode()`. */
+export interface CodeHit {
+  /** The chunk. */
+  chunk: CodeChunk
+  /** BM25 relevance (higher is better; comparable within one result list). */
+  score: number
+}
+
+/** Options of `searchCode()`. */
+export interface CodeSearchOptions {
+  /** Most hits to return (1 to 1,000, default 10). */
+  limit?: number
 }
 
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */
 export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_INTERNAL'
+
+/** A file `index()` skipped or degraded. */
+export interface FileProblem {
+  /** Path relative to the project root. */
+  path: string
+  /**
+   * `binary`, `too_large`, `unreadable` (skipped); `invalid_utf8`, `syntax_errors`,
+   * `too_deep`, `parse_timeout` (indexed in a degraded way).
+   */
+  issue: string
+}
+
+/** Options of `index()` (besides `onProgress` and `signal`). */
+export interface IndexOptions {
+  /** Extra ignore patterns in .gitignore syntax (`.gitignore` files are always honoured). */
+  ignore?: Array<string>
+  /**
+   * Apply the default ignore list (node_modules/, target/, dist/, build/, lock files...).
+   * Default true.
+   */
+  useDefaultIgnores?: boolean
+  /** Files larger than this many bytes are skipped and reported (`too_large`). Default 1 MiB. */
+  maxFileBytes?: number
+  /** Parser threads; default one per core. */
+  threads?: number
+}
+
+/** A progress report of `index()`. */
+export interface IndexProgress {
+  /** `scanning`, `indexing`, `resolving` or `done`. */
+  phase: string
+  /** Files handled so far (unchanged ones included). */
+  filesDone: number
+  /** Files found by the walk. */
+  filesTotal: number
+}
+
+/** What `index()` did. */
+export interface IndexSummary {
+  /** Files found after ignores. */
+  filesSeen: number
+  /** Files parsed and written. */
+  filesIndexed: number
+  /** Files already indexed with the same content. */
+  filesUnchanged: number
+  /** Files skipped (binary, too large, unreadable). */
+  filesSkipped: number
+  /** Files removed from the index (deleted or now ignored). */
+  filesRemoved: number
+  /** Chunks written. */
+  chunks: number
+  /** Definitions written. */
+  symbols: number
+  /** Imports, calls and inheritance references written. */
+  references: number
+  /** Lines of the files written. */
+  lines: number
+  /** Bytes of the files written. */
+  bytes: number
+  /** Wall time in milliseconds. */
+  durationMs: number
+  /** Skipped and degraded files (at most 1,000). */
+  problems: Array<FileProblem>
+}
 
 /** Filters of `list`. */
 export interface ListFilter {

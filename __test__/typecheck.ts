@@ -1,6 +1,6 @@
 // Compiled (not run) by `tsc` in the test script: the README's TypeScript usage must type-check
 // against the generated index.d.ts, and misuse must not.
-import { Engram, type ErrorCode, type Memory, type RememberInput, type SearchHit } from '../index.js'
+import { Engram, type CodeHit, type ErrorCode, type IndexSummary, type Memory, type RememberInput, type SearchHit } from '../index.js'
 
 export async function quickStart(): Promise<SearchHit[]> {
   const memory = await Engram.open({ path: '.engram/memory.db', projectRoot: process.cwd() })
@@ -28,4 +28,18 @@ export async function misuse(db: Engram): Promise<void> {
   await db.remember({ type: 'bogus', content: 'x' })
   // @ts-expect-error: content is required
   await db.remember({ type: 'gotcha' })
+}
+
+export async function indexCode(memory: Engram): Promise<[IndexSummary, CodeHit[]]> {
+  const controller = new AbortController()
+  const summary = await memory.index({
+    ignore: ['generated/'],
+    signal: controller.signal,
+    onProgress: (p) => console.log(p.phase, p.filesDone, p.filesTotal),
+  })
+  const chunks = await memory.chunksOf('src/auth/tokens.ts')
+  console.log(chunks.map((c) => `${c.kind} ${c.qualifiedName ?? ''} ${c.startLine}-${c.endLine}`))
+  // @ts-expect-error: onProgress takes a function
+  await memory.index({ onProgress: 'verbose' })
+  return [summary, await memory.searchCode('verify token', { limit: 5 })]
 }

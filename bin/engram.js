@@ -16,6 +16,8 @@ Usage:
   engram get <id>
   engram forget <id> [--reason text]
   engram stats
+  engram index [dir] [--ignore 'gen/,*.pb.go']   index the code under dir (default: --root)
+  engram search-code <query> [--limit 10]    keyword search over indexed code
 
 Options:
   --db <path>        database file (default: .engram/memory.db under the current directory)
@@ -38,6 +40,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   reason: { type: 'string' },
   file: { type: 'string' },
+  ignore: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -97,7 +100,7 @@ async function main(argv) {
     return command || values.help ? 0 : 2
   }
   const { Engram } = require('../index.js')
-  const root = resolve(values.root ?? process.cwd())
+  const root = resolve(command === 'index' && rest[0] ? rest[0] : values.root ?? process.cwd())
   const db = await Engram.open({
     path: resolve(values.db ?? resolve(root, '.engram', 'memory.db')),
     projectRoot: root,
@@ -158,6 +161,41 @@ async function main(argv) {
         const m = await db.forget(rest[0], values.reason)
         if (json) console.log(JSON.stringify(m))
         else console.log(`forgot ${m.id} (restorable with rollback, version ${m.version - 1})`)
+        return 0
+      }
+      case 'index': {
+        const controller = new AbortController()
+        process.once('SIGINT', () => controller.abort())
+        const summary = await db.index({
+          ignore: list(values.ignore),
+          signal: controller.signal,
+          onProgress: (p) => {
+            if (p.phase === 'indexing' && p.filesTotal > 0) progress(p.filesDone, p.filesTotal)
+          },
+        })
+        if (json) console.log(JSON.stringify(summary))
+        else {
+          const s = summary
+          const secs = s.durationMs / 1000
+          console.log(
+            `${s.filesIndexed} files indexed, ${s.filesUnchanged} unchanged, ${s.filesSkipped} skipped, ${s.filesRemoved} removed` +
+              `\n${s.chunks} chunks, ${s.symbols} symbols, ${s.references} references from ${s.lines} lines` +
+              ` in ${secs.toFixed(2)} s (${Math.round(s.lines / Math.max(secs, 1e-3))} lines/s)`,
+          )
+          for (const p of s.problems.slice(0, 20)) console.log(`  ${p.issue}: ${p.path}`)
+          if (s.problems.length > 20) console.log(`  ... and ${s.problems.length - 20} more`)
+        }
+        return 0
+      }
+      case 'search-code': {
+        const query = rest.join(' ')
+        if (!query) throw new UsageError('search-code needs a query')
+        const hits = await db.searchCode(query, { limit: values.limit ? number(values.limit, 'limit') : 10 })
+        if (json) console.log(JSON.stringify(hits))
+        else for (const h of hits) {
+          const c = h.chunk
+          console.log(`${c.path}:${c.startLine}-${c.endLine}  ${c.kind}${c.qualifiedName ? ' ' + c.qualifiedName : ''}  (${h.score.toFixed(2)})`)
+        }
         return 0
       }
       case 'stats': {

@@ -1,13 +1,18 @@
 //! The `Engram` JS class: a handle on one project's memory in one database file.
 
 use std::path::PathBuf;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
 use super::args::{optional, optional_object, required, required_object};
+use super::code_types::{
+    CodeChunk, CodeHit, CodeSearchOptions, IndexOptions, IndexProgress, IndexSummary,
+};
 use super::error::{promise, rejected};
 use super::json::{promise_json, JsonText};
 use super::types::{
@@ -344,4 +349,171 @@ impl Engram {
             path,
         })
     }
+
+    /// Indexes the code under `projectRoot` (the handle must have one): TypeScript, TSX,
+    /// JavaScript, Python, Rust and Go are cut at definitions by tree-sitter; Markdown and
+    /// other text by sections and paragraphs. Honours `.gitignore`, the default ignore list and
+    /// `options.ignore`; skips unchanged files; parses on worker threads. `onProgress` receives
+    /// progress reports (throttled, best effort); aborting `signal` rejects with
+    /// `ENGRAM_ABORTED` and keeps what was committed, so the next run continues.
+    ///
+    /// ```ts
+    /// const summary = await memory.index({ onProgress: (p) => console.log(p.phase, p.filesDone, p.filesTotal) })
+    /// ```
+    #[napi(
+        ts_args_type = "options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal }",
+        ts_return_type = "Promise<IndexSummary>"
+    )]
+    pub fn index<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, IndexSummary>> {
+        let handle = arg!(env, self.handle());
+        let parsed: Option<IndexOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let core_options = arg!(env, parsed.unwrap_or_default().into_core());
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut progress = None;
+        if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {
+            // SAFETY: checked to be an object handle of this scope.
+            let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
+            arg!(env, watch_signal(env, &options, &cancel));
+            progress = arg!(env, progress_callback(&options));
+        }
+        let work = async move {
+            let report = move |p: &crate::code::IndexProgress| {
+                if let Some(callback) = &progress {
+                    // Progress is best effort: a full queue drops a report instead of blocking.
+                    callback.call(
+                        IndexProgress::from(p),
+                        ThreadsafeFunctionCallMode::NonBlocking,
+                    );
+                }
+            };
+            handle.index(&core_options, &report, &cancel).await
+        };
+        promise(env, work, IndexSummary::from)
+    }
+
+    /// The indexed chunks of one file (`path` relative to the project root, or absolute inside
+    /// it), in file order; empty when the file is not indexed. Paths outside the root reject
+    /// with `ENGRAM_INVALID_ARG`.
+    #[napi(ts_args_type = "path: string", ts_return_type = "Promise<CodeChunk[]>")]
+    pub fn chunks_of<'env>(
+        &self,
+        env: &'env Env,
+        path: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let path: String = arg!(env, required(env, &path, "path"));
+        promise_json(
+            env,
+            async move { handle.chunks_of(&path).await },
+            |chunks| chunks.into_iter().map(CodeChunk::from).collect::<Vec<_>>(),
+        )
+    }
+
+    /// Keyword search (BM25) over the project's indexed code: definition names (split at case
+    /// changes and underscores) weigh most, then path and kind, then the text. Any text is a
+    /// valid query.
+    #[napi(
+        ts_args_type = "query: string, options?: CodeSearchOptions",
+        ts_return_type = "Promise<CodeHit[]>"
+    )]
+    pub fn search_code<'env>(
+        &self,
+        env: &'env Env,
+        query: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let query: String = arg!(env, required(env, &query, "query"));
+        let options: Option<CodeSearchOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let limit = options.and_then(|o| o.limit).unwrap_or(10);
+        promise_json(
+            env,
+            async move { handle.search_code(&query, limit).await },
+            |hits| {
+                hits.into_iter()
+                    .map(|h| CodeHit {
+                        chunk: CodeChunk::from(h.chunk),
+                        score: h.score,
+                    })
+                    .collect::<Vec<_>>()
+            },
+        )
+    }
+}
+
+/// `EventTarget.prototype.addEventListener(type, listener)`.
+type AddEventListener<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>, ()>;
+
+type ProgressCallback =
+    ThreadsafeFunction<IndexProgress, (), IndexProgress, Status, false, true, 64>;
+
+/// `options.onProgress` as a weak (it never keeps the process alive), bounded threadsafe
+/// function.
+fn progress_callback(options: &Object) -> std::result::Result<Option<ProgressCallback>, CoreError> {
+    let value: Unknown = options
+        .get_named_property("onProgress")
+        .map_err(|e| CoreError::invalid(format!("options.onProgress: {}", e.reason)))?;
+    match value.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
+        Ok(ValueType::Function) => {}
+        _ => return Err(CoreError::invalid("options.onProgress must be a function")),
+    }
+    let function: Function<IndexProgress, ()> = options
+        .get_named_property("onProgress")
+        .map_err(|e| CoreError::invalid(format!("options.onProgress: {}", e.reason)))?;
+    function
+        .build_threadsafe_function()
+        .weak::<true>()
+        .callee_handled::<false>()
+        .max_queue_size::<64>()
+        .build()
+        .map(Some)
+        .map_err(|e| CoreError::Internal(format!("progress callback: {}", e.reason)))
+}
+
+/// Raises `cancel` when `options.signal` (an AbortSignal) is or becomes aborted.
+fn watch_signal(
+    env: &Env,
+    options: &Object,
+    cancel: &Arc<AtomicBool>,
+) -> std::result::Result<(), CoreError> {
+    let invalid =
+        |what: &str| CoreError::invalid(format!("options.signal must be an AbortSignal ({what})"));
+    let value: Unknown = options
+        .get_named_property("signal")
+        .map_err(|_| invalid("unreadable"))?;
+    match value.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => return Ok(()),
+        Ok(ValueType::Object) => {}
+        _ => return Err(invalid("not an object")),
+    }
+    // SAFETY: checked to be an object handle of this scope.
+    let signal = unsafe { Object::from_napi_value(env.raw(), value.raw()) }
+        .map_err(|_| invalid("not an object"))?;
+    let aborted: bool = signal
+        .get_named_property("aborted")
+        .map_err(|_| invalid("no aborted flag"))?;
+    if aborted {
+        cancel.store(true, Ordering::Relaxed);
+        return Ok(());
+    }
+    let flag = cancel.clone();
+    let listener = env
+        .create_function_from_closure("onAbort", move |_| {
+            flag.store(true, Ordering::Relaxed);
+            Ok(())
+        })
+        .map_err(|e| CoreError::Internal(format!("abort listener: {}", e.reason)))?;
+    let add: AddEventListener = signal
+        .get_named_property("addEventListener")
+        .map_err(|_| invalid("no addEventListener"))?;
+    add.apply(signal, FnArgs::from(("abort", listener)))
+        .map_err(|_| invalid("addEventListener failed"))?;
+    Ok(())
 }

@@ -11,6 +11,7 @@
 
 mod args;
 mod class;
+mod code_types;
 mod error;
 mod json;
 mod types;
@@ -30,7 +31,8 @@ pub enum ErrorCode {
     /// No such memory (in this project) or version.
     #[napi(value = "ENGRAM_NOT_FOUND")]
     NotFound,
-    /// The change would duplicate another active memory in the same scope.
+    /// The change would duplicate another active memory in the same scope, or an index run of
+    /// the project is already in progress.
     #[napi(value = "ENGRAM_CONFLICT")]
     Conflict,
     /// Another process held the database lock longer than `busyTimeoutMs`; retry later.

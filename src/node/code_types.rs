@@ -1,0 +1,216 @@
+//! JS types of the code index: index options, progress and summary, chunks and code hits.
+
+use napi_derive::napi;
+
+use crate::code as core;
+use crate::error::Error as CoreError;
+
+/// Options of `index()` (besides `onProgress` and `signal`).
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    /// Extra ignore patterns in .gitignore syntax (`.gitignore` files are always honoured).
+    pub ignore: Option<Vec<String>>,
+    /// Apply the default ignore list (node_modules/, target/, dist/, build/, lock files...).
+    /// Default true.
+    pub use_default_ignores: Option<bool>,
+    /// Files larger than this many bytes are skipped and reported (`too_large`). Default 1 MiB.
+    pub max_file_bytes: Option<f64>,
+    /// Parser threads; default one per core.
+    pub threads: Option<u32>,
+}
+
+impl IndexOptions {
+    /// The core options, validated.
+    pub fn into_core(self) -> Result<core::IndexOptions, CoreError> {
+        let mut options = core::IndexOptions::default();
+        if let Some(ignore) = self.ignore {
+            options.ignore = ignore;
+        }
+        if let Some(use_defaults) = self.use_default_ignores {
+            options.use_default_ignores = use_defaults;
+        }
+        if let Some(max) = self.max_file_bytes {
+            if !(max.is_finite() && max >= 1.0) {
+                return Err(CoreError::invalid("maxFileBytes must be a positive number"));
+            }
+            options.max_file_bytes = max as u64;
+        }
+        if let Some(threads) = self.threads {
+            if threads == 0 || threads > 64 {
+                return Err(CoreError::invalid("threads must be between 1 and 64"));
+            }
+            options.threads = threads as usize;
+        }
+        Ok(options)
+    }
+}
+
+/// A progress report of `index()`.
+#[napi(object)]
+pub struct IndexProgress {
+    /// `scanning`, `indexing`, `resolving` or `done`.
+    pub phase: String,
+    /// Files handled so far (unchanged ones included).
+    pub files_done: u32,
+    /// Files found by the walk.
+    pub files_total: u32,
+}
+
+impl From<&core::IndexProgress> for IndexProgress {
+    fn from(p: &core::IndexProgress) -> Self {
+        IndexProgress {
+            phase: p.phase.as_str().to_owned(),
+            files_done: p.files_done as u32,
+            files_total: p.files_total as u32,
+        }
+    }
+}
+
+/// A file `index()` skipped or degraded.
+#[napi(object)]
+pub struct FileProblem {
+    /// Path relative to the project root.
+    pub path: String,
+    /// `binary`, `too_large`, `unreadable` (skipped); `invalid_utf8`, `syntax_errors`,
+    /// `too_deep`, `parse_timeout` (indexed in a degraded way).
+    pub issue: String,
+}
+
+/// What `index()` did.
+#[napi(object)]
+pub struct IndexSummary {
+    /// Files found after ignores.
+    pub files_seen: u32,
+    /// Files parsed and written.
+    pub files_indexed: u32,
+    /// Files already indexed with the same content.
+    pub files_unchanged: u32,
+    /// Files skipped (binary, too large, unreadable).
+    pub files_skipped: u32,
+    /// Files removed from the index (deleted or now ignored).
+    pub files_removed: u32,
+    /// Chunks written.
+    pub chunks: u32,
+    /// Definitions written.
+    pub symbols: u32,
+    /// Imports, calls and inheritance references written.
+    pub references: u32,
+    /// Lines of the files written.
+    pub lines: f64,
+    /// Bytes of the files written.
+    pub bytes: f64,
+    /// Wall time in milliseconds.
+    pub duration_ms: f64,
+    /// Skipped and degraded files (at most 1,000).
+    pub problems: Vec<FileProblem>,
+}
+
+impl From<core::IndexSummary> for IndexSummary {
+    fn from(s: core::IndexSummary) -> Self {
+        IndexSummary {
+            files_seen: s.files_seen as u32,
+            files_indexed: s.files_indexed as u32,
+            files_unchanged: s.files_unchanged as u32,
+            files_skipped: s.files_skipped as u32,
+            files_removed: s.files_removed as u32,
+            chunks: s.chunks as u32,
+            symbols: s.symbols as u32,
+            references: s.references as u32,
+            lines: s.lines as f64,
+            bytes: s.bytes as f64,
+            duration_ms: s.duration.as_secs_f64() * 1000.0,
+            problems: s
+                .problems
+                .into_iter()
+                .map(|p| FileProblem {
+                    path: p.path,
+                    issue: p.issue.as_str().to_owned(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An indexed piece of a file.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeChunk {
+    /// Row id (changes when the file is re-indexed).
+    pub id: i64,
+    /// Path relative to the project root.
+    pub path: String,
+    /// `typescript`, `tsx`, `javascript`, `python`, `rust`, `go`, `markdown` or `text`.
+    pub language: String,
+    /// `function`, `method`, `class`, `interface`, `type`, `enum`, `struct`, `trait`, `impl`,
+    /// `module`, `macro`; `code` (outside definitions), `block` (several small definitions),
+    /// `section` (Markdown), `text`.
+    pub kind: String,
+    /// The definition's name, when the chunk is one definition (or the heading of a section).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The name qualified by enclosing definitions: `Class.method`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qualified_name: Option<String>,
+    /// Qualified names of every definition that starts in the chunk.
+    pub symbols: Vec<String>,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (inclusive).
+    pub end_line: u32,
+    /// Byte offset of the start.
+    pub start_byte: f64,
+    /// Byte offset of the end (exclusive).
+    pub end_byte: f64,
+    /// 128-bit content hash (hex).
+    pub content_hash: String,
+    /// Estimated tokens.
+    pub token_estimate: u32,
+    /// `File: path | kind: name | Lines: a-b | In: <enclosing signature>`: prepended for
+    /// embedding, indexed for search.
+    pub context: String,
+    /// The chunk's text.
+    pub content: String,
+}
+
+impl From<core::CodeChunk> for CodeChunk {
+    fn from(c: core::CodeChunk) -> Self {
+        CodeChunk {
+            id: c.id,
+            path: c.path,
+            language: c.language,
+            kind: c.kind,
+            name: c.name,
+            qualified_name: c.qualified_name,
+            symbols: c.symbols,
+            start_line: c.start_line,
+            end_line: c.end_line,
+            start_byte: c.start_byte as f64,
+            end_byte: c.end_byte as f64,
+            content_hash: c.content_hash,
+            token_estimate: c.token_estimate,
+            context: c.context,
+            content: c.content,
+        }
+    }
+}
+
+/// A chunk found by `searchCode()`.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CodeHit {
+    /// The chunk.
+    pub chunk: CodeChunk,
+    /// BM25 relevance (higher is better; comparable within one result list).
+    pub score: f64,
+}
+
+/// Options of `searchCode()`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct CodeSearchOptions {
+    /// Most hits to return (1 to 1,000, default 10).
+    pub limit: Option<u32>,
+}
