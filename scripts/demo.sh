@@ -22,3 +22,7 @@ echo "== search: \"edge runtime\" jose*"
 cli search '"edge runtime" jose*'
 echo "== stats"
 cli stats
+echo "== index this repository's code (tree-sitter chunks, symbols, references)"
+node bin/engram.js --db "$work/code.db" index .
+echo "== search-code: chunk boundaries"
+node bin/engram.js --db "$work/code.db" search-code "split oversized container signature" --limit 5
