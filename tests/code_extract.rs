@@ -31,6 +31,15 @@ fn refs(a: &FileAnalysis, kind: RefKind) -> Vec<(Option<&str>, &str)> {
         .collect()
 }
 
+/// `(target, member)` of every import, in file order.
+fn imports_with_members(a: &FileAnalysis) -> Vec<(&str, Option<&str>)> {
+    a.references
+        .iter()
+        .filter(|r| r.kind == RefKind::Imports)
+        .map(|r| (r.target.as_str(), r.member.as_deref()))
+        .collect()
+}
+
 fn defs(a: &FileAnalysis) -> Vec<(DefKind, &str)> {
     a.definitions
         .iter()
@@ -92,12 +101,7 @@ fn python_methods_decorators_relative_imports_and_bases() {
         validate.start_line, 40,
         "the decorator belongs to the method"
     );
-    let imports: Vec<_> = a
-        .references
-        .iter()
-        .filter(|r| r.kind == RefKind::Imports)
-        .map(|r| (r.target.as_str(), r.member.as_deref()))
-        .collect();
+    let imports = imports_with_members(&a);
     assert_eq!(
         imports,
         [
@@ -126,12 +130,7 @@ fn rust_impls_traits_mods_and_macros() {
         "trait methods are methods"
     );
     assert!(d.contains(&(DefKind::Function, "hash_key")));
-    let imports: Vec<_> = a
-        .references
-        .iter()
-        .filter(|r| r.kind == RefKind::Imports)
-        .map(|r| (r.target.as_str(), r.member.as_deref()))
-        .collect();
+    let imports = imports_with_members(&a);
     assert_eq!(
         imports,
         [

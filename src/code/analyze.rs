@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tree_sitter::{ParseOptions, Parser};
 
 use super::ast_chunker;
-use super::chunk::{Chunk, ChunkOptions, Lines};
+use super::chunk::{count_lines, Chunk, ChunkOptions};
 use super::definitions::{self, Definition};
 use super::extract::{self, Reference};
 use super::language::{FileKind, TextFormat};
@@ -121,7 +121,7 @@ pub fn analyze(
     if matches!(text, std::borrow::Cow::Owned(_)) {
         analysis.issues.push(FileIssue::InvalidUtf8);
     }
-    analysis.line_count = Lines::new(&text).count();
+    analysis.line_count = count_lines(&text);
     let language = match kind {
         FileKind::Text(format) => {
             analysis.chunks = text_chunker::chunk(path, &text, format, &options.chunk);

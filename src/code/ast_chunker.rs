@@ -241,13 +241,15 @@ const TINY_TOKENS: usize = 4;
 
 /// Names a group after the definitions it holds, or the container it is a piece of.
 fn head(defs: &[Definition], g: &Group) -> ChunkHead {
+    // Definitions are sorted by start: those starting in the group are one contiguous run.
+    let first = defs.partition_point(|d| d.start_byte < g.start);
+    let last = defs.partition_point(|d| d.start_byte < g.end);
     let inside = |d: &Definition| d.start_byte >= g.start && d.end_byte <= g.end;
-    let outermost: Vec<usize> = (0..defs.len())
+    let outermost: Vec<usize> = (first..last)
         .filter(|&i| inside(&defs[i]) && defs[i].parent.is_none_or(|p| !inside(&defs[p])))
         .collect();
-    let symbols = defs
+    let symbols = defs[first..last]
         .iter()
-        .filter(|d| d.start_byte >= g.start && d.start_byte < g.end)
         .map(|d| d.qualified_name.clone())
         .collect();
     let enclosing_of = |d: Option<usize>| d.map(|p| defs[p].signature.clone());

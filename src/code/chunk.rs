@@ -95,10 +95,15 @@ pub fn content_hash(bytes: &[u8]) -> String {
     hex::encode(&digest[..16])
 }
 
+/// Number of lines in `text` (a trailing newline does not start another).
+pub fn count_lines(text: &str) -> u32 {
+    let newlines = memchr_newlines(text.as_bytes()).count() as u32;
+    newlines + 1 - u32::from(text.ends_with('\n'))
+}
+
 /// Maps byte offsets to 1-based line numbers.
 pub struct Lines {
     starts: Vec<usize>,
-    ends_with_newline: bool,
 }
 
 impl Lines {
@@ -106,20 +111,12 @@ impl Lines {
     pub fn new(text: &str) -> Lines {
         let mut starts = vec![0];
         starts.extend(memchr_newlines(text.as_bytes()).map(|i| i + 1));
-        Lines {
-            starts,
-            ends_with_newline: text.ends_with('\n'),
-        }
+        Lines { starts }
     }
 
     /// The 1-based line holding byte `offset`.
     pub fn line_of(&self, offset: usize) -> u32 {
         (self.starts.partition_point(|&s| s <= offset)) as u32
-    }
-
-    /// Number of lines (a trailing newline does not start another).
-    pub fn count(&self) -> u32 {
-        self.starts.len() as u32 - u32::from(self.ends_with_newline)
     }
 }
 
@@ -237,8 +234,8 @@ mod tests {
         assert_eq!(lines.line_of(2), 2);
         assert_eq!(lines.line_of(5), 3);
         assert_eq!(lines.line_of(8), 4);
-        assert_eq!(lines.count(), 4);
-        assert_eq!(Lines::new("x\n").count(), 1);
+        assert_eq!(count_lines(text), 4);
+        assert_eq!(count_lines("x\n"), 1);
     }
 
     #[test]

@@ -225,7 +225,8 @@ fn nest(found: Vec<Found>, source: &[u8]) -> Vec<Definition> {
     defs
 }
 
-fn text(node: Node, source: &[u8]) -> String {
+/// A node's text (invalid UTF-8 replaced).
+pub(crate) fn text(node: Node, source: &[u8]) -> String {
     String::from_utf8_lossy(&source[node.byte_range()]).into_owned()
 }
 

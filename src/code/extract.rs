@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
 
-use super::definitions::Definition;
+use super::definitions::{text, Definition};
 use super::language::Grammar;
 
 /// What a reference expresses.
@@ -161,10 +161,6 @@ pub fn enclosing(defs: &[Definition], pos: usize) -> Option<usize> {
         candidate = defs[i].parent;
     }
     None
-}
-
-fn text(node: Node, source: &[u8]) -> String {
-    String::from_utf8_lossy(&source[node.byte_range()]).into_owned()
 }
 
 fn line_of(node: Node) -> u32 {

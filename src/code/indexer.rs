@@ -9,8 +9,8 @@
 //! the next run completes (finished files are then unchanged and skipped).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use ignore::overrides::OverrideBuilder;
@@ -351,7 +351,7 @@ async fn write(
     Ok(())
 }
 
-/// Starts the parser threads; they pull jobs by index and send finished records until the jobs
+/// Starts the parser threads; they pull jobs from one queue and send finished records until the jobs
 /// run out, `stop` is raised or the receiver is dropped.
 fn spawn_workers(
     jobs: Vec<Job>,
@@ -366,20 +366,9 @@ fn spawn_workers(
     .clamp(1, 64)
     .min(jobs.len().max(1));
     let (tx, rx) = mpsc::channel(64);
-    let jobs: Arc<Vec<std::sync::Mutex<Option<Job>>>> = Arc::new(
-        jobs.into_iter()
-            .map(|j| std::sync::Mutex::new(Some(j)))
-            .collect(),
-    );
-    let next = Arc::new(AtomicUsize::new(0));
+    let queue = Arc::new(Mutex::new(jobs.into_iter()));
     for i in 0..threads {
-        let (jobs, next, tx, stop, project) = (
-            jobs.clone(),
-            next.clone(),
-            tx.clone(),
-            stop.clone(),
-            project.clone(),
-        );
+        let (queue, tx, stop, project) = (queue.clone(), tx.clone(), stop.clone(), project.clone());
         let options = options.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("engram-index-{i}"))
@@ -388,10 +377,8 @@ fn spawn_workers(
             .spawn(move || {
                 let mut parser = tree_sitter::Parser::new();
                 while !stop.load(Ordering::Relaxed) {
-                    let slot = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(cell) = jobs.get(slot) else { break };
-                    let Some(job) = cell.lock().ok().and_then(|mut j| j.take()) else {
-                        continue;
+                    let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) else {
+                        break;
                     };
                     let record = process(&mut parser, job, &project, &options, &stop);
                     if tx.blocking_send(record).is_err() {
@@ -516,7 +503,7 @@ fn walk(root: &Path, options: &IndexOptions) -> Result<(Vec<Walked>, ProjectFile
             continue;
         };
         let rel = rel.replace('\\', "/");
-        if rel.ends_with("go.mod") && (rel == "go.mod" || rel.ends_with("/go.mod")) {
+        if abs.file_name().is_some_and(|n| n == "go.mod") {
             if let Ok(text) = std::fs::read_to_string(abs) {
                 project.add_go_mod(&rel, &text);
             }

@@ -1,14 +1,12 @@
 //! Reads of the code index: a file's chunks, keyword search over chunks, index stats.
 
 use libsql::{params, Connection, Row};
-use serde::Serialize;
 
 use crate::error::{DbContext, Result};
 use crate::retrieval::fts_query::FtsQuery;
 
 /// A stored chunk, as tools and tests see it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeChunk {
     /// Row id (stable until the file is re-indexed).
     pub id: i64,
@@ -19,10 +17,8 @@ pub struct CodeChunk {
     /// `function`, `method`, `class`, ..., `code`, `block`, `section`, `text`.
     pub kind: String,
     /// Definition name, when the chunk is one definition.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Qualified name (`Class.method`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub qualified_name: Option<String>,
     /// Qualified names of the definitions starting in the chunk.
     pub symbols: Vec<String>,
@@ -45,8 +41,7 @@ pub struct CodeChunk {
 }
 
 /// A chunk found by keyword search.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct CodeHit {
     /// The chunk.
     pub chunk: CodeChunk,

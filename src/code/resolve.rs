@@ -72,11 +72,12 @@ impl ProjectFiles {
         ];
         let mut candidates = vec![base.clone()];
         // TS sources import their compiled name: `./x.js` means `./x.ts`.
-        for (written, source) in [
-            (".js", [".ts", ".tsx"]),
-            (".mjs", [".mts", ".mts"]),
-            (".cjs", [".cts", ".cts"]),
-        ] {
+        let sources: [(&str, &[&str]); 3] = [
+            (".js", &[".ts", ".tsx"]),
+            (".mjs", &[".mts"]),
+            (".cjs", &[".cts"]),
+        ];
+        for (written, source) in sources {
             if let Some(stem) = base.strip_suffix(written) {
                 candidates.extend(source.iter().map(|e| format!("{stem}{e}")));
             }
