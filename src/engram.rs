@@ -169,7 +169,7 @@ impl Engram {
 
     /// Indexes the project root: parses changed files on worker threads, writes chunks,
     /// definitions and references, removes deleted files. `on_progress` is called from the
-    /// writing task (at most every 100 ms, plus at each phase); raising `cancel` aborts with
+    /// writing task (every 100 ms, after each committed batch and at each phase); raising `cancel` aborts with
     /// `ENGRAM_ABORTED`, keeping the batches already committed. One run per project at a time
     /// (a second concurrent call fails with `ENGRAM_CONFLICT`).
     pub async fn index(

@@ -13,6 +13,7 @@ use super::chunk::{count_lines, Chunk, ChunkOptions};
 use super::definitions::{self, Definition};
 use super::extract::{self, Reference};
 use super::language::{FileKind, TextFormat};
+use super::query_pass;
 use super::text_chunker;
 
 /// Why a file was not indexed, or indexed only in part.
@@ -145,13 +146,14 @@ pub fn analyze(
         analysis.issues.push(FileIssue::SyntaxErrors);
     }
     let source = text.as_bytes();
-    analysis.definitions = definitions::find(grammar, &tree, source);
+    let matches = query_pass::run(grammar, &tree, source);
+    analysis.definitions = definitions::find(&matches, source);
     let cut = ast_chunker::chunk(path, &text, &tree, &analysis.definitions, &options.chunk);
     if cut.too_deep {
         analysis.issues.push(FileIssue::TooDeep);
     }
     analysis.chunks = cut.chunks;
-    analysis.references = extract::references(grammar, &tree, source, &analysis.definitions);
+    analysis.references = extract::references(&matches, source, &analysis.definitions);
     analysis
 }
 

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::Node;
 
-use super::language::Grammar;
+use super::query_pass::Matches;
 
 /// What a definition defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,30 +116,25 @@ struct Found<'t> {
     pattern: usize,
 }
 
-/// Runs `definitions.scm` over `tree` and returns the definitions sorted by position, outer
-/// before inner, with parents and qualified names set.
-pub fn find(grammar: &Grammar, tree: &Tree, source: &[u8]) -> Vec<Definition> {
-    let query = &grammar.definitions;
-    let names = query.capture_names();
+/// Turns the matches of `definitions.scm` into definitions sorted by position, outer before
+/// inner, with parents and qualified names set.
+pub(crate) fn find(matches: &Matches, source: &[u8]) -> Vec<Definition> {
     // Keyed by the @name node: patterns that capture the same name describe one definition.
     let mut by_name: HashMap<usize, Found> = HashMap::new();
     let mut wrappers: HashMap<usize, Node> = HashMap::new();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, tree.root_node(), source);
-    while let Some(m) = matches.next() {
+    for m in &matches.definitions {
         let (mut def, mut name, mut receiver, mut wrapper) = (None, None, None, None);
-        for capture in m.captures {
-            let capture_name = names[capture.index as usize];
+        for &(capture_name, node) in matches.captures(m) {
             match capture_name {
-                "name" => name = Some(capture.node),
-                "receiver" => receiver = Some(capture.node),
-                "definition.wrapped" => wrapper = Some(capture.node),
+                "name" => name = Some(node),
+                "receiver" => receiver = Some(node),
+                "definition.wrapped" => wrapper = Some(node),
                 other => {
                     if let Some(kind) = other
                         .strip_prefix("definition.")
                         .and_then(DefKind::from_capture)
                     {
-                        def = Some((kind, capture.node));
+                        def = Some((kind, node));
                     }
                 }
             }
@@ -155,7 +150,7 @@ pub fn find(grammar: &Grammar, tree: &Tree, source: &[u8]) -> Vec<Definition> {
             node,
             name: text(name, source),
             receiver: receiver.map(|r| text(r, source)),
-            pattern: m.pattern_index,
+            pattern: m.pattern,
         };
         match by_name.get(&name.id()) {
             Some(seen) if !wider(&found, seen) => {}

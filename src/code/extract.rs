@@ -5,10 +5,10 @@
 
 use std::collections::HashSet;
 
-use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::Node;
 
 use super::definitions::{text, Definition};
-use super::language::Grammar;
+use super::query_pass::Matches;
 
 /// What a reference expresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,27 +51,25 @@ pub struct Reference {
     pub line: u32,
 }
 
-/// Extracts every reference in the file. Calls are kept once per (caller, callee).
-pub fn references(
-    grammar: &Grammar,
-    tree: &Tree,
-    source: &[u8],
-    defs: &[Definition],
-) -> Vec<Reference> {
+/// Turns the matches of `imports.scm`, `calls.scm` and `inherits.scm` into references. Calls
+/// are kept once per (caller, callee).
+pub(crate) fn references(matches: &Matches, source: &[u8], defs: &[Definition]) -> Vec<Reference> {
     let mut refs = Vec::new();
-    let root = tree.root_node();
-    each_match(&grammar.imports, root, source, |captures| {
+    for m in &matches.imports {
+        let captures = matches.captures(m);
         let node = captures
             .iter()
             .find(|(n, _)| *n == "source" || *n == "module");
-        let Some(&(capture, node)) = node else { return };
+        let Some(&(capture, node)) = node else {
+            continue;
+        };
         let member = captures
             .iter()
             .find(|(n, _)| *n == "name")
             .map(|(_, n)| text(*n, source));
         let target = clean_specifier(&text(node, source));
         if target.is_empty() {
-            return;
+            continue;
         }
         refs.push(Reference {
             kind: RefKind::Imports,
@@ -84,11 +82,11 @@ pub fn references(
             },
             line: line_of(node),
         });
-    });
+    }
     let mut seen_calls = HashSet::new();
-    each_match(&grammar.calls, root, source, |captures| {
-        let Some(&(_, node)) = captures.iter().find(|(n, _)| *n == "callee") else {
-            return;
+    for m in &matches.calls {
+        let Some(&(_, node)) = matches.captures(m).iter().find(|(n, _)| *n == "callee") else {
+            continue;
         };
         let from_symbol =
             enclosing(defs, node.start_byte()).map(|d| defs[d].qualified_name.clone());
@@ -102,10 +100,11 @@ pub fn references(
                 line: line_of(node),
             });
         }
-    });
-    each_match(&grammar.inherits, root, source, |captures| {
+    }
+    for m in &matches.inherits {
+        let captures = matches.captures(m);
         let Some(&(_, ty)) = captures.iter().find(|(n, _)| *n == "type") else {
-            return;
+            continue;
         };
         for &(capture, base) in captures {
             let kind = match capture {
@@ -129,25 +128,8 @@ pub fn references(
                 });
             }
         }
-    });
-    refs
-}
-
-fn each_match<'t>(
-    query: &Query,
-    root: Node<'t>,
-    source: &[u8],
-    mut f: impl FnMut(&[(&str, Node<'t>)]),
-) {
-    let names = query.capture_names();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, root, source);
-    let mut captures = Vec::new();
-    while let Some(m) = matches.next() {
-        captures.clear();
-        captures.extend(m.captures.iter().map(|c| (names[c.index as usize], c.node)));
-        f(&captures);
     }
+    refs
 }
 
 /// Index of the innermost definition containing byte `pos` (`defs` sorted outer-first).

@@ -262,11 +262,13 @@ pub(crate) async fn index(
             tally(&mut summary, &record);
             batch_chunks += record.analysis.chunks.len();
             batch.push(record);
-            if batch.len() >= BATCH_FILES || batch_chunks >= BATCH_CHUNKS {
+            let full = batch.len() >= BATCH_FILES || batch_chunks >= BATCH_CHUNKS;
+            if full {
                 write(ctx, &mut summary, &mut batch).await?;
                 batch_chunks = 0;
             }
-            if last_report.elapsed() >= Duration::from_millis(100) {
+            // Reported after each commit too, so `files_done` always includes committed files.
+            if full || last_report.elapsed() >= Duration::from_millis(100) {
                 last_report = Instant::now();
                 on_progress(&IndexProgress {
                     phase: IndexPhase::Indexing,

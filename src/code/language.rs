@@ -2,7 +2,8 @@
 //! queries (from `grammars/<language>/*.scm`) that say what to extract from them.
 //!
 //! Grammars and compiled queries are process-wide and built on first use; a `Grammar` is
-//! immutable and shared by every indexing thread (each thread keeps its own `Parser`).
+//! immutable and shared by every indexing thread (each thread keeps its own `Parser`). A
+//! language's four query files are compiled into one query so a tree is walked once.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -150,20 +151,30 @@ struct QuerySources {
     inherits: &'static str,
 }
 
-/// A language's grammar with its compiled extraction queries.
+/// The query file a pattern of the combined query comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueryFile {
+    /// `definitions.scm`.
+    Definitions,
+    /// `imports.scm`.
+    Imports,
+    /// `calls.scm`.
+    Calls,
+    /// `inherits.scm`.
+    Inherits,
+}
+
+/// A language's grammar with its compiled extraction query.
 pub struct Grammar {
     /// Which language this is.
     pub language: Language,
     /// The tree-sitter language to give a `Parser`.
     pub ts_language: tree_sitter::Language,
-    /// `definitions.scm`.
-    pub definitions: Query,
-    /// `imports.scm`.
-    pub imports: Query,
-    /// `calls.scm`.
-    pub calls: Query,
-    /// `inherits.scm`.
-    pub inherits: Query,
+    /// The four query files compiled as one query (in the order definitions, imports, calls,
+    /// inherits), so that one walk of the tree finds everything.
+    pub(crate) query: Query,
+    /// Byte offset in the combined source where each file after the first starts.
+    file_starts: [(usize, QueryFile); 3],
 }
 
 impl std::fmt::Debug for Grammar {
@@ -178,17 +189,46 @@ impl Grammar {
     fn build(language: Language) -> Result<Grammar, String> {
         let ts_language = language.ts_language();
         let sources = language.query_sources();
-        let compile = |file: &str, source: &str| {
-            Query::new(&ts_language, source).map_err(|e| format!("{file}.scm: {e}"))
-        };
+        let files = [
+            ("definitions", QueryFile::Definitions, sources.definitions),
+            ("imports", QueryFile::Imports, sources.imports),
+            ("calls", QueryFile::Calls, sources.calls),
+            ("inherits", QueryFile::Inherits, sources.inherits),
+        ];
+        let mut combined = String::new();
+        let mut starts = Vec::new();
+        for (_, file, source) in files {
+            starts.push((combined.len(), file));
+            combined.push_str(source);
+            combined.push('\n');
+        }
+        let query = Query::new(&ts_language, &combined).map_err(|e| {
+            // Name the file at fault: compile each alone (only on this error path).
+            files
+                .iter()
+                .find_map(|(name, _, source)| {
+                    Query::new(&ts_language, source)
+                        .err()
+                        .map(|e| format!("{name}.scm: {e}"))
+                })
+                .unwrap_or_else(|| format!("combined query: {e}"))
+        })?;
         Ok(Grammar {
             language,
-            definitions: compile("definitions", sources.definitions)?,
-            imports: compile("imports", sources.imports)?,
-            calls: compile("calls", sources.calls)?,
-            inherits: compile("inherits", sources.inherits)?,
             ts_language,
+            query,
+            file_starts: [starts[1], starts[2], starts[3]],
         })
+    }
+
+    /// The query file that pattern `index` of the combined query came from.
+    pub(crate) fn file_of_pattern(&self, index: usize) -> QueryFile {
+        let offset = self.query.start_byte_for_pattern(index);
+        self.file_starts
+            .iter()
+            .rev()
+            .find(|(start, _)| offset >= *start)
+            .map_or(QueryFile::Definitions, |(_, file)| *file)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod definitions;
 pub mod extract;
 pub mod indexer;
 pub mod language;
+mod query_pass;
 pub mod read;
 pub mod resolve;
 mod store;
