@@ -452,3 +452,40 @@ async fn one_index_run_per_project_at_a_time_and_a_root_is_required() {
         .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_resolves_to_its_own_file_first_then_to_the_only_definition_in_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write(
+        &repo,
+        "a.py",
+        "def helper():\n    pass\n\ndef run_a():\n    helper()\n    shared()\n",
+    );
+    write(
+        &repo,
+        "b.py",
+        "def helper():\n    pass\n\ndef run_b():\n    helper()\n",
+    );
+    write(&repo, "c.py", "def run_c():\n    helper()\n    shared()\n");
+    write(&repo, "d.py", "def shared():\n    pass\n");
+    let e = open(&dir).await;
+    run(&e).await;
+    let calls = sql_rows(
+        &dir,
+        "SELECT r.from_symbol || ' -> ' || r.target || ' = ' || coalesce(f.path || ':' || s.qualified_name, 'unresolved')
+         FROM code_refs r LEFT JOIN code_symbols s ON s.id = r.resolved_symbol_id
+         LEFT JOIN code_files f ON f.id = s.file_id WHERE r.kind = 'calls' ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        calls.into_iter().map(|r| r[0].clone()).collect::<Vec<_>>(),
+        [
+            "run_a -> helper = a.py:helper",
+            "run_a -> shared = d.py:shared",
+            "run_b -> helper = b.py:helper",
+            "run_c -> helper = unresolved",
+            "run_c -> shared = d.py:shared",
+        ]
+    );
+}
