@@ -8,21 +8,15 @@
 //! batches. Every batch is committed whole, so an aborted run leaves a consistent index that
 //! the next run completes (finished files are then unchanged and skipped).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use ignore::overrides::OverrideBuilder;
-use ignore::WalkBuilder;
-use tokio::sync::mpsc;
-
-use super::analyze::{analyze, looks_binary, AnalyzeOptions, FileAnalysis, FileIssue};
-use super::chunk::content_hash;
-use super::extract::RefKind;
-use super::language::FileKind;
-use super::resolve::ProjectFiles;
-use super::store::{self, FileRecord, KnownFile};
+use super::analyze::{AnalyzeOptions, FileIssue};
+use super::parse_pool::{self, InFlight, Job};
+use super::store::{self, FileRecord};
+use super::walk::walk;
 use crate::clock::Clock;
 use crate::error::{DbContext, Error, Result};
 use crate::store::{begin_write, Store};
@@ -151,6 +145,9 @@ const MAX_PROBLEMS: usize = 1000;
 const BATCH_FILES: usize = 256;
 /// ...or this many chunks.
 const BATCH_CHUNKS: usize = 4096;
+/// Source bytes read but not yet committed, at most (files over it go through one at a time).
+/// Parsing runs ahead of a batch write by up to this much.
+const IN_FLIGHT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Everything a run needs from the handle.
 pub(crate) struct IndexCtx<'a> {
@@ -158,19 +155,6 @@ pub(crate) struct IndexCtx<'a> {
     pub clock: &'a dyn Clock,
     pub project_id: &'a str,
     pub root: &'a Path,
-}
-
-struct Walked {
-    rel: String,
-    abs: PathBuf,
-    size: u64,
-    mtime_ns: Option<i64>,
-    kind: FileKind,
-}
-
-struct Job {
-    file: Walked,
-    known: Option<KnownFile>,
 }
 
 /// Indexes the project under `ctx.root`.
@@ -241,10 +225,11 @@ pub(crate) async fn index(
         files_total: total,
     });
     let stop = Arc::new(AtomicBool::new(false));
-    let mut rx = spawn_workers(jobs, Arc::new(project), options, &stop);
+    let in_flight = InFlight::new(IN_FLIGHT_BYTES);
+    let mut rx = parse_pool::spawn(jobs, Arc::new(project), options, &in_flight, &stop);
     let result = async {
         let mut batch: Vec<FileRecord> = Vec::new();
-        let mut batch_chunks = 0;
+        let (mut batch_chunks, mut batch_cost) = (0, 0);
         let mut last_report = Instant::now();
         loop {
             let next = tokio::select! {
@@ -257,15 +242,17 @@ pub(crate) async fn index(
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Aborted);
             }
-            let Some(record) = next else { break };
+            let Some(parsed) = next else { break };
             done += 1;
-            tally(&mut summary, &record);
-            batch_chunks += record.analysis.chunks.len();
-            batch.push(record);
+            tally(&mut summary, &parsed.record);
+            batch_chunks += parsed.record.analysis.chunks.len();
+            batch_cost += parsed.cost;
+            batch.push(parsed.record);
             let full = batch.len() >= BATCH_FILES || batch_chunks >= BATCH_CHUNKS;
             if full {
                 write(ctx, &mut summary, &mut batch).await?;
-                batch_chunks = 0;
+                in_flight.release(batch_cost);
+                (batch_chunks, batch_cost) = (0, 0);
             }
             // Reported after each commit too, so `files_done` always includes committed files.
             if full || last_report.elapsed() >= Duration::from_millis(100) {
@@ -280,7 +267,7 @@ pub(crate) async fn index(
         write(ctx, &mut summary, &mut batch).await
     }
     .await;
-    // Dropping the receiver (and raising `stop`) ends the workers after their current file.
+    // Raising `stop` (and dropping the receiver) ends the workers after their current file.
     stop.store(true, Ordering::Relaxed);
     drop(rx);
     result?;
@@ -351,183 +338,4 @@ async fn write(
     summary.references += written.references;
     batch.clear();
     Ok(())
-}
-
-/// Starts the parser threads; they pull jobs from one queue and send finished records until the jobs
-/// run out, `stop` is raised or the receiver is dropped.
-fn spawn_workers(
-    jobs: Vec<Job>,
-    project: Arc<ProjectFiles>,
-    options: &IndexOptions,
-    stop: &Arc<AtomicBool>,
-) -> mpsc::Receiver<FileRecord> {
-    let threads = match options.threads {
-        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        n => n,
-    }
-    .clamp(1, 64)
-    .min(jobs.len().max(1));
-    let (tx, rx) = mpsc::channel(64);
-    let queue = Arc::new(Mutex::new(jobs.into_iter()));
-    for i in 0..threads {
-        let (queue, tx, stop, project) = (queue.clone(), tx.clone(), stop.clone(), project.clone());
-        let options = options.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("engram-index-{i}"))
-            // Deep syntax trees recurse in the chunker (bounded by MAX_DEPTH): give it room.
-            .stack_size(16 * 1024 * 1024)
-            .spawn(move || {
-                let mut parser = tree_sitter::Parser::new();
-                while !stop.load(Ordering::Relaxed) {
-                    let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) else {
-                        break;
-                    };
-                    let record = process(&mut parser, job, &project, &options, &stop);
-                    if tx.blocking_send(record).is_err() {
-                        break;
-                    }
-                }
-            });
-        if spawned.is_err() {
-            // Fewer threads than asked is still progress; with none, the receiver just ends.
-            break;
-        }
-    }
-    rx
-}
-
-/// Reads and analyses one file (or records why it is skipped).
-fn process(
-    parser: &mut tree_sitter::Parser,
-    job: Job,
-    project: &ProjectFiles,
-    options: &IndexOptions,
-    stop: &AtomicBool,
-) -> FileRecord {
-    let Job { file, known } = job;
-    let mut record = FileRecord {
-        existing_id: known.as_ref().map(|k| k.id),
-        size_bytes: file.size as i64,
-        mtime_ns: file.mtime_ns,
-        language: None,
-        content_hash: None,
-        unchanged: false,
-        analysis: FileAnalysis::default(),
-        resolved: Vec::new(),
-        path: file.rel,
-    };
-    if file.size > options.max_file_bytes {
-        record.analysis.issues.push(FileIssue::TooLarge);
-        return record;
-    }
-    let bytes = match std::fs::read(&file.abs) {
-        Ok(bytes) => bytes,
-        Err(_) => {
-            record.analysis.issues.push(FileIssue::Unreadable);
-            return record;
-        }
-    };
-    record.size_bytes = bytes.len() as i64;
-    if looks_binary(&bytes) {
-        record.analysis.issues.push(FileIssue::Binary);
-        return record;
-    }
-    let hash = content_hash(&bytes);
-    if known.as_ref().and_then(|k| k.content_hash.as_deref()) == Some(hash.as_str()) {
-        record.unchanged = true;
-        return record;
-    }
-    record.analysis = analyze(
-        parser,
-        &record.path,
-        &bytes,
-        file.kind,
-        &options.analyze,
-        stop,
-    );
-    record.language = Some(file.kind.name());
-    record.content_hash = Some(hash);
-    record.resolved = record
-        .analysis
-        .references
-        .iter()
-        .map(|r| match (r.kind, file.kind) {
-            (RefKind::Imports, FileKind::Code(language)) => {
-                project.resolve(language, &record.path, r)
-            }
-            _ => None,
-        })
-        .collect();
-    record
-}
-
-/// Lists the files to index (sorted by path) and the project's path set for import resolution.
-fn walk(root: &Path, options: &IndexOptions) -> Result<(Vec<Walked>, ProjectFiles)> {
-    let mut overrides = OverrideBuilder::new(root);
-    let patterns = options
-        .use_default_ignores
-        .then_some(DEFAULT_IGNORES)
-        .into_iter()
-        .flatten()
-        .map(|p| (*p).to_owned())
-        .chain(options.ignore.iter().cloned());
-    for pattern in patterns {
-        // An override without `!` would mean "include only"; negated, it ignores.
-        overrides
-            .add(&format!("!{}", pattern.trim()))
-            .map_err(|e| Error::invalid(format!("ignore pattern {pattern:?}: {e}")))?;
-    }
-    let overrides = overrides
-        .build()
-        .map_err(|e| Error::invalid(format!("ignore patterns: {e}")))?;
-    let walker = WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .require_git(false)
-        .parents(false)
-        .follow_links(false)
-        .overrides(overrides)
-        .build();
-    let mut files = Vec::new();
-    let mut project = ProjectFiles::default();
-    for entry in walker.flatten() {
-        // Symlinks are not followed: no loops, and nothing outside the root is read.
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        if !file_type.is_file() {
-            continue;
-        }
-        let abs = entry.path();
-        let Some(rel) = abs.strip_prefix(root).ok().and_then(|p| p.to_str()) else {
-            continue;
-        };
-        let rel = rel.replace('\\', "/");
-        if abs.file_name().is_some_and(|n| n == "go.mod") {
-            if let Ok(text) = std::fs::read_to_string(abs) {
-                project.add_go_mod(&rel, &text);
-            }
-        }
-        let Some(kind) = FileKind::of(abs) else {
-            continue;
-        };
-        let Ok(meta) = entry.metadata() else { continue };
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_nanos() as i64);
-        project.insert(&rel);
-        files.push(Walked {
-            rel,
-            abs: abs.to_path_buf(),
-            size: meta.len(),
-            mtime_ns,
-            kind,
-        });
-    }
-    files.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok((files, project))
 }

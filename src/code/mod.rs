@@ -12,11 +12,13 @@ pub mod definitions;
 pub mod extract;
 pub mod indexer;
 pub mod language;
+mod parse_pool;
 mod query_pass;
 pub mod read;
 pub mod resolve;
 mod store;
 mod text_chunker;
+mod walk;
 
 pub use analyze::{analyze, AnalyzeOptions, FileAnalysis, FileIssue};
 pub use chunk::{Chunk, ChunkKind, ChunkOptions};
