@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use crate::code::indexer::{self, IndexCtx, IndexOptions, IndexProgress, IndexSummary};
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
+use crate::code::walk::PathRules;
+use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::memory::{
@@ -180,13 +182,75 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let _running = self.engine.start_indexing(&self.project_id)?;
-        let ctx = IndexCtx {
+        indexer::index(&self.index_ctx(root), options, on_progress, cancel).await
+    }
+
+    /// Like [`Engram::index`], but waits for a running index of the project instead of failing.
+    pub(crate) async fn index_waiting(
+        &self,
+        options: &IndexOptions,
+        on_progress: &(dyn Fn(&IndexProgress) + Send + Sync),
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<IndexSummary> {
+        let root = self.root_for_code()?;
+        let _running = self.engine.wait_indexing(&self.project_id, cancel).await?;
+        indexer::index(&self.index_ctx(root), options, on_progress, cancel).await
+    }
+
+    /// Re-indexes some paths now (relative to the project root, or absolute inside it): files
+    /// are read again if they changed, directories are walked, paths that are gone or ignored
+    /// are removed with everything under them. For editors and tools that know what they
+    /// saved; [`Engram::watch`] does the same from file events. Waits while a full index of the
+    /// project runs.
+    pub async fn index_paths(
+        &self,
+        paths: &[String],
+        options: &IndexOptions,
+    ) -> Result<IndexSummary> {
+        let root = self.root_for_code()?;
+        let mut relative = Vec::with_capacity(paths.len());
+        for path in paths {
+            relative.push(memory::input::confine_path(path, Some(root))?);
+        }
+        let rules = Arc::new(PathRules::new(root, options)?);
+        self.update_paths(
+            options,
+            &rules,
+            &relative,
+            &Arc::new(AtomicBool::new(false)),
+        )
+        .await
+    }
+
+    pub(crate) async fn update_paths(
+        &self,
+        options: &IndexOptions,
+        rules: &Arc<PathRules>,
+        paths: &[String],
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<IndexSummary> {
+        let root = self.root_for_code()?;
+        let _running = self.engine.wait_indexing(&self.project_id, cancel).await?;
+        indexer::update_paths(&self.index_ctx(root), options, rules, paths, cancel).await
+    }
+
+    /// Watches the project root and keeps the index current: changed files are re-indexed
+    /// after `options.debounce` of quiet, new directories are followed, deleted and renamed
+    /// paths are removed. `on_event` is called on the watcher's thread after each update
+    /// that changed something, and when one fails (the watcher goes on). Drop the returned
+    /// [`Watcher`] to stop. Run [`Engram::index`] first: the watcher only follows changes.
+    pub fn watch(&self, options: WatchOptions, on_event: OnWatchEvent) -> Result<Watcher> {
+        let root = self.root_for_code()?.to_path_buf();
+        watch::start(self.clone(), root, options, on_event)
+    }
+
+    fn index_ctx<'a>(&'a self, root: &'a Path) -> IndexCtx<'a> {
+        IndexCtx {
             store: &self.engine.store,
             clock: &*self.engine.clock,
             project_id: &self.project_id,
             root,
-        };
-        indexer::index(&ctx, options, on_progress, cancel).await
+        }
     }
 
     /// The indexed chunks of one file (`path` relative to the project root, or absolute inside

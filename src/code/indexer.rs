@@ -8,6 +8,7 @@
 //! batches. Every batch is committed whole, so an aborted run leaves a consistent index that
 //! the next run completes (finished files are then unchanged and skipped).
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use super::analyze::{AnalyzeOptions, FileIssue};
 use super::parse_pool::{self, InFlight, Job};
-use super::store::{self, FileRecord};
-use super::walk::walk;
+use super::resolve::ProjectFiles;
+use super::store::{self, FileRecord, KnownFile};
+use super::walk::{scan_paths, walk, PathRules, Walked};
 use crate::clock::Clock;
 use crate::error::{DbContext, Error, Result};
 use crate::store::{begin_write, Store};
@@ -138,9 +140,14 @@ pub struct IndexSummary {
     pub duration: Duration,
     /// Skipped and degraded files (first 1,000).
     pub problems: Vec<FileProblem>,
+    /// Paths read and written (skipped ones included), first 1,000 in commit order.
+    pub indexed_paths: Vec<String>,
+    /// Paths removed from the index, first 1,000, sorted.
+    pub removed_paths: Vec<String>,
 }
 
-const MAX_PROBLEMS: usize = 1000;
+/// Problems and paths listed in a summary, at most.
+const MAX_LISTED: usize = 1000;
 /// A batch is written when it holds this many files...
 const BATCH_FILES: usize = 256;
 /// ...or this many chunks.
@@ -178,19 +185,83 @@ pub(crate) async fn index(
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Aborted);
     }
-
     let mut known = {
         let reader = ctx.store.reader().await;
-        store::known_files(&reader, ctx.project_id).await?
+        store::known_files(&reader, ctx.project_id, None).await?
     };
-    let mut summary = IndexSummary {
-        files_seen: walked.len() as u64,
-        ..IndexSummary::default()
-    };
-    let mut jobs = Vec::new();
+    let mut plan = Plan::new(walked.len(), project);
     for file in walked {
         let previous = known.remove(&file.rel);
-        // Same size and mtime as indexed (or as skipped): not read again, as git does it.
+        plan.add(file, previous, options);
+    }
+    plan.removed = known.into_iter().map(|(path, k)| (k.id, path)).collect();
+    run(ctx, options, plan, on_progress, cancel, started).await
+}
+
+/// Re-indexes the given project-relative paths (after file events): files are re-read,
+/// directories walked, paths gone from disk (or now ignored) removed with everything under
+/// them. Paths outside the root are ignored.
+pub(crate) async fn update_paths(
+    ctx: &IndexCtx<'_>,
+    options: &IndexOptions,
+    rules: &Arc<PathRules>,
+    paths: &[String],
+    cancel: &Arc<AtomicBool>,
+) -> Result<IndexSummary> {
+    let started = Instant::now();
+    let root = ctx.root.to_path_buf();
+    let (rules_for_scan, paths_for_scan) = (rules.clone(), paths.to_vec());
+    let scan =
+        tokio::task::spawn_blocking(move || scan_paths(&root, &rules_for_scan, &paths_for_scan))
+            .await
+            .map_err(|e| Error::Internal(format!("scan panicked: {e}")))?;
+    let (mut known, project) = {
+        let reader = ctx.store.reader().await;
+        let known = store::known_files(&reader, ctx.project_id, Some(&scan.prefixes)).await?;
+        let mut project = store::project_files(&reader, ctx.project_id).await?;
+        for file in &scan.files {
+            project.insert(&file.rel);
+        }
+        for (rel, text) in &scan.go_mods {
+            project.add_go_mod(rel, text);
+        }
+        (known, project)
+    };
+    let mut plan = Plan::new(scan.files.len(), project);
+    for file in scan.files {
+        let previous = known.remove(&file.rel);
+        plan.add(file, previous, options);
+    }
+    // Known files under the event paths that the scan did not find are gone (or ignored now).
+    plan.removed = known.into_iter().map(|(path, k)| (k.id, path)).collect();
+    run(ctx, options, plan, &|_| {}, cancel, started).await
+}
+
+/// What a run will do: the files to read and the file ids to remove.
+struct Plan {
+    jobs: Vec<Job>,
+    /// `(file id, path)`.
+    removed: Vec<(i64, String)>,
+    project: ProjectFiles,
+    summary: IndexSummary,
+}
+
+impl Plan {
+    fn new(files_seen: usize, project: ProjectFiles) -> Plan {
+        Plan {
+            jobs: Vec::new(),
+            removed: Vec::new(),
+            project,
+            summary: IndexSummary {
+                files_seen: files_seen as u64,
+                ..IndexSummary::default()
+            },
+        }
+    }
+
+    /// Queues `file` unless its size and mtime are those indexed (or skipped): then it is not
+    /// read again, as git does it.
+    fn add(&mut self, file: Walked, previous: Option<KnownFile>, options: &IndexOptions) {
         let same_stat = previous.as_ref().is_some_and(|k| {
             k.size_bytes == file.size as i64
                 && k.mtime_ns == file.mtime_ns
@@ -198,15 +269,32 @@ pub(crate) async fn index(
                 && !(k.too_large && file.size <= options.max_file_bytes)
         });
         if same_stat {
-            summary.files_unchanged += 1;
+            self.summary.files_unchanged += 1;
         } else {
-            jobs.push(Job {
+            self.jobs.push(Job {
                 file,
                 known: previous,
             });
         }
     }
-    let removed: Vec<i64> = known.values().map(|k| k.id).collect();
+}
+
+/// Carries out a plan: marks changed files stale, parses on the pool, writes in batches,
+/// removes, re-resolves the names that changed.
+async fn run(
+    ctx: &IndexCtx<'_>,
+    options: &IndexOptions,
+    plan: Plan,
+    on_progress: &(dyn Fn(&IndexProgress) + Send + Sync),
+    cancel: &Arc<AtomicBool>,
+    started: Instant,
+) -> Result<IndexSummary> {
+    let Plan {
+        jobs,
+        removed,
+        project,
+        mut summary,
+    } = plan;
     let now = ctx.clock.now_ms();
     {
         let changed: Vec<i64> = jobs
@@ -229,6 +317,7 @@ pub(crate) async fn index(
     let mut rx = parse_pool::spawn(jobs, Arc::new(project), options, &in_flight, &stop);
     let result = async {
         let mut batch: Vec<FileRecord> = Vec::new();
+        let mut touched = HashSet::new();
         let (mut batch_chunks, mut batch_cost) = (0, 0);
         let mut last_report = Instant::now();
         loop {
@@ -245,12 +334,13 @@ pub(crate) async fn index(
             let Some(parsed) = next else { break };
             done += 1;
             tally(&mut summary, &parsed.record);
+            touched.extend(store::names_in(&parsed.record.analysis));
             batch_chunks += parsed.record.analysis.chunks.len();
             batch_cost += parsed.cost;
             batch.push(parsed.record);
             let full = batch.len() >= BATCH_FILES || batch_chunks >= BATCH_CHUNKS;
             if full {
-                write(ctx, &mut summary, &mut batch).await?;
+                write(ctx, &mut summary, &mut batch, &mut touched).await?;
                 in_flight.release(batch_cost);
                 (batch_chunks, batch_cost) = (0, 0);
             }
@@ -264,29 +354,41 @@ pub(crate) async fn index(
                 });
             }
         }
-        write(ctx, &mut summary, &mut batch).await
+        write(ctx, &mut summary, &mut batch, &mut touched).await?;
+        Ok(touched)
     }
     .await;
     // Raising `stop` (and dropping the receiver) ends the workers after their current file.
     stop.store(true, Ordering::Relaxed);
     drop(rx);
-    result?;
+    let mut touched = result?;
 
     if !removed.is_empty() {
+        let ids: Vec<i64> = removed.iter().map(|(id, _)| *id).collect();
         let writer = ctx.store.writer().await;
         let tx = begin_write(&writer).await?;
-        store::remove_files(&tx, &removed).await?;
+        touched.extend(store::symbol_names_of(&tx, &ids).await?);
+        store::remove_files(&tx, &ids).await?;
         tx.commit().await.ctx("committing removals")?;
         summary.files_removed = removed.len() as u64;
+        summary.removed_paths = removed
+            .into_iter()
+            .map(|(_, path)| path)
+            .take(MAX_LISTED)
+            .collect();
+        summary.removed_paths.sort();
     }
     on_progress(&IndexProgress {
         phase: IndexPhase::Resolving,
         files_done: done,
         files_total: total,
     });
-    if summary.files_indexed > 0 || summary.files_removed > 0 {
+    if !touched.is_empty() {
+        // Past a few thousand names one pass over every reference is cheaper than the filter.
+        let names: Vec<String> = touched.into_iter().collect();
+        let names = (names.len() <= 5000).then_some(names.as_slice());
         let writer = ctx.store.writer().await;
-        store::resolve_symbols(&writer, ctx.project_id, None).await?;
+        store::resolve_symbols(&writer, ctx.project_id, names).await?;
     }
     summary.duration = started.elapsed();
     on_progress(&IndexProgress {
@@ -311,7 +413,7 @@ fn tally(summary: &mut IndexSummary, record: &FileRecord) {
         summary.bytes += record.size_bytes as u64;
     }
     for &issue in &a.issues {
-        if summary.problems.len() < MAX_PROBLEMS {
+        if summary.problems.len() < MAX_LISTED {
             summary.problems.push(FileProblem {
                 path: record.path.clone(),
                 issue,
@@ -320,10 +422,12 @@ fn tally(summary: &mut IndexSummary, record: &FileRecord) {
     }
 }
 
+/// Writes a batch in one transaction; adds the names the replaced files defined to `touched`.
 async fn write(
     ctx: &IndexCtx<'_>,
     summary: &mut IndexSummary,
     batch: &mut Vec<FileRecord>,
+    touched: &mut HashSet<String>,
 ) -> Result<()> {
     if batch.is_empty() {
         return Ok(());
@@ -331,11 +435,22 @@ async fn write(
     let now = ctx.clock.now_ms();
     let writer = ctx.store.writer().await;
     let tx = begin_write(&writer).await?;
+    let replaced: Vec<i64> = batch
+        .iter()
+        .filter(|f| !f.unchanged)
+        .filter_map(|f| f.existing_id)
+        .collect();
+    touched.extend(store::symbol_names_of(&tx, &replaced).await?);
     let written = store::write_batch(&tx, ctx.project_id, batch, now).await?;
     tx.commit().await.ctx("committing an index batch")?;
     summary.chunks += written.chunks;
     summary.symbols += written.symbols;
     summary.references += written.references;
+    for file in batch.iter().filter(|f| !f.unchanged) {
+        if summary.indexed_paths.len() < MAX_LISTED {
+            summary.indexed_paths.push(file.path.clone());
+        }
+    }
     batch.clear();
     Ok(())
 }

@@ -18,7 +18,8 @@ pub mod read;
 pub mod resolve;
 mod store;
 mod text_chunker;
-mod walk;
+pub(crate) mod walk;
+pub mod watch;
 
 pub use analyze::{analyze, AnalyzeOptions, FileAnalysis, FileIssue};
 pub use chunk::{Chunk, ChunkKind, ChunkOptions};
@@ -27,3 +28,4 @@ pub use extract::{RefKind, Reference};
 pub use indexer::{FileProblem, IndexOptions, IndexPhase, IndexProgress, IndexSummary};
 pub use language::{FileKind, Language, TextFormat};
 pub use read::{CodeChunk, CodeHit};
+pub use watch::{OnWatchEvent, WatchEvent, WatchOptions, Watcher};

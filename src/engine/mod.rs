@@ -93,6 +93,26 @@ impl Engine {
         })
     }
 
+    /// Like [`Engine::start_indexing`], but waits (checking `cancel`) while another run holds
+    /// the project: file-event updates queue behind a full index instead of failing.
+    pub(crate) async fn wait_indexing(
+        &self,
+        project_id: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<IndexingGuard<'_>> {
+        loop {
+            match self.start_indexing(project_id) {
+                Err(Error::Conflict(_)) => {
+                    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(Error::Aborted);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Returns the process's engine for `path`, creating it (and the file) if none is open.
     pub async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
         registry::open(path, options).await
