@@ -34,7 +34,8 @@ export declare class Engram {
   static open(options: OpenOptions): Promise<Engram>
   /**
    * Closes this handle: later calls reject with `ENGRAM_CLOSED`. Calls already running
-   * finish normally. The engine (and its file) closes when its last handle does.
+   * finish normally; a running `watch()` stops. The engine (and its file) closes when its
+   * last handle does.
    */
   close(): void
   /** Whether `close()` was called. */
@@ -97,6 +98,39 @@ export declare class Engram {
    * ```
    */
   index(options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal }): Promise<IndexSummary>
+  /**
+   * Re-indexes some paths now (relative to the project root, or absolute inside it): changed
+   * files are read again, directories walked, and paths that are gone or ignored removed with
+   * everything under them. For tools that know what they just wrote; `watch()` does the same
+   * from file events. Waits while a full `index()` of the project runs.
+   *
+   * ```ts
+   * await memory.indexPaths(['src/auth/tokens.ts'])
+   * ```
+   */
+  indexPaths(paths: string[], options?: IndexOptions): Promise<IndexSummary>
+  /**
+   * Watches the project root and keeps the index current: changed files are re-indexed once
+   * the tree has been quiet for `debounceMs` (default 500), new directories are followed,
+   * deleted and renamed paths removed, `.gitignore` edits re-checked. Directories the index
+   * ignores (node_modules/, target/...) are not watched. `onEvent` receives each update
+   * that changed the index and each failure (best effort, like progress). Stop with
+   * `unwatch()` or `close()`. Run `index()` first: the watcher only follows changes. One
+   * watch per handle: a second call rejects with `ENGRAM_CONFLICT`.
+   *
+   * ```ts
+   * await memory.index()
+   * await memory.watch({ onEvent: (e) => console.log(e.type, e.summary?.indexedPaths) })
+   * // ... later
+   * memory.unwatch()
+   * ```
+   */
+  watch(options?: WatchOptions & { onEvent?: (event: WatchEvent) => void }): Promise<void>
+  /**
+   * Stops `watch()` (a running update is cancelled; what it committed stays). Returns
+   * whether a watch was running.
+   */
+  unwatch(): boolean
   /**
    * The indexed chunks of one file (`path` relative to the project root, or absolute inside
    * it), in file order; empty when the file is not indexed. Paths outside the root reject
@@ -231,6 +265,10 @@ export interface IndexSummary {
   durationMs: number
   /** Skipped and degraded files (at most 1,000). */
   problems: Array<FileProblem>
+  /** Paths read and written (skipped ones included), at most 1,000. */
+  indexedPaths: Array<string>
+  /** Paths removed from the index (deleted, renamed away or now ignored), at most 1,000. */
+  removedPaths: Array<string>
 }
 
 /** Filters of `list`. */
@@ -563,6 +601,36 @@ export interface Stats {
   schemaVersion: number
   /** Canonical database path. */
   path: string
+}
+
+/**
+ * What the watcher reports: an update that changed the index, or a failed update (the
+ * watcher goes on and retries those paths with the next event).
+ */
+export interface WatchEvent {
+  /** `'updated'` or `'failed'`. */
+  type: 'updated' | 'failed'
+  /** For `'updated'`: what the update did (`indexedPaths`, `removedPaths`...). */
+  summary?: IndexSummary
+  /** For `'failed'`: the error code. */
+  code?: string
+  /** For `'failed'`: what went wrong. */
+  message?: string
+}
+
+/** Options of `watch()` (besides `onEvent`): the options of `index()` plus the debounce. */
+export interface WatchOptions {
+  /** Extra ignore patterns in .gitignore syntax. */
+  ignore?: Array<string>
+  /** Apply the default ignore list. Default true. */
+  useDefaultIgnores?: boolean
+  /** Files larger than this many bytes are skipped. Default 1 MiB. */
+  maxFileBytes?: number
+  /**
+   * Quiet time after the last file event before the changed paths are re-indexed, in
+   * milliseconds (10 to 60,000). Default 500.
+   */
+  debounceMs?: number
 }
 
 /** The methodology unit a memory belongs to. */

@@ -1,7 +1,7 @@
 // The code index across the boundary: index() with progress and AbortSignal, chunksOf,
-// searchCode, argument errors, and indexing from a worker thread.
+// searchCode, argument errors, indexing from a worker thread, indexPaths and watch().
 import assert from 'node:assert/strict'
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { Worker } from 'node:worker_threads'
@@ -124,4 +124,58 @@ test('a worker thread indexes through its own handle; the main thread reads the 
   assert.equal(message.indexed, 3)
   const chunks = await memory.chunksOf('src/auth/tokens.ts')
   assert.ok(chunks.some((c) => c.symbols.includes('TokenService.sign')))
+})
+
+test('indexPaths re-indexes what changed; watch() follows edits and deletes until unwatch()', async (t) => {
+  const dir = tempDir(t)
+  const root = project(dir)
+  const memory = await Engram.open({ path: join(dir, 'e.db'), projectRoot: root })
+  t.after(() => memory.close())
+  await memory.index()
+
+  writeFileSync(join(root, 'app/extra.py'), 'def added():\n    pass\n')
+  const summary = await memory.indexPaths(['app/extra.py'])
+  assert.deepEqual(summary.indexedPaths, ['app/extra.py'])
+  assert.deepEqual((await memory.chunksOf('app/extra.py')).map((c) => c.qualifiedName), ['added'])
+  await rejectsWithCode(assert, memory.indexPaths(['../escape.py']), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.indexPaths('app/extra.py'), 'ENGRAM_INVALID_ARG')
+
+  const events = []
+  let wake
+  const onEvent = (e) => {
+    events.push(e)
+    wake?.()
+  }
+  await memory.watch({ debounceMs: 50, onEvent })
+  await rejectsWithCode(assert, memory.watch(), 'ENGRAM_CONFLICT')
+  writeFileSync(join(root, 'app/extra.py'), 'def renamed_function():\n    pass\n')
+  rmSync(join(root, 'README.md'))
+  const seen = () => {
+    const paths = events.flatMap((e) => [...(e.summary?.indexedPaths ?? []), ...(e.summary?.removedPaths ?? [])])
+    return paths.includes('app/extra.py') && paths.includes('README.md')
+  }
+  const deadline = Date.now() + 10_000
+  while (!seen() && Date.now() < deadline) {
+    await new Promise((resolve) => {
+      wake = resolve
+      setTimeout(resolve, 200)
+    })
+  }
+  assert.ok(seen(), JSON.stringify(events))
+  assert.ok(events.every((e) => e.type === 'updated'), JSON.stringify(events))
+  assert.deepEqual((await memory.chunksOf('app/extra.py')).map((c) => c.qualifiedName), ['renamed_function'])
+  assert.deepEqual(await memory.chunksOf('README.md'), [])
+
+  assert.equal(memory.unwatch(), true)
+  assert.equal(memory.unwatch(), false)
+  const count = events.length
+  writeFileSync(join(root, 'app/extra.py'), 'def after_unwatch():\n    pass\n')
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  assert.equal(events.length, count, 'no events after unwatch()')
+  assert.deepEqual((await memory.chunksOf('app/extra.py')).map((c) => c.qualifiedName), ['renamed_function'])
+
+  // close() stops a running watch too.
+  await memory.watch({ debounceMs: 50 })
+  memory.close()
+  await rejectsWithCode(assert, memory.watch(), 'ENGRAM_CLOSED')
 })

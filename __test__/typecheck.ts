@@ -43,3 +43,18 @@ export async function indexCode(memory: Engram): Promise<[IndexSummary, CodeHit[
   await memory.index({ onProgress: 'verbose' })
   return [summary, await memory.searchCode('verify token', { limit: 5 })]
 }
+
+export async function followChanges(memory: Engram): Promise<IndexSummary> {
+  await memory.watch({
+    debounceMs: 200,
+    ignore: ['tmp/'],
+    onEvent: (e) => console.log(e.type, e.summary?.indexedPaths, e.summary?.removedPaths, e.code),
+  })
+  // @ts-expect-error: debounceMs is a number
+  await memory.watch({ debounceMs: 'fast' })
+  const stopped: boolean = memory.unwatch()
+  console.log(stopped)
+  // @ts-expect-error: paths is an array
+  await memory.indexPaths('src/a.ts')
+  return memory.indexPaths(['src/a.ts', 'src/b'])
+}

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
@@ -11,7 +11,8 @@ use napi_derive::napi;
 
 use super::args::{optional, optional_object, required, required_object};
 use super::code_types::{
-    CodeChunk, CodeHit, CodeSearchOptions, IndexOptions, IndexProgress, IndexSummary,
+    CodeChunk, CodeHit, CodeSearchOptions, IndexOptions, IndexProgress, IndexSummary, WatchEvent,
+    WatchOptions,
 };
 use super::error::{promise, rejected};
 use super::json::{promise_json, JsonText};
@@ -37,6 +38,8 @@ use crate::memory::RememberInput as CoreInput;
 #[napi]
 pub struct Engram {
     inner: RwLock<Option<crate::Engram>>,
+    /// The running `watch()`, stopped by `unwatch()` and `close()`.
+    watcher: Arc<Mutex<Option<crate::code::Watcher>>>,
 }
 
 /// Converts an argument, or returns a Promise rejected with `ENGRAM_INVALID_ARG`.
@@ -50,6 +53,16 @@ macro_rules! arg {
 }
 
 impl Engram {
+    /// Stops the watcher, if any (waits for its thread: a running update is cancelled).
+    fn stop_watching(&self) -> bool {
+        let watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        watcher.map(crate::code::Watcher::stop).is_some()
+    }
+
     /// The live core handle, or `ENGRAM_CLOSED`.
     fn handle(&self) -> std::result::Result<crate::Engram, CoreError> {
         self.inner
@@ -100,13 +113,16 @@ impl Engram {
         let options = arg!(env, core_open_options(options));
         promise(env, crate::Engram::open(options), |handle| Engram {
             inner: RwLock::new(Some(handle)),
+            watcher: Arc::default(),
         })
     }
 
     /// Closes this handle: later calls reject with `ENGRAM_CLOSED`. Calls already running
-    /// finish normally. The engine (and its file) closes when its last handle does.
+    /// finish normally; a running `watch()` stops. The engine (and its file) closes when its
+    /// last handle does.
     #[napi]
     pub fn close(&self) {
+        self.stop_watching();
         self.inner.write().unwrap_or_else(|p| p.into_inner()).take();
     }
 
@@ -379,7 +395,7 @@ impl Engram {
             // SAFETY: checked to be an object handle of this scope.
             let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
             arg!(env, watch_signal(env, &options, &cancel));
-            progress = arg!(env, progress_callback(&options));
+            progress = arg!(env, weak_callback::<IndexProgress>(&options, "onProgress"));
         }
         let work = async move {
             let report = move |p: &crate::code::IndexProgress| {
@@ -394,6 +410,110 @@ impl Engram {
             handle.index(&core_options, &report, &cancel).await
         };
         promise(env, work, IndexSummary::from)
+    }
+
+    /// Re-indexes some paths now (relative to the project root, or absolute inside it): changed
+    /// files are read again, directories walked, and paths that are gone or ignored removed with
+    /// everything under them. For tools that know what they just wrote; `watch()` does the same
+    /// from file events. Waits while a full `index()` of the project runs.
+    ///
+    /// ```ts
+    /// await memory.indexPaths(['src/auth/tokens.ts'])
+    /// ```
+    #[napi(
+        ts_args_type = "paths: string[], options?: IndexOptions",
+        ts_return_type = "Promise<IndexSummary>"
+    )]
+    pub fn index_paths<'env>(
+        &self,
+        env: &'env Env,
+        paths: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, IndexSummary>> {
+        let handle = arg!(env, self.handle());
+        let paths: Vec<String> = arg!(env, required(env, &paths, "paths"));
+        let parsed: Option<IndexOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let core_options = arg!(env, parsed.unwrap_or_default().into_core());
+        promise(
+            env,
+            async move { handle.index_paths(&paths, &core_options).await },
+            IndexSummary::from,
+        )
+    }
+
+    /// Watches the project root and keeps the index current: changed files are re-indexed once
+    /// the tree has been quiet for `debounceMs` (default 500), new directories are followed,
+    /// deleted and renamed paths removed, `.gitignore` edits re-checked. Directories the index
+    /// ignores (node_modules/, target/...) are not watched. `onEvent` receives each update
+    /// that changed the index and each failure (best effort, like progress). Stop with
+    /// `unwatch()` or `close()`. Run `index()` first: the watcher only follows changes. One
+    /// watch per handle: a second call rejects with `ENGRAM_CONFLICT`.
+    ///
+    /// ```ts
+    /// await memory.index()
+    /// await memory.watch({ onEvent: (e) => console.log(e.type, e.summary?.indexedPaths) })
+    /// // ... later
+    /// memory.unwatch()
+    /// ```
+    #[napi(
+        ts_args_type = "options?: WatchOptions & { onEvent?: (event: WatchEvent) => void }",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn watch<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let handle = arg!(env, self.handle());
+        let parsed: Option<WatchOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let core_options = arg!(env, parsed.unwrap_or_default().into_core());
+        let mut callback = None;
+        if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {
+            // SAFETY: checked to be an object handle of this scope.
+            let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
+            callback = arg!(env, weak_callback::<WatchEvent>(&options, "onEvent"));
+        }
+        let already =
+            || CoreError::Conflict("this handle is already watching; call unwatch() first".into());
+        if self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return rejected(env, already());
+        }
+        let slot = self.watcher.clone();
+        let work = async move {
+            let on_event: crate::code::OnWatchEvent = Arc::new(move |event| {
+                if let Some(callback) = &callback {
+                    callback.call(
+                        WatchEvent::from(event),
+                        ThreadsafeFunctionCallMode::NonBlocking,
+                    );
+                }
+            });
+            // Adding a watch per directory walks the tree: off the JS thread.
+            let watcher = tokio::task::spawn_blocking(move || handle.watch(core_options, on_event))
+                .await
+                .map_err(|e| CoreError::Internal(format!("watch start panicked: {e}")))??;
+            let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_some() {
+                return Err(already());
+            }
+            *slot = Some(watcher);
+            Ok(())
+        };
+        promise(env, work, |()| ())
+    }
+
+    /// Stops `watch()` (a running update is cancelled; what it committed stays). Returns
+    /// whether a watch was running.
+    #[napi]
+    pub fn unwatch(&self) -> bool {
+        self.stop_watching()
     }
 
     /// The indexed chunks of one file (`path` relative to the project root, or absolute inside
@@ -450,23 +570,30 @@ impl Engram {
 /// `EventTarget.prototype.addEventListener(type, listener)`.
 type AddEventListener<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>, ()>;
 
-type ProgressCallback =
-    ThreadsafeFunction<IndexProgress, (), IndexProgress, Status, false, true, 64>;
+/// A weak (it never keeps the process alive), bounded threadsafe function: reports are best
+/// effort, a full queue drops one instead of blocking.
+type WeakCallback<T> = ThreadsafeFunction<T, (), T, Status, false, true, 64>;
 
-/// `options.onProgress` as a weak (it never keeps the process alive), bounded threadsafe
-/// function.
-fn progress_callback(options: &Object) -> std::result::Result<Option<ProgressCallback>, CoreError> {
+/// `options[name]` as a [`WeakCallback`], if it is a function.
+fn weak_callback<T: ToNapiValue + 'static>(
+    options: &Object,
+    name: &str,
+) -> std::result::Result<Option<WeakCallback<T>>, CoreError> {
     let value: Unknown = options
-        .get_named_property("onProgress")
-        .map_err(|e| CoreError::invalid(format!("options.onProgress: {}", e.reason)))?;
+        .get_named_property(name)
+        .map_err(|e| CoreError::invalid(format!("options.{name}: {}", e.reason)))?;
     match value.get_type() {
         Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
         Ok(ValueType::Function) => {}
-        _ => return Err(CoreError::invalid("options.onProgress must be a function")),
+        _ => {
+            return Err(CoreError::invalid(format!(
+                "options.{name} must be a function"
+            )))
+        }
     }
-    let function: Function<IndexProgress, ()> = options
-        .get_named_property("onProgress")
-        .map_err(|e| CoreError::invalid(format!("options.onProgress: {}", e.reason)))?;
+    let function: Function<T, ()> = options
+        .get_named_property(name)
+        .map_err(|e| CoreError::invalid(format!("options.{name}: {}", e.reason)))?;
     function
         .build_threadsafe_function()
         .weak::<true>()
@@ -474,7 +601,7 @@ fn progress_callback(options: &Object) -> std::result::Result<Option<ProgressCal
         .max_queue_size::<64>()
         .build()
         .map(Some)
-        .map_err(|e| CoreError::Internal(format!("progress callback: {}", e.reason)))
+        .map_err(|e| CoreError::Internal(format!("options.{name}: {}", e.reason)))
 }
 
 /// Raises `cancel` when `options.signal` (an AbortSignal) is or becomes aborted.

@@ -104,6 +104,10 @@ pub struct IndexSummary {
     pub duration_ms: f64,
     /// Skipped and degraded files (at most 1,000).
     pub problems: Vec<FileProblem>,
+    /// Paths read and written (skipped ones included), at most 1,000.
+    pub indexed_paths: Vec<String>,
+    /// Paths removed from the index (deleted, renamed away or now ignored), at most 1,000.
+    pub removed_paths: Vec<String>,
 }
 
 impl From<core::IndexSummary> for IndexSummary {
@@ -120,6 +124,8 @@ impl From<core::IndexSummary> for IndexSummary {
             lines: s.lines as f64,
             bytes: s.bytes as f64,
             duration_ms: s.duration.as_secs_f64() * 1000.0,
+            indexed_paths: s.indexed_paths,
+            removed_paths: s.removed_paths,
             problems: s
                 .problems
                 .into_iter()
@@ -213,4 +219,79 @@ pub struct CodeHit {
 pub struct CodeSearchOptions {
     /// Most hits to return (1 to 1,000, default 10).
     pub limit: Option<u32>,
+}
+
+/// Options of `watch()` (besides `onEvent`): the options of `index()` plus the debounce.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    /// Extra ignore patterns in .gitignore syntax.
+    pub ignore: Option<Vec<String>>,
+    /// Apply the default ignore list. Default true.
+    pub use_default_ignores: Option<bool>,
+    /// Files larger than this many bytes are skipped. Default 1 MiB.
+    pub max_file_bytes: Option<f64>,
+    /// Quiet time after the last file event before the changed paths are re-indexed, in
+    /// milliseconds (10 to 60,000). Default 500.
+    pub debounce_ms: Option<u32>,
+}
+
+impl WatchOptions {
+    /// The core options, validated.
+    pub fn into_core(self) -> Result<core::WatchOptions, CoreError> {
+        let index = IndexOptions {
+            ignore: self.ignore,
+            use_default_ignores: self.use_default_ignores,
+            max_file_bytes: self.max_file_bytes,
+            threads: None,
+        }
+        .into_core()?;
+        let mut options = core::WatchOptions {
+            index,
+            ..core::WatchOptions::default()
+        };
+        if let Some(ms) = self.debounce_ms {
+            if !(10..=60_000).contains(&ms) {
+                return Err(CoreError::invalid(
+                    "debounceMs must be between 10 and 60000",
+                ));
+            }
+            options.debounce = std::time::Duration::from_millis(u64::from(ms));
+        }
+        Ok(options)
+    }
+}
+
+/// What the watcher reports: an update that changed the index, or a failed update (the
+/// watcher goes on and retries those paths with the next event).
+#[napi(object)]
+pub struct WatchEvent {
+    /// `'updated'` or `'failed'`.
+    #[napi(ts_type = "'updated' | 'failed'")]
+    pub r#type: String,
+    /// For `'updated'`: what the update did (`indexedPaths`, `removedPaths`...).
+    pub summary: Option<IndexSummary>,
+    /// For `'failed'`: the error code.
+    pub code: Option<String>,
+    /// For `'failed'`: what went wrong.
+    pub message: Option<String>,
+}
+
+impl From<&core::WatchEvent> for WatchEvent {
+    fn from(event: &core::WatchEvent) -> Self {
+        match event {
+            core::WatchEvent::Updated(summary) => WatchEvent {
+                r#type: "updated".into(),
+                summary: Some(IndexSummary::from(summary.clone())),
+                code: None,
+                message: None,
+            },
+            core::WatchEvent::Failed { code, message } => WatchEvent {
+                r#type: "failed".into(),
+                summary: None,
+                code: Some((*code).to_owned()),
+                message: Some(message.clone()),
+            },
+        }
+    }
 }
