@@ -10,6 +10,9 @@
 //! - `javascript`: `node_modules/@napi-rs/cli` (the CLI's shipped JavaScript);
 //! - `ENGRAM_BENCH_CORPUS=/some/dir`: that directory only.
 //!
+//! Then `reindex_one_file`: one edited 1,000-line file re-indexed in a project holding the
+//! tokio corpus (the watcher's work after its debounce).
+//!
 //! Run: `cargo bench --no-default-features --bench code [-- <corpus>]`
 
 use std::path::{Path, PathBuf};
@@ -120,5 +123,85 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A realistic 1,000-line Python module: a class of methods with calls between them.
+fn thousand_line_module(variant: usize) -> String {
+    let mut text = String::from("import os\nfrom typing import Optional\n\n\nclass Service:\n");
+    let mut method: usize = 0;
+    while text.lines().count() < 990 {
+        text.push_str(&format!(
+            "    def handle_{method}(self, request: dict, retries: int = {variant}) -> Optional[str]:\n\
+             \x20       \"\"\"Handles request kind {method}.\"\"\"\n\
+             \x20       if not request:\n\
+             \x20           return None\n\
+             \x20       value = self.handle_{prev}(request, retries - 1) if retries else None\n\
+             \x20       return os.path.join(str(value), \"{method}\")\n\n",
+            prev = method.saturating_sub(1),
+        ));
+        method += 1;
+    }
+    text
+}
+
+/// Latency of re-indexing one edited 1,000-line file through `index_paths` (the watcher's
+/// path after its debounce): read, parse, mark stale, replace rows, re-resolve, commit. The
+/// project around it is the tokio corpus copied in, so the tables are not empty.
+fn reindex_one(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    if let Some((_, tokio)) = corpora().into_iter().find(|(name, _)| name == "rust") {
+        copy_tree(&tokio, &root.join("vendor_tokio"));
+    }
+    let edited = root.join("service.py");
+    std::fs::write(&edited, thousand_line_module(0)).unwrap();
+    let engram = open(&rt, &scratch.path().join("reindex.db"), &root);
+    let mut options = IndexOptions::default();
+    options.use_default_ignores = false; // index the copied corpus too
+    let cancel = Arc::new(AtomicBool::new(false));
+    let summary = rt
+        .block_on(engram.index(&options, &|_| {}, &cancel))
+        .unwrap();
+    eprintln!(
+        "re-index bench project: {} files, {} chunks; edited file {} lines",
+        summary.files_indexed,
+        summary.chunks,
+        thousand_line_module(0).lines().count()
+    );
+    let paths = vec!["service.py".to_owned()];
+    let mut variant = 0;
+    c.bench_function("reindex_one_file/1000_lines", |b| {
+        b.iter_batched(
+            || {
+                variant += 1;
+                std::fs::write(&edited, thousand_line_module(variant)).unwrap();
+            },
+            |()| {
+                let summary = rt.block_on(engram.index_paths(&paths, &options)).unwrap();
+                assert_eq!(summary.files_indexed, 1);
+            },
+            BatchSize::PerIteration,
+        )
+    });
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_file() {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+criterion_group!(benches, bench, reindex_one);
 criterion_main!(benches);

@@ -364,13 +364,29 @@ pub(crate) async fn resolve_symbols(
     project_id: &str,
     names: Option<&[String]>,
 ) -> Result<u64> {
-    let names = names.map(|n| json!(n).to_string());
+    // Two spellings rather than `?2 IS NULL OR ...`: the disjunction keeps SQLite from using
+    // the (project_id, target) and (project_id, name) indexes, which turns a one-file update
+    // into a scan of every reference.
+    let (symbols_filter, refs_filter, names) = match names {
+        Some(names) => (
+            "AND name IN (SELECT value FROM json_each(?2))",
+            "AND target IN (SELECT value FROM json_each(?2))",
+            Some(json!(names).to_string()),
+        ),
+        None => ("", "", None),
+    };
+    let bind = |names: &Option<String>| {
+        let mut values = vec![libsql::Value::from(project_id.to_owned())];
+        values.extend(names.clone().map(libsql::Value::from));
+        libsql::params::Params::Positional(values)
+    };
     // Definitions of these names changed: what they resolved to may now be wrong.
     conn.execute(
-        "UPDATE code_refs SET resolved_symbol_id = NULL
-         WHERE project_id = ?1 AND resolved_symbol_id IS NOT NULL
-           AND (?2 IS NULL OR target IN (SELECT value FROM json_each(?2)))",
-        params![project_id, names.as_deref()],
+        &format!(
+            "UPDATE code_refs SET resolved_symbol_id = NULL
+             WHERE project_id = ?1 AND kind <> 'imports' AND resolved_symbol_id IS NOT NULL {refs_filter}"
+        ),
+        bind(&names),
     )
     .await
     .ctx("clearing stale resolutions")?;
@@ -380,28 +396,29 @@ pub(crate) async fn resolve_symbols(
     let mut changed = 0;
     for (sql, what) in [
         (
-            "UPDATE code_refs AS r SET resolved_symbol_id = u.id
-             FROM (SELECT file_id, name, min(id) AS id FROM code_symbols
-                   WHERE project_id = ?1 AND (?2 IS NULL OR name IN (SELECT value FROM json_each(?2)))
-                   GROUP BY file_id, name HAVING count(*) = 1) AS u
-             WHERE u.file_id = r.file_id AND u.name = r.target
-               AND r.project_id = ?1 AND r.kind <> 'imports' AND r.resolved_symbol_id IS NULL",
+            format!(
+                "UPDATE code_refs AS r SET resolved_symbol_id = u.id
+                 FROM (SELECT file_id, name, min(id) AS id FROM code_symbols
+                       WHERE project_id = ?1 {symbols_filter}
+                       GROUP BY file_id, name HAVING count(*) = 1) AS u
+                 WHERE u.file_id = r.file_id AND u.name = r.target AND r.project_id = ?1
+                   AND r.kind <> 'imports' AND r.resolved_symbol_id IS NULL {refs_filter}"
+            ),
             "resolving references within files",
         ),
         (
-            "UPDATE code_refs AS r SET resolved_symbol_id = u.id
-             FROM (SELECT name, min(id) AS id FROM code_symbols
-                   WHERE project_id = ?1 AND (?2 IS NULL OR name IN (SELECT value FROM json_each(?2)))
-                   GROUP BY name HAVING count(*) = 1) AS u
-             WHERE u.name = r.target
-               AND r.project_id = ?1 AND r.kind <> 'imports' AND r.resolved_symbol_id IS NULL",
+            format!(
+                "UPDATE code_refs AS r SET resolved_symbol_id = u.id
+                 FROM (SELECT name, min(id) AS id FROM code_symbols
+                       WHERE project_id = ?1 {symbols_filter}
+                       GROUP BY name HAVING count(*) = 1) AS u
+                 WHERE u.name = r.target AND r.project_id = ?1
+                   AND r.kind <> 'imports' AND r.resolved_symbol_id IS NULL {refs_filter}"
+            ),
             "resolving references across the project",
         ),
     ] {
-        changed += conn
-            .execute(sql, params![project_id, names.as_deref()])
-            .await
-            .ctx(what)?;
+        changed += conn.execute(&sql, bind(&names)).await.ctx(what)?;
     }
     Ok(changed)
 }
