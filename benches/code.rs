@@ -159,8 +159,10 @@ fn reindex_one(c: &mut Criterion) {
     let edited = root.join("service.py");
     std::fs::write(&edited, thousand_line_module(0)).unwrap();
     let engram = open(&rt, &scratch.path().join("reindex.db"), &root);
-    let mut options = IndexOptions::default();
-    options.use_default_ignores = false; // index the copied corpus too
+    let options = IndexOptions {
+        use_default_ignores: false, // index the copied corpus too
+        ..IndexOptions::default()
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     let summary = rt
         .block_on(engram.index(&options, &|_| {}, &cancel))
