@@ -17,6 +17,7 @@ Usage:
   engram forget <id> [--reason text]
   engram stats
   engram index [dir] [--ignore 'gen/,*.pb.go']   index the code under dir (default: --root)
+  engram watch [dir] [--ignore a/,b/]       index, then keep the index current until Ctrl-C
   engram search-code <query> [--limit 10]    keyword search over indexed code
 
 Options:
@@ -100,7 +101,8 @@ async function main(argv) {
     return command || values.help ? 0 : 2
   }
   const { Engram } = require('../index.js')
-  const root = resolve(command === 'index' && rest[0] ? rest[0] : values.root ?? process.cwd())
+  const takesDir = command === 'index' || command === 'watch'
+  const root = resolve(takesDir && rest[0] ? rest[0] : values.root ?? process.cwd())
   const db = await Engram.open({
     path: resolve(values.db ?? resolve(root, '.engram', 'memory.db')),
     projectRoot: root,
@@ -185,6 +187,28 @@ async function main(argv) {
           for (const p of s.problems.slice(0, 20)) console.log(`  ${p.issue}: ${p.path}`)
           if (s.problems.length > 20) console.log(`  ... and ${s.problems.length - 20} more`)
         }
+        return 0
+      }
+      case 'watch': {
+        const ignore = list(values.ignore)
+        const first = await db.index({ ignore })
+        console.error(`indexed ${first.filesIndexed} files (${first.filesUnchanged} unchanged); watching ${root} (Ctrl-C stops)`)
+        await db.watch({
+          ignore,
+          onEvent: (e) => {
+            if (json) return console.log(JSON.stringify(e))
+            if (e.type === 'failed') return console.error(`update failed: ${e.code}: ${e.message}`)
+            const s = e.summary
+            for (const p of s.indexedPaths) console.log(`indexed ${p}`)
+            for (const p of s.removedPaths) console.log(`removed ${p}`)
+            console.log(`  ${s.chunks} chunks in ${s.durationMs.toFixed(1)} ms`)
+          },
+        })
+        // The watcher's callback is weak (it never keeps a process alive): this timer does.
+        const alive = setInterval(() => {}, 1 << 30)
+        await new Promise((done) => process.once('SIGINT', done))
+        clearInterval(alive)
+        db.unwatch()
         return 0
       }
       case 'search-code': {
