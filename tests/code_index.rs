@@ -489,3 +489,19 @@ async fn a_call_resolves_to_its_own_file_first_then_to_the_only_definition_in_th
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_bigger_than_the_in_flight_budget_does_not_stall_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write(&repo, "src/a.ts", "export const a = 1;\n");
+    write(&repo, "src/b.ts", "export const b = 2;\n");
+    // Sparse: 100 MB by its size, over the 64 MiB budget and the size cap, never read.
+    let big = std::fs::File::create(repo.join("data.json")).unwrap();
+    big.set_len(100 * 1024 * 1024).unwrap();
+    let e = open(&dir).await;
+    let summary = tokio::time::timeout(std::time::Duration::from_secs(60), run(&e))
+        .await
+        .expect("the run finishes");
+    assert_eq!((summary.files_indexed, summary.files_skipped), (2, 1));
+}

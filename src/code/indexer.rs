@@ -315,9 +315,10 @@ async fn run(
     let stop = Arc::new(AtomicBool::new(false));
     let in_flight = InFlight::new(IN_FLIGHT_BYTES);
     let mut rx = parse_pool::spawn(jobs, Arc::new(project), options, &in_flight, &stop);
+    // Names defined or referenced by committed files: re-resolved even if the run stops early.
+    let mut touched = HashSet::new();
     let result = async {
         let mut batch: Vec<FileRecord> = Vec::new();
-        let mut touched = HashSet::new();
         let (mut batch_chunks, mut batch_cost) = (0, 0);
         let mut last_report = Instant::now();
         loop {
@@ -338,7 +339,11 @@ async fn run(
             batch_chunks += parsed.record.analysis.chunks.len();
             batch_cost += parsed.cost;
             batch.push(parsed.record);
-            let full = batch.len() >= BATCH_FILES || batch_chunks >= BATCH_CHUNKS;
+            // Also full at half the in-flight budget: the budget is only given back by a
+            // write, so a batch must never be able to hold all of it.
+            let full = batch.len() >= BATCH_FILES
+                || batch_chunks >= BATCH_CHUNKS
+                || batch_cost >= IN_FLIGHT_BYTES / 2;
             if full {
                 write(ctx, &mut summary, &mut batch, &mut touched).await?;
                 in_flight.release(batch_cost);
@@ -355,13 +360,19 @@ async fn run(
             }
         }
         write(ctx, &mut summary, &mut batch, &mut touched).await?;
-        Ok(touched)
+        Ok(())
     }
     .await;
     // Raising `stop` (and dropping the receiver) ends the workers after their current file.
     stop.store(true, Ordering::Relaxed);
     drop(rx);
-    let mut touched = result?;
+    if let Err(e) = result {
+        // What was committed stays: resolve its references before reporting the stop.
+        let names: Vec<String> = touched.into_iter().collect();
+        let writer = ctx.store.writer().await;
+        store::resolve_symbols(&writer, ctx.project_id, Some(&names)).await?;
+        return Err(e);
+    }
 
     if !removed.is_empty() {
         let ids: Vec<i64> = removed.iter().map(|(id, _)| *id).collect();

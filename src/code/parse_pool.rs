@@ -73,8 +73,12 @@ impl InFlight {
     }
 }
 
-/// What a file costs of the budget: its size, with a floor for the per-record overhead.
-fn cost_of(file: &Walked) -> u64 {
+/// What a file costs of the budget: its size (nothing is read past the size cap), with a floor
+/// for the per-record overhead.
+fn cost_of(file: &Walked, options: &IndexOptions) -> u64 {
+    if file.size > options.max_file_bytes {
+        return 1024;
+    }
     file.size.max(1024)
 }
 
@@ -112,7 +116,7 @@ pub(crate) fn spawn(
                     let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) else {
                         break;
                     };
-                    let cost = cost_of(&job.file);
+                    let cost = cost_of(&job.file, &options);
                     if !in_flight.acquire(cost, &stop) {
                         break;
                     }

@@ -32,6 +32,9 @@ pub(crate) fn walk(root: &Path, options: &IndexOptions) -> Result<(Vec<Walked>, 
     let overrides = overrides(root, options)?;
     let walker = WalkBuilder::new(root)
         .hidden(true)
+        // `.ignore` files are not read (PathRules, the same rules for file events, reads
+        // `.gitignore` only).
+        .ignore(false)
         .git_ignore(true)
         .git_exclude(true)
         .git_global(false)

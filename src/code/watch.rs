@@ -114,6 +114,8 @@ pub(crate) fn start(
             let paths = match event {
                 // Reads (ours included) change nothing.
                 Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => return,
+                // The kernel queue overflowed: events were lost, rescan everything.
+                Ok(event) if event.need_rescan() => vec![PathBuf::from("/")],
                 Ok(event) => event.paths,
                 Err(e) if e.paths.is_empty() => vec![PathBuf::from("/")],
                 Err(e) => e.paths,
@@ -270,6 +272,10 @@ impl Loop {
 
     async fn update(&self, paths: Vec<String>, pending: &mut BTreeSet<String>) {
         let full = paths.iter().any(String::is_empty);
+        if full {
+            // Directories created or un-ignored meanwhile need watches too.
+            let _ = watch_tree(&self.notify_watcher, &self.root, &self.root, &self.rules);
+        }
         // New directories need watches before their files are read, so nothing slips by.
         for rel in paths.iter().filter(|p| !p.is_empty()) {
             let abs = self.root.join(rel);
