@@ -8,7 +8,7 @@
 //! batches. Every batch is committed whole, so an aborted run leaves a consistent index that
 //! the next run completes (finished files are then unchanged and skipped).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -185,16 +185,11 @@ pub(crate) async fn index(
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Aborted);
     }
-    let mut known = {
+    let known = {
         let reader = ctx.store.reader().await;
         store::known_files(&reader, ctx.project_id, None).await?
     };
-    let mut plan = Plan::new(walked.len(), project);
-    for file in walked {
-        let previous = known.remove(&file.rel);
-        plan.add(file, previous, options);
-    }
-    plan.removed = known.into_iter().map(|(path, k)| (k.id, path)).collect();
+    let plan = Plan::new(walked, known, project, options);
     run(ctx, options, plan, on_progress, cancel, started).await
 }
 
@@ -215,7 +210,7 @@ pub(crate) async fn update_paths(
         tokio::task::spawn_blocking(move || scan_paths(&root, &rules_for_scan, &paths_for_scan))
             .await
             .map_err(|e| Error::Internal(format!("scan panicked: {e}")))?;
-    let (mut known, project) = {
+    let (known, project) = {
         let reader = ctx.store.reader().await;
         let known = store::known_files(&reader, ctx.project_id, Some(&scan.prefixes)).await?;
         let mut project = store::project_files(&reader, ctx.project_id).await?;
@@ -227,13 +222,8 @@ pub(crate) async fn update_paths(
         }
         (known, project)
     };
-    let mut plan = Plan::new(scan.files.len(), project);
-    for file in scan.files {
-        let previous = known.remove(&file.rel);
-        plan.add(file, previous, options);
-    }
     // Known files under the event paths that the scan did not find are gone (or ignored now).
-    plan.removed = known.into_iter().map(|(path, k)| (k.id, path)).collect();
+    let plan = Plan::new(scan.files, known, project, options);
     run(ctx, options, plan, &|_| {}, cancel, started).await
 }
 
@@ -247,16 +237,29 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(files_seen: usize, project: ProjectFiles) -> Plan {
-        Plan {
+    /// Files found on disk against what the index knows of that part of the tree: changed
+    /// files are read, known files not found are removed.
+    fn new(
+        found: Vec<Walked>,
+        mut known: HashMap<String, KnownFile>,
+        project: ProjectFiles,
+        options: &IndexOptions,
+    ) -> Plan {
+        let mut plan = Plan {
             jobs: Vec::new(),
             removed: Vec::new(),
             project,
             summary: IndexSummary {
-                files_seen: files_seen as u64,
+                files_seen: found.len() as u64,
                 ..IndexSummary::default()
             },
+        };
+        for file in found {
+            let previous = known.remove(&file.rel);
+            plan.add(file, previous, options);
         }
+        plan.removed = known.into_iter().map(|(path, k)| (k.id, path)).collect();
+        plan
     }
 
     /// Queues `file` unless its size and mtime are those indexed (or skipped): then it is not

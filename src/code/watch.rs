@@ -285,32 +285,16 @@ impl Loop {
                 let _ = watch_tree(&self.notify_watcher, &self.root, &abs, &self.rules);
             }
         }
-        let cancel = Arc::new(AtomicBool::new(false));
-        let stop = self.stop.clone();
-        let watch_stop = {
-            let cancel = cancel.clone();
-            async move {
-                while !stop.load(Ordering::Relaxed) {
-                    tokio::time::sleep(Duration::from_millis(25)).await;
-                }
-                cancel.store(true, Ordering::Relaxed);
-                std::future::pending::<()>().await;
-            }
-        };
-        let work = async {
-            if full {
-                self.engram
-                    .index_waiting(&self.options.index, &|_| {}, &cancel)
-                    .await
-            } else {
-                self.engram
-                    .update_paths(&self.options.index, &self.rules, &paths, &cancel)
-                    .await
-            }
-        };
-        let result = tokio::select! {
-            result = work => result,
-            _ = watch_stop => return,
+        // The stop flag is the run's cancel flag: stopping aborts the update at its next check.
+        let cancel = &self.stop;
+        let result = if full {
+            self.engram
+                .index_waiting(&self.options.index, &|_| {}, cancel)
+                .await
+        } else {
+            self.engram
+                .update_paths(&self.options.index, &self.rules, &paths, cancel)
+                .await
         };
         match result {
             Ok(summary) => {
