@@ -11,6 +11,10 @@ use crate::code::walk::PathRules;
 use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
+use crate::graph::{
+    self, EdgeInput, GraphCtx, GraphNode, Impact, ImpactOptions, InjectSummary, NodeInput, Side,
+    Subgraph, TraverseOptions,
+};
 use crate::memory::{
     self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
     SearchHit, SearchOptions, Stats,
@@ -94,6 +98,16 @@ impl Engram {
             limits: &self.engine.limits,
             project_id: &self.project_id,
             project_root: self.project_root.as_deref(),
+        }
+    }
+
+    fn graph_ctx(&self) -> GraphCtx<'_> {
+        GraphCtx {
+            store: &self.engine.store,
+            project_root: self.project_root.as_deref(),
+            clock: &*self.engine.clock,
+            project_id: &self.project_id,
+            closure_depth: self.engine.closure_depth,
         }
     }
 
@@ -250,6 +264,7 @@ impl Engram {
             clock: &*self.engine.clock,
             project_id: &self.project_id,
             root,
+            closure_depth: self.engine.closure_depth,
         }
     }
 
@@ -271,5 +286,58 @@ impl Engram {
         }
         let reader = self.engine.store.reader().await;
         code_read::search_code(&reader, &self.project_id, query, limit).await
+    }
+
+    /// Upserts graph nodes and edges in one transaction (idempotent: re-sending the same batch
+    /// changes only `updated_at`); the closure table is updated in the same transaction.
+    pub async fn inject_graph(
+        &self,
+        nodes: &[NodeInput],
+        edges: &[EdgeInput],
+    ) -> Result<InjectSummary> {
+        graph::inject(&self.graph_ctx(), nodes, edges).await
+    }
+
+    /// Deletes a node written through [`Engram::inject_graph`] and its edges.
+    pub async fn delete_node(&self, key: &str) -> Result<bool> {
+        graph::delete_node(&self.graph_ctx(), key).await
+    }
+
+    /// Deletes one edge written through [`Engram::inject_graph`].
+    pub async fn delete_edge(&self, from: &str, to: &str, kind: &str) -> Result<bool> {
+        graph::delete_edge(&self.graph_ctx(), from, to, kind).await
+    }
+
+    /// One graph node by key.
+    pub async fn node(&self, key: &str) -> Result<Option<GraphNode>> {
+        graph::node(&self.graph_ctx(), key).await
+    }
+
+    /// Breadth-first search from a node over the edges.
+    pub async fn traverse(&self, start: &str, options: &TraverseOptions) -> Result<Subgraph> {
+        graph::traverse(&self.graph_ctx(), start, options).await
+    }
+
+    /// What depends on a node (or, with [`Side::Descendants`], what it depends on), from the
+    /// closure table.
+    pub async fn reach(
+        &self,
+        key: &str,
+        side: Side,
+        max_depth: Option<u32>,
+        limit: u32,
+    ) -> Result<Subgraph> {
+        graph::closure_of(&self.graph_ctx(), key, side, max_depth, limit).await
+    }
+
+    /// The nodes named by `keys` and the edges among them.
+    pub async fn subgraph(&self, keys: &[String]) -> Result<Subgraph> {
+        graph::subgraph(&self.graph_ctx(), keys).await
+    }
+
+    /// What depends on `target` (a file path, `path:Qualified.name`, or a node key) within the
+    /// closure depth, and the memories attached to the target or anything affected.
+    pub async fn impact(&self, target: &str, options: &ImpactOptions) -> Result<Impact> {
+        graph::impact(&self.graph_ctx(), target, options).await
     }
 }

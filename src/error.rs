@@ -33,6 +33,10 @@ pub enum Error {
     /// another active one in the same scope).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A graph write would close a cycle among edges of a kind that must stay acyclic
+    /// (`supersedes`, `caused_by`, `part_of`, `derived_from`); the whole write was rolled back.
+    #[error("cycle: {0}")]
+    Cycle(String),
     /// Another process holds a lock on the database longer than the busy timeout.
     #[error("database is busy: {context}")]
     Busy {
@@ -97,6 +101,7 @@ impl Error {
             Error::InvalidArg(_) => "ENGRAM_INVALID_ARG",
             Error::NotFound { .. } => "ENGRAM_NOT_FOUND",
             Error::Conflict(_) => "ENGRAM_CONFLICT",
+            Error::Cycle(_) => "ENGRAM_CYCLE",
             Error::Busy { .. } => "ENGRAM_SQLITE_BUSY",
             Error::Corrupt { .. } => "ENGRAM_CORRUPT",
             Error::SchemaTooNew { .. } => "ENGRAM_SCHEMA_TOO_NEW",

@@ -9,6 +9,7 @@ pub mod code;
 pub mod engine;
 mod engram;
 pub mod error;
+pub mod graph;
 pub mod memory;
 pub mod retrieval;
 pub mod store;

@@ -104,6 +104,8 @@ pub struct Definition {
     pub parent: Option<usize>,
     /// The first line of its text (trimmed, at most 200 bytes): `class Foo extends Bar {`.
     pub signature: String,
+    /// Hash of its text: a changed hash on re-index marks the memories attached to it stale.
+    pub content_hash: String,
     /// The tree node whose range this is (the wrapper when there is one).
     pub(crate) node_id: usize,
 }
@@ -212,6 +214,7 @@ fn nest(found: Vec<Found>, source: &[u8]) -> Vec<Definition> {
             end_line: f.node.end_position().row as u32 + 1,
             parent,
             signature: signature(&source[start..end]),
+            content_hash: super::chunk::content_hash(&source[start..end]),
             node_id: f.node.id(),
             name: f.name,
         });

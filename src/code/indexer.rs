@@ -2,7 +2,7 @@
 //! ignore lists and the size cap), skips files whose size and mtime or content hash are
 //! unchanged, analyses the rest on worker threads, and writes them in batched transactions
 //! while parsing goes on. Files gone from disk are removed; calls and base types are resolved
-//! once at the end.
+//! once at the end, and the graph's structural layer is synced from what changed.
 //!
 //! Cancellation: the caller's flag is checked between files, inside long parses and between
 //! batches. Every batch is committed whole, so an aborted run leaves a consistent index that
@@ -21,6 +21,8 @@ use super::store::{self, FileRecord, KnownFile};
 use super::walk::{scan_paths, walk, PathRules, Walked};
 use crate::clock::Clock;
 use crate::error::{DbContext, Error, Result};
+use crate::graph::code_layer::{self, SyncScope};
+use crate::graph::GraphSyncSummary;
 use crate::store::{begin_write, Store};
 
 /// Ignored in every project unless `use_default_ignores` is off (gitignore syntax).
@@ -144,6 +146,8 @@ pub struct IndexSummary {
     pub indexed_paths: Vec<String>,
     /// Paths removed from the index, first 1,000, sorted.
     pub removed_paths: Vec<String>,
+    /// What the structural graph sync changed.
+    pub graph: GraphSyncSummary,
 }
 
 /// Problems and paths listed in a summary, at most.
@@ -162,6 +166,8 @@ pub(crate) struct IndexCtx<'a> {
     pub clock: &'a dyn Clock,
     pub project_id: &'a str,
     pub root: &'a Path,
+    /// Depth cap of the graph's closure table.
+    pub closure_depth: u32,
 }
 
 /// Indexes the project under `ctx.root`.
@@ -318,8 +324,9 @@ async fn run(
     let stop = Arc::new(AtomicBool::new(false));
     let in_flight = InFlight::new(IN_FLIGHT_BYTES);
     let mut rx = parse_pool::spawn(jobs, Arc::new(project), options, &in_flight, &stop);
-    // Names defined or referenced by committed files: re-resolved even if the run stops early.
-    let mut touched = HashSet::new();
+    // What committed batches changed: re-resolved and synced into the graph even if the run
+    // stops early.
+    let mut touched = Touched::default();
     let result = async {
         let mut batch: Vec<FileRecord> = Vec::new();
         let (mut batch_chunks, mut batch_cost) = (0, 0);
@@ -338,7 +345,7 @@ async fn run(
             let Some(parsed) = next else { break };
             done += 1;
             tally(&mut summary, &parsed.record);
-            touched.extend(store::names_in(&parsed.record.analysis));
+            touched.add_analysis(&parsed.record.analysis);
             batch_chunks += parsed.record.analysis.chunks.len();
             batch_cost += parsed.cost;
             batch.push(parsed.record);
@@ -370,10 +377,9 @@ async fn run(
     stop.store(true, Ordering::Relaxed);
     drop(rx);
     if let Err(e) = result {
-        // What was committed stays: resolve its references before reporting the stop.
-        let names: Vec<String> = touched.into_iter().collect();
-        let writer = ctx.store.writer().await;
-        store::resolve_symbols(&writer, ctx.project_id, Some(&names)).await?;
+        // What was committed stays: resolve its references and sync the graph before
+        // reporting the stop.
+        finish(ctx, touched).await?;
         return Err(e);
     }
 
@@ -381,7 +387,10 @@ async fn run(
         let ids: Vec<i64> = removed.iter().map(|(id, _)| *id).collect();
         let writer = ctx.store.writer().await;
         let tx = begin_write(&writer).await?;
-        touched.extend(store::symbol_names_of(&tx, &ids).await?);
+        touched.add_replaced(store::symbol_names_of(&tx, &ids).await?);
+        touched
+            .paths
+            .extend(removed.iter().map(|(_, path)| path.clone()));
         store::remove_files(&tx, &ids).await?;
         tx.commit().await.ctx("committing removals")?;
         summary.files_removed = removed.len() as u64;
@@ -397,13 +406,7 @@ async fn run(
         files_done: done,
         files_total: total,
     });
-    if !touched.is_empty() {
-        // Past a few thousand names one pass over every reference is cheaper than the filter.
-        let names: Vec<String> = touched.into_iter().collect();
-        let names = (names.len() <= 5000).then_some(names.as_slice());
-        let writer = ctx.store.writer().await;
-        store::resolve_symbols(&writer, ctx.project_id, names).await?;
-    }
+    summary.graph = finish(ctx, touched).await?;
     summary.duration = started.elapsed();
     on_progress(&IndexProgress {
         phase: IndexPhase::Done,
@@ -436,12 +439,68 @@ fn tally(summary: &mut IndexSummary, record: &FileRecord) {
     }
 }
 
-/// Writes a batch in one transaction; adds the names the replaced files defined to `touched`.
+/// What the committed part of a run changed.
+#[derive(Default)]
+struct Touched {
+    /// Names defined or referenced by changed files, before and after: their references are
+    /// resolved again.
+    names: HashSet<String>,
+    /// Names defined by changed files, before and after: references elsewhere to them may now
+    /// resolve differently, so their graph edges are synced.
+    defined: HashSet<String>,
+    /// Files written or removed.
+    paths: Vec<String>,
+}
+
+impl Touched {
+    fn add_analysis(&mut self, analysis: &crate::code::analyze::FileAnalysis) {
+        self.names.extend(store::names_in(analysis));
+        self.defined
+            .extend(analysis.definitions.iter().map(|d| d.name.clone()));
+    }
+
+    fn add_replaced(&mut self, old_names: Vec<String>) {
+        self.defined.extend(old_names.iter().cloned());
+        self.names.extend(old_names);
+    }
+}
+
+/// Past this many names one pass over every reference is cheaper than filtering by name.
+const MAX_FILTER_NAMES: usize = 5_000;
+
+/// Resolves the references the run touched, then syncs the graph's structural layer.
+async fn finish(ctx: &IndexCtx<'_>, touched: Touched) -> Result<GraphSyncSummary> {
+    if touched.paths.is_empty() && touched.names.is_empty() {
+        return Ok(GraphSyncSummary::default());
+    }
+    let writer = ctx.store.writer().await;
+    if !touched.names.is_empty() {
+        let names: Vec<String> = touched.names.into_iter().collect();
+        let names = (names.len() <= MAX_FILTER_NAMES).then_some(names.as_slice());
+        store::resolve_symbols(&writer, ctx.project_id, names).await?;
+    }
+    let defined: Vec<String> = touched.defined.into_iter().collect();
+    let scope = if defined.len() > MAX_FILTER_NAMES || touched.paths.len() > MAX_FILTER_NAMES {
+        SyncScope::All
+    } else {
+        SyncScope::Files {
+            paths: &touched.paths,
+            defined_names: &defined,
+        }
+    };
+    let now = ctx.clock.now_ms();
+    let tx = begin_write(&writer).await?;
+    let synced = code_layer::sync(&tx, ctx.project_id, ctx.closure_depth, now, scope).await?;
+    tx.commit().await.ctx("committing the graph sync")?;
+    Ok(synced)
+}
+
+/// Writes a batch in one transaction; records what it replaced in `touched`.
 async fn write(
     ctx: &IndexCtx<'_>,
     summary: &mut IndexSummary,
     batch: &mut Vec<FileRecord>,
-    touched: &mut HashSet<String>,
+    touched: &mut Touched,
 ) -> Result<()> {
     if batch.is_empty() {
         return Ok(());
@@ -454,13 +513,14 @@ async fn write(
         .filter(|f| !f.unchanged)
         .filter_map(|f| f.existing_id)
         .collect();
-    touched.extend(store::symbol_names_of(&tx, &replaced).await?);
+    touched.add_replaced(store::symbol_names_of(&tx, &replaced).await?);
     let written = store::write_batch(&tx, ctx.project_id, batch, now).await?;
     tx.commit().await.ctx("committing an index batch")?;
     summary.chunks += written.chunks;
     summary.symbols += written.symbols;
     summary.references += written.references;
     for file in batch.iter().filter(|f| !f.unchanged) {
+        touched.paths.push(file.path.clone());
         if summary.indexed_paths.len() < MAX_LISTED {
             summary.indexed_paths.push(file.path.clone());
         }

@@ -188,7 +188,8 @@ pub(crate) async fn write_batch(
                         d.name.as_str(),
                         d.qualified_name.as_str(),
                         d.start_line,
-                        d.end_line
+                        d.end_line,
+                        d.content_hash.as_str()
                     ],
                     "writing a symbol",
                 )
@@ -251,8 +252,8 @@ impl BatchStatements {
             )
             .await?,
             symbol: prepare(
-                "INSERT INTO code_symbols (file_id, project_id, kind, name, qualified_name, start_line, end_line)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO code_symbols (file_id, project_id, kind, name, qualified_name, start_line, end_line, content_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .await?,
             reference: prepare(

@@ -29,6 +29,9 @@ pub struct EngineOptions {
     pub limits: Limits,
     /// Time source (tests inject a manual clock).
     pub clock: Arc<dyn Clock>,
+    /// How many hops the graph's closure table covers (1..=8, default 4). Deeper answers
+    /// more impact questions from one lookup; the table grows with fan-in to this power.
+    pub closure_depth: u32,
 }
 
 impl Default for EngineOptions {
@@ -37,6 +40,7 @@ impl Default for EngineOptions {
             store: StoreOptions::default(),
             limits: Limits::default(),
             clock: Arc::new(SystemClock),
+            closure_depth: crate::graph::DEFAULT_CLOSURE_DEPTH,
         }
     }
 }
@@ -56,6 +60,7 @@ pub struct Engine {
     pub(crate) store: Store,
     pub(crate) limits: Limits,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) closure_depth: u32,
     /// Projects with an index run in progress.
     indexing: Mutex<HashSet<String>>,
 }
@@ -119,12 +124,20 @@ impl Engine {
     }
 
     async fn create(path: PathBuf, options: EngineOptions) -> Result<Engine> {
+        if !(1..=crate::graph::MAX_CLOSURE_DEPTH).contains(&options.closure_depth) {
+            return Err(Error::invalid(format!(
+                "closureDepth must be within 1..={}, got {}",
+                crate::graph::MAX_CLOSURE_DEPTH,
+                options.closure_depth
+            )));
+        }
         let store = Store::open(&path, &options.store).await?;
         Ok(Engine {
             path,
             store,
             limits: options.limits,
             clock: options.clock,
+            closure_depth: options.closure_depth,
             indexing: Mutex::new(HashSet::new()),
         })
     }

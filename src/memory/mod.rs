@@ -9,7 +9,7 @@ pub mod input;
 pub mod model;
 pub mod privacy;
 mod read;
-mod rows;
+pub(crate) mod rows;
 mod search;
 mod write;
 

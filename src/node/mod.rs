@@ -28,13 +28,17 @@ pub enum ErrorCode {
     /// An argument is missing, of the wrong type, out of range or over a limit.
     #[napi(value = "ENGRAM_INVALID_ARG")]
     InvalidArg,
-    /// No such memory (in this project) or version.
+    /// No such memory (in this project), version or graph node.
     #[napi(value = "ENGRAM_NOT_FOUND")]
     NotFound,
     /// The change would duplicate another active memory in the same scope, or an index run of
     /// the project is already in progress.
     #[napi(value = "ENGRAM_CONFLICT")]
     Conflict,
+    /// A graph write would close a cycle of an acyclic edge kind (`supersedes`, `caused_by`,
+    /// `part_of`, `derived_from`); nothing of the write was kept.
+    #[napi(value = "ENGRAM_CYCLE")]
+    Cycle,
     /// Another process held the database lock longer than `busyTimeoutMs`; retry later.
     #[napi(value = "ENGRAM_SQLITE_BUSY")]
     SqliteBusy,

@@ -29,8 +29,8 @@ pub struct Migration {
 pub enum Home {
     /// Memories and their history: what cannot be recomputed from the files on a device.
     Main,
-    /// The code index (files, chunks, symbols, references): recomputed from the files, so it
-    /// stays local when memories sync.
+    /// The code index (files, chunks, symbols, references) and the knowledge graph with its
+    /// closure table: recomputed from the files, so it stays local when memories sync.
     Code,
 }
 
@@ -76,13 +76,25 @@ const MAIN: &[Migration] = &[
         name: "fts_insert_in_code",
         sql: include_str!("sql/main/003_fts_insert_in_code.sql"),
     },
+    Migration {
+        version: 4,
+        name: "memory_links",
+        sql: include_str!("sql/main/004_memory_links.sql"),
+    },
 ];
 
-const CODE: &[Migration] = &[Migration {
-    version: 1,
-    name: "code_index",
-    sql: include_str!("sql/code/001_code_index.sql"),
-}];
+const CODE: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "code_index",
+        sql: include_str!("sql/code/001_code_index.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "graph",
+        sql: include_str!("sql/code/002_graph.sql"),
+    },
+];
 
 /// A home's schema version after opening.
 #[derive(Debug, Clone, PartialEq, Eq)]

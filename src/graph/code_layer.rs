@@ -1,0 +1,626 @@
+//! Layer 1, structural: file and symbol nodes and their `contains`, `imports`, `calls`,
+//! `extends` and `implements` edges, derived from the code index after each index run.
+//!
+//! The sync is a diff, not a rewrite: node ids stay stable across re-indexes (memories and
+//! agent edges hang on them), an edit that leaves a file's edges alone touches no edge, and
+//! only hops that really changed reach the closure. Its scope after an incremental run is the
+//! changed files plus the references elsewhere to names those files define or defined (their
+//! resolution may have moved); a full run or a very wide change syncs everything.
+//!
+//! Symbols are keyed `path:Qualified.name`; definitions sharing a qualified name in one file
+//! (overloads, redefinitions) are one node. A symbol whose text hash changed, or that
+//! disappeared, marks the memories attached to it stale and in need of review.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use libsql::Connection;
+use serde::Serialize;
+
+use super::closure::NodeId;
+use super::module_layer::{self, module_of};
+use super::write::{detach, ensure_cap, HopLog};
+use crate::error::{DbContext, Result};
+
+/// What a sync covers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SyncScope<'a> {
+    /// Every file of the project.
+    All,
+    /// These files (changed, added or removed), and references elsewhere to these names.
+    Files {
+        paths: &'a [String],
+        defined_names: &'a [String],
+    },
+}
+
+/// What a sync changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphSyncSummary {
+    /// Nodes created or changed.
+    pub nodes_written: u64,
+    /// Nodes deleted with their files or definitions.
+    pub nodes_removed: u64,
+    /// Edges created or re-weighted.
+    pub edges_written: u64,
+    /// Edges deleted.
+    pub edges_removed: u64,
+    /// Memories newly marked stale because a symbol they are attached to changed or went away.
+    pub memories_marked_stale: u64,
+}
+
+/// A desired or existing layer-1 node.
+#[derive(Debug, Clone, PartialEq)]
+struct NodeRow {
+    kind: String,
+    label: String,
+    file_path: String,
+    start_line: Option<u32>,
+    end_line: Option<u32>,
+    content_hash: Option<String>,
+}
+
+/// The key of a symbol node.
+pub fn symbol_key(path: &str, qualified_name: &str) -> String {
+    format!("{path}:{qualified_name}")
+}
+
+/// Brings layer 1 up to date with the code index for `scope`, in the caller's transaction.
+pub(crate) async fn sync(
+    conn: &Connection,
+    project_id: &str,
+    cap: u32,
+    now: i64,
+    scope: SyncScope<'_>,
+) -> Result<GraphSyncSummary> {
+    ensure_cap(conn, project_id, cap, now).await?;
+    let mut summary = GraphSyncSummary::default();
+    let mut hops = HopLog::default();
+    let paths_json = match scope {
+        SyncScope::All => None,
+        SyncScope::Files { paths, .. } => Some(serde_json::to_string(paths).unwrap_or_default()),
+    };
+
+    // Nodes of the files in scope.
+    let desired = desired_nodes(conn, project_id, paths_json.as_deref()).await?;
+    let existing = existing_nodes(conn, project_id, paths_json.as_deref()).await?;
+    let mut ids: HashMap<String, NodeId> = HashMap::with_capacity(desired.len());
+    let mut stale_keys = Vec::new();
+    let mut removed_ids = Vec::new();
+    for (key, (id, row)) in &existing {
+        match desired.get(key) {
+            None => {
+                removed_ids.push(*id);
+                stale_keys.push(key.clone());
+            }
+            Some(want) => {
+                ids.insert(key.clone(), *id);
+                if want != row {
+                    if row.content_hash.is_some() && want.content_hash != row.content_hash {
+                        stale_keys.push(key.clone());
+                    }
+                    update_node(conn, *id, want, now).await?;
+                    summary.nodes_written += 1;
+                }
+            }
+        }
+    }
+    // Modules whose aggregated imports may change: those of the files in scope, and those of
+    // files importing a file that goes away.
+    let mut modules: BTreeSet<String> = desired
+        .iter()
+        .chain(existing.iter().map(|(k, (_, row))| (k, row)))
+        .filter(|(_, row)| row.kind == "file")
+        .filter_map(|(key, _)| module_of(key))
+        .collect();
+    if !removed_ids.is_empty() {
+        modules.extend(importer_modules(conn, &removed_ids).await?);
+        detach(conn, &mut hops, &removed_ids).await?;
+        conn.execute(
+            "DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?1))",
+            [serde_json::to_string(&removed_ids).unwrap_or_default()],
+        )
+        .await
+        .ctx("deleting layer-1 nodes")?;
+        summary.nodes_removed = removed_ids.len() as u64;
+        for (key, (_, row)) in &existing {
+            if row.kind == "file" && !desired.contains_key(key) {
+                if let Some(module) = module_of(key) {
+                    module_layer::prune(conn, project_id, &mut hops, &module).await?;
+                }
+            }
+        }
+    }
+    let insert = conn
+        .prepare(
+            "INSERT INTO graph_nodes (project_id, key, layer, kind, label, file_path, start_line,
+               end_line, source, confidence, content_hash, created_at, updated_at)
+             VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, 'ast', 1.0, ?8, ?9, ?9)
+             RETURNING id",
+        )
+        .await
+        .ctx("preparing layer-1 node insert")?;
+    for (key, row) in &desired {
+        if existing.contains_key(key) {
+            continue;
+        }
+        insert.reset();
+        let mut rows = insert
+            .query(libsql::params![
+                project_id,
+                key.as_str(),
+                row.kind.as_str(),
+                row.label.as_str(),
+                row.file_path.as_str(),
+                row.start_line,
+                row.end_line,
+                row.content_hash.as_deref(),
+                now,
+            ])
+            .await
+            .ctx("writing a layer-1 node")?;
+        let id: NodeId = match rows.next().await.ctx("writing a layer-1 node")? {
+            Some(row) => row.get(0).ctx("layer-1 node")?,
+            None => continue,
+        };
+        ids.insert(key.clone(), id);
+        summary.nodes_written += 1;
+        if row.kind == "file" {
+            module_layer::add_file(conn, project_id, now, key, id).await?;
+        }
+    }
+
+    // Edges out of the scope's nodes, and the references elsewhere whose resolution may move.
+    let wanted = desired_edges(conn, project_id, scope, paths_json.as_deref(), &desired).await?;
+    let have = existing_edges(conn, project_id, scope, paths_json.as_deref()).await?;
+    // Imports of a directory (Go packages) point at its module node.
+    let package_keys: Vec<String> = wanted
+        .keys()
+        .filter(|(_, to, kind)| kind == "imports" && !ids.contains_key(to))
+        .map(|(_, to, _)| format!("{to}/"))
+        .collect();
+    let mut missing_keys: Vec<&str> = wanted
+        .keys()
+        .flat_map(|(from, to, _)| [from.as_str(), to.as_str()])
+        .chain(package_keys.iter().map(String::as_str))
+        .filter(|k| !ids.contains_key(*k))
+        .collect();
+    missing_keys.sort_unstable();
+    missing_keys.dedup();
+    ids.extend(ids_of(conn, project_id, &missing_keys).await?);
+
+    let mut wanted_by_id: BTreeMap<(NodeId, NodeId, String), f64> = BTreeMap::new();
+    for ((from, to, kind), weight) in wanted {
+        let to_id = match ids.get(&to) {
+            Some(id) => Some(id),
+            None if kind == "imports" => ids.get(&format!("{to}/")),
+            None => None,
+        };
+        if let (Some(&f), Some(&t)) = (ids.get(&from), to_id) {
+            if f != t {
+                wanted_by_id.insert((f, t, kind), weight);
+            }
+        }
+    }
+    let delete = conn
+        .prepare("DELETE FROM graph_edges WHERE from_id = ?1 AND to_id = ?2 AND kind = ?3")
+        .await
+        .ctx("preparing layer-1 edge delete")?;
+    for ((from, to, kind), weight) in &have {
+        match wanted_by_id.get(&(*from, *to, kind.clone())) {
+            Some(w) if w == weight => {}
+            _ => {
+                if super::model::is_transitive(kind) {
+                    hops.touch(conn, *from, *to).await?;
+                }
+                if !wanted_by_id.contains_key(&(*from, *to, kind.clone())) {
+                    delete.reset();
+                    delete
+                        .execute((*from, *to, kind.as_str()))
+                        .await
+                        .ctx("deleting a layer-1 edge")?;
+                    summary.edges_removed += 1;
+                }
+            }
+        }
+    }
+    let upsert = conn
+        .prepare(
+            "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,
+               confidence, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, 'ast', 1.0, ?6, ?6)
+             ON CONFLICT (from_id, to_id, kind) DO UPDATE SET
+               weight = excluded.weight, updated_at = excluded.updated_at",
+        )
+        .await
+        .ctx("preparing layer-1 edge upsert")?;
+    for ((from, to, kind), weight) in &wanted_by_id {
+        if have.get(&(*from, *to, kind.clone())) == Some(weight) {
+            continue;
+        }
+        if super::model::is_transitive(kind) {
+            hops.touch(conn, *from, *to).await?;
+        }
+        upsert.reset();
+        upsert
+            .execute(libsql::params![
+                project_id,
+                *from,
+                *to,
+                kind.as_str(),
+                *weight,
+                now
+            ])
+            .await
+            .ctx("writing a layer-1 edge")?;
+        summary.edges_written += 1;
+    }
+    summary.edges_written +=
+        module_layer::aggregate_imports(conn, project_id, now, &mut hops, &modules).await?;
+    hops.apply(conn, project_id, cap).await?;
+
+    if !stale_keys.is_empty() {
+        summary.memories_marked_stale = conn
+            .execute(
+                "UPDATE memories SET stale_at = ?3, needs_review = 1
+                 WHERE seq IN (SELECT memory_seq FROM memory_links
+                               WHERE project_id = ?1 AND role IN ('target', 'impacted')
+                                 AND node_key IN (SELECT value FROM json_each(?2)))
+                   AND deprecated = 0 AND stale_at IS NULL",
+                libsql::params![
+                    project_id,
+                    serde_json::to_string(&stale_keys).unwrap_or_default(),
+                    now
+                ],
+            )
+            .await
+            .ctx("marking memories on changed symbols stale")?;
+    }
+    Ok(summary)
+}
+
+/// File and symbol nodes the index implies for the files in scope (`paths_json`: all if None).
+async fn desired_nodes(
+    conn: &Connection,
+    project_id: &str,
+    paths_json: Option<&str>,
+) -> Result<BTreeMap<String, NodeRow>> {
+    let filter = if paths_json.is_some() {
+        "AND f.path IN (SELECT value FROM json_each(?2))"
+    } else {
+        "AND ?2 IS NULL"
+    };
+    let mut out = BTreeMap::new();
+    let sql = format!(
+        "SELECT f.path, f.line_count FROM code_files f
+         WHERE f.project_id = ?1 AND f.content_hash IS NOT NULL {filter}"
+    );
+    let mut rows = conn
+        .query(&sql, libsql::params![project_id, paths_json])
+        .await
+        .ctx("reading indexed files")?;
+    while let Some(row) = rows.next().await.ctx("reading indexed files")? {
+        let path: String = row.get(0).ctx("file")?;
+        let lines: u32 = row.get(1).ctx("file")?;
+        let label = path.rsplit('/').next().unwrap_or(&path).to_owned();
+        out.insert(
+            path.clone(),
+            NodeRow {
+                kind: "file".into(),
+                label,
+                file_path: path,
+                start_line: Some(1),
+                end_line: Some(lines.max(1)),
+                content_hash: None,
+            },
+        );
+    }
+    let sql = format!(
+        "SELECT f.path, s.kind, s.name, s.qualified_name, s.start_line, s.end_line, s.content_hash
+         FROM code_symbols s JOIN code_files f ON f.id = s.file_id
+         WHERE f.project_id = ?1 {filter} ORDER BY s.id"
+    );
+    let mut rows = conn
+        .query(&sql, libsql::params![project_id, paths_json])
+        .await
+        .ctx("reading symbols")?;
+    while let Some(row) = rows.next().await.ctx("reading symbols")? {
+        let path: String = row.get(0).ctx("symbol")?;
+        let qualified: String = row.get(3).ctx("symbol")?;
+        let start: u32 = row.get(4).ctx("symbol")?;
+        let end: u32 = row.get(5).ctx("symbol")?;
+        let hash: Option<String> = row.get(6).ctx("symbol")?;
+        let key = symbol_key(&path, &qualified);
+        match out.get_mut(&key) {
+            // Same qualified name twice in a file: one node spanning both, hashed over both.
+            Some(node) => {
+                node.start_line = node.start_line.map(|s| s.min(start));
+                node.end_line = node.end_line.map(|e| e.max(end));
+                node.content_hash = match (&node.content_hash, hash) {
+                    (Some(a), Some(b)) => Some(crate::code::chunk::content_hash(
+                        format!("{a}{b}").as_bytes(),
+                    )),
+                    _ => None,
+                };
+            }
+            None => {
+                out.insert(
+                    key,
+                    NodeRow {
+                        kind: row.get(1).ctx("symbol")?,
+                        label: row.get(2).ctx("symbol")?,
+                        file_path: path,
+                        start_line: Some(start),
+                        end_line: Some(end),
+                        content_hash: hash,
+                    },
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Layer-1 nodes stored for the files in scope.
+async fn existing_nodes(
+    conn: &Connection,
+    project_id: &str,
+    paths_json: Option<&str>,
+) -> Result<BTreeMap<String, (NodeId, NodeRow)>> {
+    let filter = if paths_json.is_some() {
+        "AND file_path IN (SELECT value FROM json_each(?2))"
+    } else {
+        "AND ?2 IS NULL"
+    };
+    let sql = format!(
+        "SELECT id, key, kind, label, file_path, start_line, end_line, content_hash
+         FROM graph_nodes WHERE project_id = ?1 AND layer = 1 AND source = 'ast' {filter}"
+    );
+    let mut rows = conn
+        .query(&sql, libsql::params![project_id, paths_json])
+        .await
+        .ctx("reading layer-1 nodes")?;
+    let mut out = BTreeMap::new();
+    while let Some(row) = rows.next().await.ctx("reading layer-1 nodes")? {
+        out.insert(
+            row.get::<String>(1).ctx("node")?,
+            (
+                row.get::<NodeId>(0).ctx("node")?,
+                NodeRow {
+                    kind: row.get(2).ctx("node")?,
+                    label: row.get(3).ctx("node")?,
+                    file_path: row
+                        .get::<Option<String>>(4)
+                        .ctx("node")?
+                        .unwrap_or_default(),
+                    start_line: row.get(5).ctx("node")?,
+                    end_line: row.get(6).ctx("node")?,
+                    content_hash: row.get(7).ctx("node")?,
+                },
+            ),
+        );
+    }
+    Ok(out)
+}
+
+async fn update_node(conn: &Connection, id: NodeId, row: &NodeRow, now: i64) -> Result<()> {
+    conn.execute(
+        "UPDATE graph_nodes SET kind = ?2, label = ?3, start_line = ?4, end_line = ?5,
+           content_hash = ?6, updated_at = ?7, stale_at = NULL
+         WHERE id = ?1",
+        libsql::params![
+            id,
+            row.kind.as_str(),
+            row.label.as_str(),
+            row.start_line,
+            row.end_line,
+            row.content_hash.as_deref(),
+            now
+        ],
+    )
+    .await
+    .ctx("updating a layer-1 node")?;
+    Ok(())
+}
+
+type EdgeKey = (String, String, String);
+
+/// Edges the index implies: `contains` from each file in scope to its symbols, and every
+/// resolved reference of the files in scope and, elsewhere, to the names in scope.
+async fn desired_edges(
+    conn: &Connection,
+    project_id: &str,
+    scope: SyncScope<'_>,
+    paths_json: Option<&str>,
+    nodes: &BTreeMap<String, NodeRow>,
+) -> Result<BTreeMap<EdgeKey, f64>> {
+    let mut out: BTreeMap<EdgeKey, f64> = BTreeMap::new();
+    for (key, node) in nodes {
+        if node.kind != "file" {
+            out.insert(
+                (node.file_path.clone(), key.clone(), "contains".into()),
+                1.0,
+            );
+        }
+    }
+    const SELECT: &str = "SELECT f.path, r.kind, r.from_symbol, r.resolved_path, tf.path,
+           ts.qualified_name, COUNT(*)
+         FROM code_refs r JOIN code_files f ON f.id = r.file_id
+         LEFT JOIN code_symbols ts ON ts.id = r.resolved_symbol_id
+         LEFT JOIN code_files tf ON tf.id = ts.file_id";
+    const GROUP: &str = "AND (r.resolved_path IS NOT NULL OR r.resolved_symbol_id IS NOT NULL)
+         GROUP BY f.path, r.kind, r.from_symbol, r.resolved_path, tf.path, ts.qualified_name";
+    let mut queries: Vec<(String, libsql::params::Params)> = Vec::new();
+    match scope {
+        SyncScope::All => queries.push((
+            format!("{SELECT} WHERE r.project_id = ?1 {GROUP}"),
+            libsql::params::Params::Positional(vec![project_id.into()]),
+        )),
+        SyncScope::Files { defined_names, .. } => {
+            let paths = paths_json.unwrap_or("[]").to_owned();
+            queries.push((
+                format!(
+                    "{SELECT} WHERE f.project_id = ?1
+                       AND f.path IN (SELECT value FROM json_each(?2)) {GROUP}"
+                ),
+                libsql::params::Params::Positional(vec![project_id.into(), paths.clone().into()]),
+            ));
+            if !defined_names.is_empty() {
+                queries.push((
+                    format!(
+                        "{SELECT} WHERE r.project_id = ?1 AND r.kind <> 'imports'
+                           AND r.target IN (SELECT value FROM json_each(?3))
+                           AND f.path NOT IN (SELECT value FROM json_each(?2)) {GROUP}"
+                    ),
+                    libsql::params::Params::Positional(vec![
+                        project_id.into(),
+                        paths.into(),
+                        serde_json::to_string(defined_names)
+                            .unwrap_or_default()
+                            .into(),
+                    ]),
+                ));
+            }
+        }
+    }
+    for (sql, params) in queries {
+        let mut rows = conn.query(&sql, params).await.ctx("reading references")?;
+        while let Some(row) = rows.next().await.ctx("reading references")? {
+            let path: String = row.get(0).ctx("reference")?;
+            let kind: String = row.get(1).ctx("reference")?;
+            let from_symbol: Option<String> = row.get(2).ctx("reference")?;
+            let resolved_path: Option<String> = row.get(3).ctx("reference")?;
+            let target_path: Option<String> = row.get(4).ctx("reference")?;
+            let target_symbol: Option<String> = row.get(5).ctx("reference")?;
+            let count: f64 = row.get::<i64>(6).ctx("reference")? as f64;
+            let from = match from_symbol {
+                Some(symbol) if kind != "imports" => symbol_key(&path, &symbol),
+                _ => path.clone(),
+            };
+            let to = if kind == "imports" {
+                match resolved_path {
+                    Some(p) => p,
+                    None => continue,
+                }
+            } else {
+                match (target_path, target_symbol) {
+                    (Some(p), Some(q)) => symbol_key(&p, &q),
+                    _ => continue,
+                }
+            };
+            *out.entry((from, to, kind)).or_insert(0.0) += count;
+        }
+    }
+    Ok(out)
+}
+
+/// Stored layer-1 edges the sync may change: out of the scope's nodes, and (for a file scope)
+/// the references from elsewhere into symbols named as the scope's definitions.
+async fn existing_edges(
+    conn: &Connection,
+    project_id: &str,
+    scope: SyncScope<'_>,
+    paths_json: Option<&str>,
+) -> Result<HashMap<(NodeId, NodeId, String), f64>> {
+    const SELECT: &str = "SELECT e.from_id, e.to_id, e.kind, e.weight FROM graph_edges e";
+    let mut queries: Vec<(String, libsql::params::Params)> = Vec::new();
+    match scope {
+        SyncScope::All => queries.push((
+            format!("{SELECT} WHERE e.project_id = ?1 AND e.layer = 1 AND e.source = 'ast'"),
+            libsql::params::Params::Positional(vec![project_id.into()]),
+        )),
+        SyncScope::Files { defined_names, .. } => {
+            let paths = paths_json.unwrap_or("[]").to_owned();
+            queries.push((
+                format!(
+                    "{SELECT} JOIN graph_nodes f ON f.id = e.from_id
+                     WHERE f.project_id = ?1 AND f.file_path IN (SELECT value FROM json_each(?2))
+                       AND e.layer = 1 AND e.source = 'ast'"
+                ),
+                libsql::params::Params::Positional(vec![project_id.into(), paths.clone().into()]),
+            ));
+            if !defined_names.is_empty() {
+                queries.push((
+                    format!(
+                        "{SELECT} JOIN graph_nodes t ON t.id = e.to_id
+                         JOIN graph_nodes f ON f.id = e.from_id
+                         WHERE t.project_id = ?1 AND t.layer = 1
+                           AND t.label IN (SELECT value FROM json_each(?3))
+                           AND e.layer = 1 AND e.source = 'ast'
+                           AND e.kind NOT IN ('imports', 'contains')
+                           AND f.file_path NOT IN (SELECT value FROM json_each(?2))"
+                    ),
+                    libsql::params::Params::Positional(vec![
+                        project_id.into(),
+                        paths.into(),
+                        serde_json::to_string(defined_names)
+                            .unwrap_or_default()
+                            .into(),
+                    ]),
+                ));
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for (sql, params) in queries {
+        let mut rows = conn
+            .query(&sql, params)
+            .await
+            .ctx("reading layer-1 edges")?;
+        while let Some(row) = rows.next().await.ctx("reading layer-1 edges")? {
+            out.insert(
+                (
+                    row.get(0).ctx("edge")?,
+                    row.get(1).ctx("edge")?,
+                    row.get(2).ctx("edge")?,
+                ),
+                row.get(3).ctx("edge")?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Node ids of keys (unknown keys are left out).
+async fn ids_of(
+    conn: &Connection,
+    project_id: &str,
+    keys: &[&str],
+) -> Result<HashMap<String, NodeId>> {
+    let mut out = HashMap::new();
+    if keys.is_empty() {
+        return Ok(out);
+    }
+    let mut rows = conn
+        .query(
+            "SELECT key, id FROM graph_nodes
+             WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2))",
+            (project_id, serde_json::to_string(keys).unwrap_or_default()),
+        )
+        .await
+        .ctx("looking up node ids")?;
+    while let Some(row) = rows.next().await.ctx("looking up node ids")? {
+        out.insert(row.get(0).ctx("node")?, row.get(1).ctx("node")?);
+    }
+    Ok(out)
+}
+
+/// Modules of the files that import any of `ids`.
+async fn importer_modules(conn: &Connection, ids: &[NodeId]) -> Result<Vec<String>> {
+    let mut rows = conn
+        .query(
+            "SELECT DISTINCT f.file_path FROM graph_edges e JOIN graph_nodes f ON f.id = e.from_id
+             WHERE e.to_id IN (SELECT value FROM json_each(?1)) AND e.kind = 'imports'
+               AND e.layer = 1 AND f.file_path IS NOT NULL",
+            [serde_json::to_string(ids).unwrap_or_default()],
+        )
+        .await
+        .ctx("finding importers")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("finding importers")? {
+        if let Some(module) = module_of(&row.get::<String>(0).ctx("importer")?) {
+            out.push(module);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,162 @@
+//! The knowledge graph: nodes and edges of three layers (structural from the code index,
+//! semantic modules, knowledge written by agents and users), a depth-capped closure table kept
+//! exact in the transaction of every edge change, and the reads built on it (traversal,
+//! ancestors/descendants, subgraphs).
+//!
+//! API boundary: every operation takes a [`GraphCtx`]; writes run in one `BEGIN IMMEDIATE`
+//! transaction that also updates the closure, so a failed write (e.g. `ENGRAM_CYCLE`) leaves
+//! nothing behind.
+
+pub mod closure;
+pub mod code_layer;
+pub mod impact;
+pub mod model;
+pub mod module_layer;
+pub mod read;
+pub mod write;
+
+pub use code_layer::GraphSyncSummary;
+pub use impact::{AttachedMemory, Impact, ImpactOptions};
+pub use model::{Direction, EdgeInput, GraphEdge, GraphNode, GraphSource, NodeInput};
+pub use read::{ReachedNode, Side, Subgraph, TraverseOptions};
+pub use write::InjectSummary;
+
+use crate::clock::Clock;
+use crate::error::{DbContext, Error, Result};
+use crate::store::{begin_write, Store};
+
+/// Closure depth used when the engine options give none.
+pub const DEFAULT_CLOSURE_DEPTH: u32 = 4;
+/// Deepest closure allowed (rows grow roughly with fan-in to this power).
+pub const MAX_CLOSURE_DEPTH: u32 = 8;
+
+/// Everything a graph operation needs.
+pub(crate) struct GraphCtx<'a> {
+    pub store: &'a Store,
+    pub project_root: Option<&'a std::path::Path>,
+    pub clock: &'a dyn Clock,
+    pub project_id: &'a str,
+    pub closure_depth: u32,
+}
+
+/// Upserts a batch of nodes and edges in one transaction.
+pub(crate) async fn inject(
+    ctx: &GraphCtx<'_>,
+    nodes: &[NodeInput],
+    edges: &[EdgeInput],
+) -> Result<InjectSummary> {
+    write::validate_batch(nodes, edges)?;
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let summary = write::inject(&tx, ctx.project_id, ctx.closure_depth, now, nodes, edges).await?;
+    tx.commit().await.ctx("committing graph inject")?;
+    Ok(summary)
+}
+
+/// Deletes a node written through the API and its edges. False if there was none.
+pub(crate) async fn delete_node(ctx: &GraphCtx<'_>, key: &str) -> Result<bool> {
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let deleted = write::delete_node(&tx, ctx.project_id, ctx.closure_depth, now, key).await?;
+    tx.commit().await.ctx("committing node delete")?;
+    Ok(deleted)
+}
+
+/// Deletes one edge written through the API. False if there was none.
+pub(crate) async fn delete_edge(
+    ctx: &GraphCtx<'_>,
+    from: &str,
+    to: &str,
+    kind: &str,
+) -> Result<bool> {
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let deleted = write::delete_edge(
+        &tx,
+        ctx.project_id,
+        ctx.closure_depth,
+        now,
+        (from, to, kind),
+    )
+    .await?;
+    tx.commit().await.ctx("committing edge delete")?;
+    Ok(deleted)
+}
+
+/// One node by key.
+pub(crate) async fn node(ctx: &GraphCtx<'_>, key: &str) -> Result<Option<GraphNode>> {
+    let reader = ctx.store.reader().await;
+    Ok(read::node(&reader, ctx.project_id, key)
+        .await?
+        .map(|(_, n)| n))
+}
+
+/// BFS from a node over the edges.
+pub(crate) async fn traverse(
+    ctx: &GraphCtx<'_>,
+    start: &str,
+    options: &TraverseOptions,
+) -> Result<Subgraph> {
+    let reader = ctx.store.reader().await;
+    read::traverse(&reader, ctx.project_id, start, options).await
+}
+
+/// Ancestors or descendants from the closure table.
+pub(crate) async fn closure_of(
+    ctx: &GraphCtx<'_>,
+    key: &str,
+    side: Side,
+    max_depth: Option<u32>,
+    limit: u32,
+) -> Result<Subgraph> {
+    let depth = max_depth.unwrap_or(ctx.closure_depth);
+    if depth == 0 || depth > ctx.closure_depth {
+        return Err(Error::invalid(format!(
+            "maxDepth must be within 1..={} (the closure depth); traverse() goes deeper",
+            ctx.closure_depth
+        )));
+    }
+    let reader = ctx.store.reader().await;
+    read::closure_of(&reader, ctx.project_id, key, side, depth, limit).await
+}
+
+/// The nodes named by `keys` and the edges among them.
+pub(crate) async fn subgraph(ctx: &GraphCtx<'_>, keys: &[String]) -> Result<Subgraph> {
+    let reader = ctx.store.reader().await;
+    read::subgraph(&reader, ctx.project_id, keys).await
+}
+
+/// What depends on a file, symbol or node, and the memories attached to any of it.
+pub(crate) async fn impact(
+    ctx: &GraphCtx<'_>,
+    target: &str,
+    options: &ImpactOptions,
+) -> Result<Impact> {
+    let depth = options.max_depth.unwrap_or(ctx.closure_depth);
+    if depth == 0 || depth > ctx.closure_depth {
+        return Err(Error::invalid(format!(
+            "maxDepth must be within 1..={} (the closure depth)",
+            ctx.closure_depth
+        )));
+    }
+    if options.limit == 0 || options.limit > read::MAX_READ_NODES {
+        return Err(Error::invalid(format!(
+            "limit must be within 1..={}, got {}",
+            read::MAX_READ_NODES,
+            options.limit
+        )));
+    }
+    let reader = ctx.store.reader().await;
+    impact::impact(
+        &reader,
+        ctx.project_id,
+        ctx.project_root,
+        target,
+        depth,
+        options,
+    )
+    .await
+}

@@ -1,0 +1,356 @@
+//! The structural graph built by the indexer: impact analysis on fixture projects in
+//! TypeScript, Python, Rust and Go with known import and call structure, the diff-based sync
+//! on re-index, and symbol-level staleness of attached memories.
+
+use std::path::Path;
+
+use engram::code::IndexOptions;
+use engram::graph::{Impact, ImpactOptions};
+use engram::memory::{MemoryType, RememberInput};
+use engram::{Engram, OpenOptions};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/graph");
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A temp copy of a fixture project, indexed.
+async fn indexed(language: &str) -> (tempfile::TempDir, Engram) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    copy_tree(&Path::new(FIXTURES).join(language), &root);
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.project_root = Some(root);
+    let e = Engram::open(options).await.unwrap();
+    e.index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    (dir, e)
+}
+
+/// `depth key` lines of an impact, sorted within each depth.
+fn levels(impact: &Impact) -> Vec<String> {
+    let mut out: Vec<(u32, String)> = impact
+        .affected
+        .iter()
+        .map(|r| (r.depth, r.node.key.clone()))
+        .collect();
+    out.sort();
+    out.into_iter().map(|(d, k)| format!("{d} {k}")).collect()
+}
+
+/// (language, file, its impact, symbol, its impact): impacts as `depth key` lines.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    &'static [&'static str],
+);
+
+fn lines(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+async fn impact_levels(e: &Engram, target: &str, layers: Option<Vec<u8>>) -> Vec<String> {
+    let options = ImpactOptions {
+        layers,
+        ..ImpactOptions::default()
+    };
+    levels(&e.impact(target, &options).await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn impact_of_a_file_and_of_a_symbol_in_four_languages() {
+    // Each fixture: util <- orders (import + call) <- api (import + call) <- main (import +
+    // call), and an `unused` helper and an unrelated file that nothing reaches.
+    let cases: &[Case] = &[
+        (
+            "ts",
+            "src/util.ts",
+            &[
+                "1 src/orders.ts",
+                "1 src/orders.ts:renderOrder",
+                "2 src/api.ts",
+                "2 src/api.ts:handle",
+                "3 src/main.ts",
+            ],
+            "src/orders.ts:renderOrder",
+            &["1 src/api.ts:handle", "2 src/main.ts"],
+        ),
+        (
+            "py",
+            "app/util.py",
+            &[
+                "1 app/orders.py",
+                "1 app/orders.py:render_order",
+                "2 app/api.py",
+                "2 app/api.py:handle",
+                "3 main.py",
+            ],
+            "app/orders.py:render_order",
+            &["1 app/api.py:handle", "2 main.py"],
+        ),
+        (
+            "rs",
+            "src/util.rs",
+            &[
+                // main.rs declares `mod util;`.
+                "1 src/main.rs",
+                "1 src/orders.rs",
+                "1 src/orders.rs:render_order",
+                "2 src/api.rs",
+                "2 src/api.rs:handle",
+                "3 src/main.rs:main",
+            ],
+            "src/orders.rs:render_order",
+            &["1 src/api.rs:handle", "2 src/main.rs:main"],
+        ),
+        (
+            "go",
+            "util/util.go",
+            &[
+                // Go imports name packages: orders.go imports the module util/.
+                "1 orders/orders.go",
+                "1 orders/orders.go:RenderOrder",
+                "2 api/api.go",
+                "2 api/api.go:Handle",
+                "3 main.go",
+                "3 main.go:main",
+            ],
+            "orders/orders.go:RenderOrder",
+            &["1 api/api.go:Handle", "2 main.go:main"],
+        ),
+    ];
+    for (language, file, file_impact, symbol, symbol_impact) in cases {
+        let (_dir, e) = indexed(language).await;
+        assert_eq!(
+            impact_levels(&e, file, Some(vec![1])).await,
+            lines(file_impact),
+            "{language}: impact of {file}"
+        );
+        assert_eq!(
+            impact_levels(&e, symbol, None).await,
+            lines(symbol_impact),
+            "{language}: impact of {symbol}"
+        );
+        // Depth is a cap: one hop gives the direct dependents only.
+        let direct = ImpactOptions {
+            max_depth: Some(1),
+            layers: Some(vec![1]),
+            ..ImpactOptions::default()
+        };
+        let one = levels(&e.impact(file, &direct).await.unwrap());
+        let expected: Vec<String> = file_impact
+            .iter()
+            .filter(|l| l.starts_with("1 "))
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(one, expected, "{language}: direct dependents of {file}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_packages_are_modules_with_aggregated_imports() {
+    let (_dir, e) = indexed("go").await;
+    assert_eq!(
+        impact_levels(&e, "util/", Some(vec![2])).await,
+        lines(&["1 orders/", "2 api/"]),
+        "module-level dependents of util/"
+    );
+    let api = e.node("api/").await.unwrap().unwrap();
+    assert_eq!((api.layer, api.kind.as_str()), (2, "module"));
+    let sub = e
+        .subgraph(&lines(&["api/", "orders/", "util/"]))
+        .await
+        .unwrap();
+    let edges: Vec<String> = sub
+        .edges
+        .iter()
+        .map(|x| format!("{} {} {} {}", x.from, x.kind, x.to, x.weight))
+        .collect();
+    assert_eq!(
+        edges,
+        lines(&["api/ imports orders/ 1", "orders/ imports util/ 1"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
+    let (_dir, e) = indexed("ts").await;
+    let mut on_handle = RememberInput::new(
+        MemoryType::Gotcha,
+        "handle() must stay synchronous: the router does not await it",
+    );
+    on_handle.target_node_id = Some("src/api.ts:handle".into());
+    let on_handle = e.remember(on_handle).await.unwrap().memory;
+    let mut on_util = RememberInput::new(MemoryType::Decision, "Dates are ISO 8601, UTC, no time");
+    on_util.related_files = vec!["src/util.ts".into()];
+    let on_util = e.remember(on_util).await.unwrap().memory;
+    let mut elsewhere = RememberInput::new(MemoryType::Pattern, "standalone() is a fixture");
+    elsewhere.target_node_id = Some("src/other.ts:standalone".into());
+    e.remember(elsewhere).await.unwrap();
+
+    let impact = e
+        .impact("src/util.ts", &ImpactOptions::default())
+        .await
+        .unwrap();
+    let got: Vec<(String, String, u32)> = impact
+        .memories
+        .iter()
+        .map(|m| (m.memory.id.clone(), m.role.clone(), m.depth))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (on_util.id.clone(), "file".to_string(), 0),
+            (on_handle.id.clone(), "target".to_string(), 2),
+        ]
+    );
+    // A forgotten memory is no longer attached.
+    e.forget(&on_handle.id, None).await.unwrap();
+    let impact = e
+        .impact("src/util.ts", &ImpactOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(impact.memories.len(), 1);
+    // Unknown targets are a clear error.
+    let err = e
+        .impact("src/nope.ts", &ImpactOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_NOT_FOUND");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_symbol_marks_only_its_memories_stale() {
+    let (dir, e) = indexed("ts").await;
+    let root = dir.path().join("project");
+    let mut on_format = RememberInput::new(MemoryType::Gotcha, "formatDate drops the time zone");
+    on_format.target_node_id = Some("src/util.ts:formatDate".into());
+    let on_format = e.remember(on_format).await.unwrap().memory;
+    let mut on_unused = RememberInput::new(MemoryType::Gotcha, "unusedHelper is kept for the CLI");
+    on_unused.impacted_node_ids = vec!["src/util.ts:unusedHelper".into()];
+    let on_unused = e.remember(on_unused).await.unwrap().memory;
+
+    // Edit formatDate's body only; unusedHelper's text is untouched (its lines move).
+    let util = root.join("src/util.ts");
+    let text = std::fs::read_to_string(&util).unwrap().replace(
+        "return d.toISOString().slice(0, 10);",
+        "// UTC on purpose\n  return d.toISOString().slice(0, 10);",
+    );
+    std::fs::write(&util, text).unwrap();
+    let summary = e
+        .index_paths(&["src/util.ts".to_string()], &IndexOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.graph.memories_marked_stale, 1);
+    let format_after = e.get(&on_format.id).await.unwrap();
+    assert!(format_after.stale_at.is_some() && format_after.needs_review);
+    let unused_after = e.get(&on_unused.id).await.unwrap();
+    assert!(unused_after.stale_at.is_none() && !unused_after.needs_review);
+    // The edit changed no edge: nothing structural was rewritten.
+    assert_eq!(
+        (summary.graph.edges_written, summary.graph.edges_removed),
+        (0, 0),
+        "{:?}",
+        summary.graph
+    );
+    let node = e.node("src/util.ts:unusedHelper").await.unwrap().unwrap();
+    assert_eq!(node.start_line, Some(6), "line numbers follow the edit");
+
+    // Deleting the symbol marks the memories on it stale too.
+    let text = std::fs::read_to_string(&util).unwrap();
+    let cut = text.find("export function unusedHelper").unwrap();
+    std::fs::write(&util, &text[..cut]).unwrap();
+    let summary = e
+        .index_paths(&["src/util.ts".to_string()], &IndexOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.graph.nodes_removed, 1);
+    assert!(e.get(&on_unused.id).await.unwrap().stale_at.is_some());
+    assert!(e.node("src/util.ts:unusedHelper").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn re_index_keeps_the_graph_equal_to_a_fresh_build() {
+    let (dir, e) = indexed("py").await;
+    let root = dir.path().join("project");
+    // Move render_order's call target: orders now calls a new helper in a new module, and
+    // api stops importing orders.
+    std::fs::create_dir_all(root.join("app/fmt")).unwrap();
+    std::fs::write(
+        root.join("app/fmt/dates.py"),
+        "def iso_day(d):\n    return d.isoformat()[:10]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("app/orders.py"),
+        "from app.fmt.dates import iso_day\n\n\ndef render_order(order_id, at):\n    return f\"{order_id} on {iso_day(at)}\"\n",
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("app/other.py")).unwrap();
+    e.index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        impact_levels(&e, "app/util.py", None).await,
+        Vec::<String>::new(),
+        "nothing depends on util any more"
+    );
+    assert_eq!(
+        impact_levels(&e, "app/fmt/dates.py", Some(vec![1])).await,
+        lines(&[
+            "1 app/orders.py",
+            "1 app/orders.py:render_order",
+            "2 app/api.py",
+            "2 app/api.py:handle",
+            "3 main.py",
+        ])
+    );
+    assert!(e.node("app/other.py").await.unwrap().is_none());
+    assert_eq!(
+        impact_levels(&e, "app/fmt/", Some(vec![2])).await,
+        lines(&["1 app/"])
+    );
+
+    // A fresh index of the same tree into a new file gives the same graph.
+    let mut options = OpenOptions::new(dir.path().join("fresh.db"));
+    options.project_root = Some(root.clone());
+    let fresh = Engram::open(options).await.unwrap();
+    fresh
+        .index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    for key in [
+        "app/util.py",
+        "app/fmt/dates.py",
+        "app/orders.py:render_order",
+        "app/fmt/",
+        "app/",
+    ] {
+        assert_eq!(
+            impact_levels(&e, key, None).await,
+            impact_levels(&fresh, key, None).await,
+            "impact of {key}"
+        );
+    }
+    // And removing a whole module prunes its node.
+    std::fs::remove_dir_all(root.join("app/fmt")).unwrap();
+    e.index_paths(&["app/fmt".to_string()], &IndexOptions::default())
+        .await
+        .unwrap();
+    assert!(e.node("app/fmt/").await.unwrap().is_none());
+    assert!(e.node("app/").await.unwrap().is_some());
+}
