@@ -143,6 +143,67 @@ export declare class Engram {
    * valid query.
    */
   searchCode(query: string, options?: CodeSearchOptions): Promise<CodeHit[]>
+  /**
+   * Writes graph nodes and edges in one transaction: nodes are matched by `key`, edges by
+   * (from, to, kind), so re-sending a batch changes nothing but `updatedAt`. The closure
+   * table follows in the same transaction. Rejects with `ENGRAM_NOT_FOUND` for an edge
+   * endpoint that is neither in the batch nor stored, `ENGRAM_CYCLE` when an edge of an
+   * acyclic kind would close a cycle, `ENGRAM_CONFLICT` for keys the code index owns;
+   * nothing of a rejected batch is kept.
+   *
+   * ```ts
+   * await memory.injectGraph({
+   *   nodes: [{ key: 'concept:auth', kind: 'concept' }],
+   *   edges: [{ from: 'concept:auth', to: 'src/auth/login.ts', kind: 'implemented_by' }],
+   * })
+   * ```
+   */
+  injectGraph(batch: GraphBatch): Promise<InjectSummary>
+  /**
+   * Deletes a node you injected, with its edges. Resolves false if there was none; code
+   * nodes reject with `ENGRAM_CONFLICT` (they change with the code).
+   */
+  deleteNode(key: string): Promise<boolean>
+  /** Deletes one edge you injected. Resolves false if there was none. */
+  deleteEdge(from: string, to: string, kind: string): Promise<boolean>
+  /** One graph node by key, or null. */
+  getNode(key: string): Promise<GraphNode | null>
+  /**
+   * Breadth-first search from a node over the edges, with depth, direction, kind and
+   * layer filters.
+   */
+  traverse(start: string, options?: TraverseOptions): Promise<Subgraph>
+  /** What depends on a node (transitively, nearest first), from the closure table. */
+  ancestors(key: string, options?: ReachOptions): Promise<Subgraph>
+  /** What a node depends on (transitively, nearest first), from the closure table. */
+  descendants(key: string, options?: ReachOptions): Promise<Subgraph>
+  /** The nodes named by `keys` (unknown keys skipped) and every edge among them. */
+  subgraph(keys: string[]): Promise<Subgraph>
+  /**
+   * What a change to `target` affects: every node that depends on it within the closure
+   * depth (for a file: on the file or any of its symbols; for a module: on anything in
+   * it), with depth, path and weight, and the memories attached to any of them. `target` is
+   * a path (`src/auth/login.ts`), `path:Qualified.name` or any node key.
+   *
+   * ```ts
+   * const { affected, memories } = await memory.impact('src/auth/login.ts:Auth.login')
+   * ```
+   */
+  impact(target: string, options?: ImpactOptions): Promise<Impact>
+  /** Node, edge and closure-row counts of this project's graph. */
+  graphStats(): Promise<GraphStats>
+}
+
+/** A memory attached to the impact's target or to an affected node. */
+export interface AttachedMemory {
+  /** The memory. */
+  memory: Memory
+  /** Key of the node it is attached to. */
+  nodeKey: string
+  /** `target` (its targetNodeId), `impacted` (impactedNodeIds) or `file` (relatedFiles). */
+  role: 'target' | 'impacted' | 'file'
+  /** Hops from the target to that node (0: the target or something it contains). */
+  depth: number
 }
 
 /** An indexed piece of a file. */
@@ -201,7 +262,7 @@ export interface CodeSearchOptions {
 }
 
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */
-export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_INTERNAL'
+export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_INTERNAL'
 
 /** A file `index()` skipped or degraded. */
 export interface FileProblem {
@@ -212,6 +273,173 @@ export interface FileProblem {
    * `too_deep`, `parse_timeout` (indexed in a degraded way).
    */
   issue: string
+}
+
+/** Nodes and edges written together in one transaction by `injectGraph`. */
+export interface GraphBatch {
+  /** Nodes to create or update (at most 10,000). */
+  nodes?: Array<GraphNodeInput>
+  /** Edges to create or update (at most 50,000); endpoints may be nodes of this batch. */
+  edges?: Array<GraphEdgeInput>
+}
+
+/** A stored graph edge. */
+export interface GraphEdge {
+  /** Key of the dependent node. */
+  from: string
+  /** Key of the node depended on. */
+  to: string
+  /** What it means. */
+  kind: string
+  /** 1, 2 or 3. */
+  layer: number
+  /** Weight (for code: how many references it aggregates). */
+  weight: number
+  /** `ast`, `agent`, `user` or `llm`. */
+  source: 'ast' | 'agent' | 'user' | 'llm'
+  /** 0..1. */
+  confidence: number
+  /** Free-form object. */
+  metadata: Record<string, unknown>
+  /** Created (ms). */
+  createdAt: number
+  /** Last written (ms). */
+  updatedAt: number
+}
+
+/**
+ * An edge to create or update; (from, to, kind) is its identity. Direction is dependency:
+ * `a -imports-> b` means a depends on b, so b's impact includes a.
+ */
+export interface GraphEdgeInput {
+  /** Key of the dependent node. */
+  from: string
+  /** Key of the node depended on. */
+  to: string
+  /**
+   * e.g. `calls`, `depends_on`, `supersedes`. `supersedes`, `caused_by`, `part_of` and
+   * `derived_from` must stay acyclic; `contains` is left out of the closure.
+   */
+  kind: string
+  /** 1, 2 or 3 (default 3). */
+  layer?: number
+  /** > 0, summed along paths (default 1). */
+  weight?: number
+  /** Who asserts it (default `agent`). */
+  source?: 'agent' | 'user' | 'llm'
+  /** 0..1 (default 1). */
+  confidence?: number
+  /** Free-form object. */
+  metadata?: Record<string, unknown>
+}
+
+/** A stored graph node. */
+export interface GraphNode {
+  /** Unique within the project. */
+  key: string
+  /** 1 structural (files, symbols), 2 semantic (modules), 3 knowledge. */
+  layer: number
+  /** `file`, `function`, `class`, `module`... or your own kind. */
+  kind: string
+  /** Display name. */
+  label: string
+  /** File it lives in. */
+  filePath?: string
+  /** First line. */
+  startLine?: number
+  /** Last line. */
+  endLine?: number
+  /** `ast`, `agent`, `user` or `llm`. */
+  source: 'ast' | 'agent' | 'user' | 'llm'
+  /** 0..1. */
+  confidence: number
+  /** Free-form object (modules list their `entryPoints`). */
+  metadata: Record<string, unknown>
+  /** Created (ms since epoch). */
+  createdAt: number
+  /** Last written (ms). */
+  updatedAt: number
+}
+
+/**
+ * A node to create or update. `key` is its identity within the project: code nodes are
+ * keyed by path (`src/a.ts`), `path:Qualified.name` and directory (`src/auth/`) and belong to
+ * the indexer; choose keys like `concept:auth-flow` for your own.
+ */
+export interface GraphNodeInput {
+  /** Unique within the project. */
+  key: string
+  /** e.g. `concept`, `decision`, `service`. */
+  kind: string
+  /** 1 structural, 2 semantic, 3 knowledge (default 3). */
+  layer?: number
+  /** Display name (default: the key). */
+  label?: string
+  /** File it lives in (relative to the project root). */
+  filePath?: string
+  /** First line. */
+  startLine?: number
+  /** Last line. */
+  endLine?: number
+  /** Who asserts it (default `agent`). */
+  source?: 'agent' | 'user' | 'llm'
+  /** 0..1 (default 1). */
+  confidence?: number
+  /** Free-form object. */
+  metadata?: Record<string, unknown>
+}
+
+/** Sizes of the project's graph. */
+export interface GraphStats {
+  /** Nodes in layers 1, 2 and 3. */
+  nodesByLayer: Array<number>
+  /** Edges in layers 1, 2 and 3. */
+  edgesByLayer: Array<number>
+  /** Rows of the closure table. */
+  closureRows: number
+  /** Depth cap the closure was built with (0 before the first graph write). */
+  closureDepth: number
+}
+
+/** What an index run changed in the knowledge graph's structural and module layers. */
+export interface GraphSyncSummary {
+  /** Nodes created or changed. */
+  nodesWritten: number
+  /** Nodes deleted with their files or definitions. */
+  nodesRemoved: number
+  /** Edges created or re-weighted. */
+  edgesWritten: number
+  /** Edges deleted. */
+  edgesRemoved: number
+  /**
+   * Memories newly marked stale (and needing review) because a symbol they are attached
+   * to changed or disappeared.
+   */
+  memoriesMarkedStale: number
+}
+
+/** What depends on a target, and the memories on any of it. */
+export interface Impact {
+  /** The node the target named. */
+  target: GraphNode
+  /** Dependents, nearest first. */
+  affected: Array<ReachedNode>
+  /** Memories on the target, what it contains and the dependents, nearest first. */
+  memories: Array<AttachedMemory>
+  /** True when `limit` cut `affected`. */
+  truncated: boolean
+}
+
+/** Options of `impact()`. */
+export interface ImpactOptions {
+  /** Hops (default and at most: the engine's `closureDepth`). */
+  maxDepth?: number
+  /** Most affected nodes (1..10000, default 500). */
+  limit?: number
+  /** Most memories (default 100). */
+  memoryLimit?: number
+  /** Only affected nodes of these layers (memories still come from all). */
+  layers?: Array<number>
 }
 
 /** Options of `index()` (besides `onProgress` and `signal`). */
@@ -269,6 +497,20 @@ export interface IndexSummary {
   indexedPaths: Array<string>
   /** Paths removed from the index (deleted, renamed away or now ignored), at most 1,000. */
   removedPaths: Array<string>
+  /** What the run changed in the knowledge graph. */
+  graph: GraphSyncSummary
+}
+
+/** What `injectGraph` changed. */
+export interface InjectSummary {
+  /** Nodes that did not exist. */
+  nodesCreated: number
+  /** Existing nodes written again (changed or not: only `updatedAt` moves when equal). */
+  nodesUpdated: number
+  /** Edges that did not exist. */
+  edgesCreated: number
+  /** Existing edges written again. */
+  edgesUpdated: number
 }
 
 /** Filters of `list`. */
@@ -480,6 +722,32 @@ export interface OpenOptions {
   readConnections?: number
   /** Largest accepted `content`, in UTF-8 bytes (default 16384). */
   maxContentBytes?: number
+  /**
+   * Hops the graph's closure table covers (1..8, default 4): `impact()`, `ancestors()` and
+   * `descendants()` answer up to this depth from one indexed lookup. Changing it rebuilds
+   * the closure at the next graph write.
+   */
+  closureDepth?: number
+}
+
+/** A node reached from a start node. */
+export interface ReachedNode {
+  /** The node. */
+  node: GraphNode
+  /** Hops from the start. */
+  depth: number
+  /** Summed weight of the path's edges. */
+  weight: number
+  /** Keys of the nodes between the start and this one (empty for a neighbour). */
+  via: Array<string>
+}
+
+/** Options of `ancestors()` and `descendants()`. */
+export interface ReachOptions {
+  /** Hops (default and at most: the engine's `closureDepth`). */
+  maxDepth?: number
+  /** Most nodes returned (1..10000, default 500). */
+  limit?: number
 }
 
 /** r" How a memory relates to another memory or a file. */
@@ -601,6 +869,38 @@ export interface Stats {
   schemaVersion: number
   /** Canonical database path. */
   path: string
+}
+
+/** Nodes reached from a start node, and the edges among them. */
+export interface Subgraph {
+  /** The start node (absent for `subgraph()`). */
+  start?: GraphNode
+  /** Reached nodes, nearest first. */
+  nodes: Array<ReachedNode>
+  /**
+   * Edges followed (traverse) or among the nodes (subgraph); empty for ancestors and
+   * descendants.
+   */
+  edges: Array<GraphEdge>
+  /** True when `limit` cut the result. */
+  truncated: boolean
+}
+
+/** Options of `traverse()`. */
+export interface TraverseOptions {
+  /** Hops (1..10, default 2). */
+  maxDepth?: number
+  /**
+   * `out` follows edges (what the start depends on), `in` goes against them (what depends
+   * on it), `both` either way. Default `out`.
+   */
+  direction?: 'out' | 'in' | 'both'
+  /** Only edges of these kinds. */
+  kinds?: Array<string>
+  /** Only edges of these layers. */
+  layers?: Array<number>
+  /** Most nodes returned (1..10000, default 500). */
+  limit?: number
 }
 
 /**

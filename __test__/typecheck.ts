@@ -1,6 +1,18 @@
 // Compiled (not run) by `tsc` in the test script: the README's TypeScript usage must type-check
 // against the generated index.d.ts, and misuse must not.
-import { Engram, type CodeHit, type ErrorCode, type IndexSummary, type Memory, type RememberInput, type SearchHit } from '../index.js'
+import {
+  Engram,
+  type CodeHit,
+  type ErrorCode,
+  type GraphNode,
+  type Impact,
+  type IndexSummary,
+  type InjectSummary,
+  type Memory,
+  type RememberInput,
+  type SearchHit,
+  type Subgraph,
+} from '../index.js'
 
 export async function quickStart(): Promise<SearchHit[]> {
   const memory = await Engram.open({ path: '.engram/memory.db', projectRoot: process.cwd() })
@@ -57,4 +69,22 @@ export async function followChanges(memory: Engram): Promise<IndexSummary> {
   // @ts-expect-error: paths is an array
   await memory.indexPaths('src/a.ts')
   return memory.indexPaths(['src/a.ts', 'src/b'])
+}
+
+export async function knowledgeGraph(memory: Engram): Promise<Impact> {
+  const written: InjectSummary = await memory.injectGraph({
+    nodes: [{ key: 'concept:auth', kind: 'concept', metadata: { owner: 'team-a' } }],
+    edges: [{ from: 'concept:auth', to: 'src/auth/login.ts', kind: 'implemented_by', weight: 2 }],
+  })
+  console.log(written.nodesCreated)
+  // @ts-expect-error: source is 'agent' | 'user' | 'llm'
+  await memory.injectGraph({ nodes: [{ key: 'k', kind: 'x', source: 'robot' }] })
+  const around: Subgraph = await memory.traverse('concept:auth', { direction: 'both', maxDepth: 2 })
+  console.log(around.nodes.map((r) => `${r.depth} ${r.node.key} via ${r.via.join('>')}`))
+  const up = await memory.ancestors('src/auth/login.ts', { maxDepth: 2 })
+  const node: GraphNode | null = await memory.getNode('src/auth/login.ts')
+  console.log(up.truncated, node?.layer, (await memory.graphStats()).closureRows)
+  const impact = await memory.impact('src/auth/login.ts:Auth.login', { layers: [1], memoryLimit: 10 })
+  console.log(impact.memories.map((m) => `${m.role} ${m.nodeKey} ${m.memory.content}`))
+  return impact
 }

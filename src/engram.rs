@@ -12,8 +12,8 @@ use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::graph::{
-    self, EdgeInput, GraphCtx, GraphNode, Impact, ImpactOptions, InjectSummary, NodeInput, Side,
-    Subgraph, TraverseOptions,
+    self, EdgeInput, GraphCtx, GraphNode, GraphStats, Impact, ImpactOptions, InjectSummary,
+    NodeInput, Side, Subgraph, TraverseOptions,
 };
 use crate::memory::{
     self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
@@ -339,5 +339,21 @@ impl Engram {
     /// closure depth, and the memories attached to the target or anything affected.
     pub async fn impact(&self, target: &str, options: &ImpactOptions) -> Result<Impact> {
         graph::impact(&self.graph_ctx(), target, options).await
+    }
+
+    /// Node, edge and closure counts of the project's graph.
+    pub async fn graph_stats(&self) -> Result<GraphStats> {
+        graph::stats(&self.graph_ctx()).await
+    }
+
+    /// Keys of the project's graph nodes, optionally of one kind (`file`, `module`,
+    /// `function`...) and layer, in key order, at most `limit` (<= 100,000).
+    pub async fn node_keys(
+        &self,
+        kind: Option<&str>,
+        layer: Option<u8>,
+        limit: u32,
+    ) -> Result<Vec<String>> {
+        graph::keys(&self.graph_ctx(), kind, layer, limit).await
     }
 }

@@ -18,7 +18,7 @@ pub mod write;
 pub use code_layer::GraphSyncSummary;
 pub use impact::{AttachedMemory, Impact, ImpactOptions};
 pub use model::{Direction, EdgeInput, GraphEdge, GraphNode, GraphSource, NodeInput};
-pub use read::{ReachedNode, Side, Subgraph, TraverseOptions};
+pub use read::{GraphStats, ReachedNode, Side, Subgraph, TraverseOptions};
 pub use write::InjectSummary;
 
 use crate::clock::Clock;
@@ -159,4 +159,26 @@ pub(crate) async fn impact(
         options,
     )
     .await
+}
+
+/// Sizes of the project's graph.
+pub(crate) async fn stats(ctx: &GraphCtx<'_>) -> Result<GraphStats> {
+    let reader = ctx.store.reader().await;
+    read::stats(&reader, ctx.project_id).await
+}
+
+/// Keys of the project's nodes, optionally of one kind and layer.
+pub(crate) async fn keys(
+    ctx: &GraphCtx<'_>,
+    kind: Option<&str>,
+    layer: Option<u8>,
+    limit: u32,
+) -> Result<Vec<String>> {
+    if limit == 0 || limit > 100_000 {
+        return Err(Error::invalid(format!(
+            "limit must be within 1..=100000, got {limit}"
+        )));
+    }
+    let reader = ctx.store.reader().await;
+    read::keys(&reader, ctx.project_id, kind, layer, limit).await
 }

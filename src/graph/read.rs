@@ -457,3 +457,87 @@ async fn nodes_by_id(conn: &Connection, ids: &[NodeId]) -> Result<HashMap<NodeId
     }
     Ok(out)
 }
+
+/// Sizes of a project's graph.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphStats {
+    /// Nodes in layers 1, 2 and 3.
+    pub nodes_by_layer: [u64; 3],
+    /// Edges in layers 1, 2 and 3.
+    pub edges_by_layer: [u64; 3],
+    /// Rows of the closure table.
+    pub closure_rows: u64,
+    /// Depth cap the closure was built with.
+    pub closure_depth: u32,
+}
+
+/// Counts a project's nodes, edges and closure rows.
+pub(crate) async fn stats(conn: &Connection, project_id: &str) -> Result<GraphStats> {
+    let mut out = GraphStats::default();
+    for (sql, target) in [
+        (
+            "SELECT layer, COUNT(*) FROM graph_nodes WHERE project_id = ?1 GROUP BY layer",
+            0,
+        ),
+        (
+            "SELECT layer, COUNT(*) FROM graph_edges WHERE project_id = ?1 GROUP BY layer",
+            1,
+        ),
+    ] {
+        let mut rows = conn
+            .query(sql, [project_id])
+            .await
+            .ctx("counting the graph")?;
+        while let Some(row) = rows.next().await.ctx("counting the graph")? {
+            let layer: usize = row.get::<u32>(0).ctx("graph count")? as usize;
+            let count: u64 = row.get(1).ctx("graph count")?;
+            if (1..=3).contains(&layer) {
+                let slot = if target == 0 {
+                    &mut out.nodes_by_layer
+                } else {
+                    &mut out.edges_by_layer
+                };
+                slot[layer - 1] = count;
+            }
+        }
+    }
+    let mut rows = conn
+        .query(
+            "SELECT (SELECT COUNT(*) FROM graph_closure WHERE ancestor_id IN
+                       (SELECT id FROM graph_nodes WHERE project_id = ?1)),
+                    (SELECT closure_depth FROM graph_state WHERE project_id = ?1)",
+            [project_id],
+        )
+        .await
+        .ctx("counting the closure")?;
+    if let Some(row) = rows.next().await.ctx("counting the closure")? {
+        out.closure_rows = row.get(0).ctx("closure count")?;
+        out.closure_depth = row.get::<Option<u32>>(1).ctx("closure count")?.unwrap_or(0);
+    }
+    Ok(out)
+}
+
+/// Keys of a project's nodes, optionally of one kind and layer, in key order.
+pub(crate) async fn keys(
+    conn: &Connection,
+    project_id: &str,
+    kind: Option<&str>,
+    layer: Option<u8>,
+    limit: u32,
+) -> Result<Vec<String>> {
+    let mut rows = conn
+        .query(
+            "SELECT key FROM graph_nodes WHERE project_id = ?1
+               AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR layer = ?3)
+             ORDER BY key LIMIT ?4",
+            libsql::params![project_id, kind, layer.map(u32::from), limit],
+        )
+        .await
+        .ctx("listing graph nodes")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("listing graph nodes")? {
+        out.push(row.get(0).ctx("node key")?);
+    }
+    Ok(out)
+}

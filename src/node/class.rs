@@ -42,16 +42,6 @@ pub struct Engram {
     watcher: Arc<Mutex<Option<crate::code::Watcher>>>,
 }
 
-/// Converts an argument, or returns a Promise rejected with `ENGRAM_INVALID_ARG`.
-macro_rules! arg {
-    ($env:expr, $result:expr) => {
-        match $result {
-            Ok(v) => v,
-            Err(e) => return rejected($env, e),
-        }
-    };
-}
-
 impl Engram {
     /// Stops the watcher, if any (waits for its thread: a running update is cancelled).
     fn stop_watching(&self) -> bool {
@@ -64,7 +54,7 @@ impl Engram {
     }
 
     /// The live core handle, or `ENGRAM_CLOSED`.
-    fn handle(&self) -> std::result::Result<crate::Engram, CoreError> {
+    pub(super) fn handle(&self) -> std::result::Result<crate::Engram, CoreError> {
         self.inner
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -79,6 +69,9 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     options.project_id = o.project_id;
     if let Some(ms) = o.busy_timeout_ms {
         options.engine.store.busy_timeout = Duration::from_millis(ms as u64);
+    }
+    if let Some(depth) = o.closure_depth {
+        options.engine.closure_depth = depth;
     }
     if let Some(n) = o.read_connections {
         if n == 0 || n > 64 {

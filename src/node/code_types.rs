@@ -108,6 +108,24 @@ pub struct IndexSummary {
     pub indexed_paths: Vec<String>,
     /// Paths removed from the index (deleted, renamed away or now ignored), at most 1,000.
     pub removed_paths: Vec<String>,
+    /// What the run changed in the knowledge graph.
+    pub graph: GraphSyncSummary,
+}
+
+/// What an index run changed in the knowledge graph's structural and module layers.
+#[napi(object)]
+pub struct GraphSyncSummary {
+    /// Nodes created or changed.
+    pub nodes_written: u32,
+    /// Nodes deleted with their files or definitions.
+    pub nodes_removed: u32,
+    /// Edges created or re-weighted.
+    pub edges_written: u32,
+    /// Edges deleted.
+    pub edges_removed: u32,
+    /// Memories newly marked stale (and needing review) because a symbol they are attached
+    /// to changed or disappeared.
+    pub memories_marked_stale: u32,
 }
 
 impl From<core::IndexSummary> for IndexSummary {
@@ -126,6 +144,13 @@ impl From<core::IndexSummary> for IndexSummary {
             duration_ms: s.duration.as_secs_f64() * 1000.0,
             indexed_paths: s.indexed_paths,
             removed_paths: s.removed_paths,
+            graph: GraphSyncSummary {
+                nodes_written: s.graph.nodes_written as u32,
+                nodes_removed: s.graph.nodes_removed as u32,
+                edges_written: s.graph.edges_written as u32,
+                edges_removed: s.graph.edges_removed as u32,
+                memories_marked_stale: s.graph.memories_marked_stale as u32,
+            },
             problems: s
                 .problems
                 .into_iter()

@@ -9,10 +9,22 @@
 //! - Errors become JS `Error`s with a stable `code` and a `cause`; panics are caught and become
 //!   `ENGRAM_INTERNAL`.
 
+/// Converts an argument, or returns a Promise rejected with `ENGRAM_INVALID_ARG`.
+macro_rules! arg {
+    ($env:expr, $result:expr) => {
+        match $result {
+            Ok(v) => v,
+            Err(e) => return $crate::node::error::rejected($env, e),
+        }
+    };
+}
+
 mod args;
 mod class;
 mod code_types;
 mod error;
+mod graph_class;
+mod graph_types;
 mod json;
 mod types;
 

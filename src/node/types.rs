@@ -160,6 +160,10 @@ pub struct OpenOptions {
     pub read_connections: Option<u32>,
     /// Largest accepted `content`, in UTF-8 bytes (default 16384).
     pub max_content_bytes: Option<u32>,
+    /// Hops the graph's closure table covers (1..8, default 4): `impact()`, `ancestors()` and
+    /// `descendants()` answer up to this depth from one indexed lookup. Changing it rebuilds
+    /// the closure at the next graph write.
+    pub closure_depth: Option<u32>,
 }
 
 /// The methodology unit a memory belongs to.

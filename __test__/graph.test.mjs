@@ -1,0 +1,150 @@
+// The knowledge graph across the boundary: injectGraph / traverse / ancestors / descendants /
+// subgraph / deleteNode / deleteEdge, ENGRAM_CYCLE, argument errors, impact() on an indexed
+// project with attached memories, symbol staleness, and the shapes index.d.ts declares.
+import assert from 'node:assert/strict'
+import { cpSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+
+import { Engram, rejectsWithCode, tempDir } from './helpers.mjs'
+
+/** Field names of `export interface <name>` in index.d.ts. */
+function declaredKeys(name) {
+  const dts = readFileSync(new URL('../index.d.ts', import.meta.url), 'utf8')
+  const body = dts.match(new RegExp(`export interface ${name} \\{([\\s\\S]*?)\\n\\}`))
+  assert.ok(body, `interface ${name} not found`)
+  return new Set([...body[1].matchAll(/^ {2}(\w+)\??:/gm)].map((m) => m[1]))
+}
+
+function assertDeclared(name, value) {
+  const keys = declaredKeys(name)
+  for (const key of Object.keys(value)) assert.ok(keys.has(key), `${name}.${key} is not declared`)
+}
+
+test('inject is idempotent, reads follow the closure, deletes detach', async (t) => {
+  const dir = tempDir(t)
+  const memory = await Engram.open({ path: join(dir, 'g.db'), closureDepth: 3 })
+  t.after(() => memory.close())
+  const batch = {
+    nodes: [
+      { key: 'svc:web', kind: 'service' },
+      { key: 'svc:api', kind: 'service', metadata: { owner: 'team-a' } },
+      { key: 'svc:db', kind: 'service', label: 'Postgres' },
+    ],
+    edges: [
+      { from: 'svc:web', to: 'svc:api', kind: 'calls', weight: 2 },
+      { from: 'svc:api', to: 'svc:db', kind: 'reads' },
+    ],
+  }
+  const first = await memory.injectGraph(batch)
+  assert.deepEqual(first, { nodesCreated: 3, nodesUpdated: 0, edgesCreated: 2, edgesUpdated: 0 })
+  const again = await memory.injectGraph(batch)
+  assert.deepEqual(again, { nodesCreated: 0, nodesUpdated: 3, edgesCreated: 0, edgesUpdated: 2 })
+
+  const up = await memory.ancestors('svc:db')
+  assert.deepEqual(
+    up.nodes.map((r) => [r.node.key, r.depth, r.weight, r.via]),
+    [['svc:api', 1, 1, []], ['svc:web', 2, 3, ['svc:api']]],
+  )
+  assertDeclared('Subgraph', up)
+  assertDeclared('ReachedNode', up.nodes[0])
+  assertDeclared('GraphNode', up.nodes[0].node)
+  const down = await memory.descendants('svc:web', { maxDepth: 1 })
+  assert.deepEqual(down.nodes.map((r) => r.node.key), ['svc:api'])
+
+  const walk = await memory.traverse('svc:db', { direction: 'in', maxDepth: 2 })
+  assert.deepEqual(walk.nodes.map((r) => r.node.key), ['svc:api', 'svc:web'])
+  assert.equal(walk.edges.length, 2)
+  assertDeclared('GraphEdge', walk.edges[0])
+
+  const node = await memory.getNode('svc:api')
+  assert.equal(node.metadata.owner, 'team-a')
+  assert.equal(node.source, 'agent')
+  assert.equal(await memory.getNode('svc:none'), null)
+
+  const sub = await memory.subgraph(['svc:web', 'svc:api', 'svc:none'])
+  assert.deepEqual(sub.nodes.map((r) => r.node.key), ['svc:api', 'svc:web'])
+  assert.deepEqual(sub.edges.map((e) => `${e.from}>${e.to}`), ['svc:web>svc:api'])
+
+  assert.equal(await memory.deleteEdge('svc:api', 'svc:db', 'reads'), true)
+  assert.equal(await memory.deleteEdge('svc:api', 'svc:db', 'reads'), false)
+  assert.deepEqual((await memory.ancestors('svc:db')).nodes, [])
+  assert.equal(await memory.deleteNode('svc:api'), true)
+  assert.deepEqual((await memory.descendants('svc:web')).nodes, [])
+  const stats = await memory.graphStats()
+  assert.deepEqual(stats.nodesByLayer, [0, 0, 2])
+  assert.equal(stats.closureDepth, 3)
+})
+
+test('cycles, unknown endpoints and bad arguments reject with codes and keep nothing', async (t) => {
+  const dir = tempDir(t)
+  const memory = await Engram.open({ path: join(dir, 'g.db') })
+  t.after(() => memory.close())
+  await memory.injectGraph({
+    nodes: [{ key: 'adr:1', kind: 'decision' }, { key: 'adr:2', kind: 'decision' }],
+    edges: [{ from: 'adr:2', to: 'adr:1', kind: 'supersedes' }],
+  })
+  await rejectsWithCode(
+    assert,
+    memory.injectGraph({ edges: [{ from: 'adr:1', to: 'adr:2', kind: 'supersedes' }] }),
+    'ENGRAM_CYCLE',
+  )
+  await rejectsWithCode(
+    assert,
+    memory.injectGraph({
+      nodes: [{ key: 'adr:3', kind: 'decision' }],
+      edges: [{ from: 'adr:3', to: 'adr:404', kind: 'mentions' }],
+    }),
+    'ENGRAM_NOT_FOUND',
+  )
+  assert.equal(await memory.getNode('adr:3'), null, 'the batch was rolled back')
+  await rejectsWithCode(assert, memory.injectGraph({ nodes: [{ key: 'x' }] }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.injectGraph({ nodes: [{ key: 'x', kind: 'k', source: 'ast' }] }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.injectGraph({ edges: [{ from: 'adr:1', to: 'adr:2', kind: 'k', weight: -1 }] }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.injectGraph('nodes'), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.traverse('adr:1', { direction: 'sideways' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.traverse(42), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.ancestors('adr:1', { maxDepth: 99 }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.impact('adr:404'), 'ENGRAM_NOT_FOUND')
+  await rejectsWithCode(
+    assert,
+    Engram.open({ path: join(dir, 'other.db'), closureDepth: 0 }),
+    'ENGRAM_INVALID_ARG',
+  )
+})
+
+test('impact() on an indexed project lists dependents and memories; edits mark symbol memories stale', async (t) => {
+  const dir = tempDir(t)
+  const root = join(dir, 'repo')
+  cpSync(new URL('../tests/fixtures/graph/ts/', import.meta.url), root, { recursive: true })
+  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
+  t.after(() => memory.close())
+  const summary = await memory.index()
+  assert.ok(summary.graph.nodesWritten > 0, JSON.stringify(summary.graph))
+  const gotcha = await memory.remember({
+    type: 'gotcha',
+    content: 'handle() must stay synchronous',
+    targetNodeId: 'src/api.ts:handle',
+  })
+  const impact = await memory.impact(join(root, 'src/util.ts'))
+  assert.equal(impact.target.key, 'src/util.ts')
+  assert.deepEqual(
+    impact.affected.filter((r) => r.node.layer === 1).map((r) => `${r.depth} ${r.node.key}`).sort(),
+    ['1 src/orders.ts', '1 src/orders.ts:renderOrder', '2 src/api.ts', '2 src/api.ts:handle', '3 src/main.ts'],
+  )
+  assert.deepEqual(impact.memories.map((m) => [m.memory.id, m.role, m.depth]), [[gotcha.memory.id, 'target', 2]])
+  assertDeclared('Impact', impact)
+  assertDeclared('AttachedMemory', impact.memories[0])
+  assertDeclared('Memory', impact.memories[0].memory)
+
+  // Changing handle's body marks the memory on it stale; the code graph's own nodes refuse
+  // agent writes.
+  const api = join(root, 'src/api.ts')
+  writeFileSync(api, readFileSync(api, 'utf8').replace('new Date()', 'new Date(0)'))
+  const update = await memory.indexPaths(['src/api.ts'])
+  assert.equal(update.graph.memoriesMarkedStale, 1)
+  const stale = await memory.get(gotcha.memory.id)
+  assert.equal(stale.needsReview, true)
+  await rejectsWithCode(assert, memory.deleteNode('src/api.ts'), 'ENGRAM_CONFLICT')
+  await rejectsWithCode(assert, memory.injectGraph({ nodes: [{ key: 'src/api.ts', kind: 'file' }] }), 'ENGRAM_CONFLICT')
+})

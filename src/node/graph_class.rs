@@ -1,0 +1,236 @@
+//! The `Engram` class's knowledge-graph methods: inject, delete, reads and impact.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::args::{optional_object, required, required_object};
+use super::class::Engram;
+use super::error::promise;
+use super::graph_types::{
+    GraphBatch, GraphNode, GraphStats, Impact, ImpactOptions, InjectSummary, ReachOptions,
+    Subgraph, TraverseOptions,
+};
+use super::json::{promise_json, JsonText};
+use crate::graph::Side;
+
+#[napi]
+impl Engram {
+    /// Writes graph nodes and edges in one transaction: nodes are matched by `key`, edges by
+    /// (from, to, kind), so re-sending a batch changes nothing but `updatedAt`. The closure
+    /// table follows in the same transaction. Rejects with `ENGRAM_NOT_FOUND` for an edge
+    /// endpoint that is neither in the batch nor stored, `ENGRAM_CYCLE` when an edge of an
+    /// acyclic kind would close a cycle, `ENGRAM_CONFLICT` for keys the code index owns;
+    /// nothing of a rejected batch is kept.
+    ///
+    /// ```ts
+    /// await memory.injectGraph({
+    ///   nodes: [{ key: 'concept:auth', kind: 'concept' }],
+    ///   edges: [{ from: 'concept:auth', to: 'src/auth/login.ts', kind: 'implemented_by' }],
+    /// })
+    /// ```
+    #[napi(
+        ts_args_type = "batch: GraphBatch",
+        ts_return_type = "Promise<InjectSummary>"
+    )]
+    pub fn inject_graph<'env>(
+        &self,
+        env: &'env Env,
+        batch: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, InjectSummary>> {
+        let handle = arg!(env, self.handle());
+        let batch: GraphBatch = arg!(env, required_object(env, &batch, "batch"));
+        let (nodes, edges) = arg!(env, batch.into_core());
+        promise(
+            env,
+            async move { handle.inject_graph(&nodes, &edges).await },
+            InjectSummary::from,
+        )
+    }
+
+    /// Deletes a node you injected, with its edges. Resolves false if there was none; code
+    /// nodes reject with `ENGRAM_CONFLICT` (they change with the code).
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<boolean>")]
+    pub fn delete_node<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let handle = arg!(env, self.handle());
+        let key: String = arg!(env, required(env, &key, "key"));
+        promise(env, async move { handle.delete_node(&key).await }, |b| b)
+    }
+
+    /// Deletes one edge you injected. Resolves false if there was none.
+    #[napi(
+        ts_args_type = "from: string, to: string, kind: string",
+        ts_return_type = "Promise<boolean>"
+    )]
+    pub fn delete_edge<'env>(
+        &self,
+        env: &'env Env,
+        from: Unknown<'env>,
+        to: Unknown<'env>,
+        kind: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let handle = arg!(env, self.handle());
+        let from: String = arg!(env, required(env, &from, "from"));
+        let to: String = arg!(env, required(env, &to, "to"));
+        let kind: String = arg!(env, required(env, &kind, "kind"));
+        promise(
+            env,
+            async move { handle.delete_edge(&from, &to, &kind).await },
+            |b| b,
+        )
+    }
+
+    /// One graph node by key, or null.
+    #[napi(
+        ts_args_type = "key: string",
+        ts_return_type = "Promise<GraphNode | null>"
+    )]
+    pub fn get_node<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let key: String = arg!(env, required(env, &key, "key"));
+        promise_json(env, async move { handle.node(&key).await }, |n| {
+            n.map(GraphNode::from)
+        })
+    }
+
+    /// Breadth-first search from a node over the edges, with depth, direction, kind and
+    /// layer filters.
+    #[napi(
+        ts_args_type = "start: string, options?: TraverseOptions",
+        ts_return_type = "Promise<Subgraph>"
+    )]
+    pub fn traverse<'env>(
+        &self,
+        env: &'env Env,
+        start: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let start: String = arg!(env, required(env, &start, "start"));
+        let options: Option<TraverseOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let options = match options {
+            Some(o) => arg!(env, o.into_core()),
+            None => crate::graph::TraverseOptions::default(),
+        };
+        promise_json(
+            env,
+            async move { handle.traverse(&start, &options).await },
+            Subgraph::from,
+        )
+    }
+
+    /// What depends on a node (transitively, nearest first), from the closure table.
+    #[napi(
+        ts_args_type = "key: string, options?: ReachOptions",
+        ts_return_type = "Promise<Subgraph>"
+    )]
+    pub fn ancestors<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        self.reach(env, key, options, Side::Ancestors)
+    }
+
+    /// What a node depends on (transitively, nearest first), from the closure table.
+    #[napi(
+        ts_args_type = "key: string, options?: ReachOptions",
+        ts_return_type = "Promise<Subgraph>"
+    )]
+    pub fn descendants<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        self.reach(env, key, options, Side::Descendants)
+    }
+
+    /// The nodes named by `keys` (unknown keys skipped) and every edge among them.
+    #[napi(ts_args_type = "keys: string[]", ts_return_type = "Promise<Subgraph>")]
+    pub fn subgraph<'env>(
+        &self,
+        env: &'env Env,
+        keys: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let keys: Vec<String> = arg!(env, required(env, &keys, "keys"));
+        promise_json(
+            env,
+            async move { handle.subgraph(&keys).await },
+            Subgraph::from,
+        )
+    }
+
+    /// What a change to `target` affects: every node that depends on it within the closure
+    /// depth (for a file: on the file or any of its symbols; for a module: on anything in
+    /// it), with depth, path and weight, and the memories attached to any of them. `target` is
+    /// a path (`src/auth/login.ts`), `path:Qualified.name` or any node key.
+    ///
+    /// ```ts
+    /// const { affected, memories } = await memory.impact('src/auth/login.ts:Auth.login')
+    /// ```
+    #[napi(
+        ts_args_type = "target: string, options?: ImpactOptions",
+        ts_return_type = "Promise<Impact>"
+    )]
+    pub fn impact<'env>(
+        &self,
+        env: &'env Env,
+        target: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let target: String = arg!(env, required(env, &target, "target"));
+        let options: Option<ImpactOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let options = options.map(ImpactOptions::into_core).unwrap_or_default();
+        promise_json(
+            env,
+            async move { handle.impact(&target, &options).await },
+            Impact::from,
+        )
+    }
+
+    /// Node, edge and closure-row counts of this project's graph.
+    #[napi(ts_return_type = "Promise<GraphStats>")]
+    pub fn graph_stats<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, GraphStats>> {
+        let handle = arg!(env, self.handle());
+        promise(
+            env,
+            async move { handle.graph_stats().await },
+            GraphStats::from,
+        )
+    }
+}
+
+impl Engram {
+    fn reach<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+        side: Side,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let key: String = arg!(env, required(env, &key, "key"));
+        let options: Option<ReachOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let (max_depth, limit) =
+            options.map_or((None, 500), |o| (o.max_depth, o.limit.unwrap_or(500)));
+        promise_json(
+            env,
+            async move { handle.reach(&key, side, max_depth, limit).await },
+            Subgraph::from,
+        )
+    }
+}

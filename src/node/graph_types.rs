@@ -1,0 +1,471 @@
+//! JS types of the knowledge graph: inject batches, nodes, edges, traversal and impact
+//! results, and their conversions. Results cross as JSON (see `json.rs`); the serde derives
+//! mirror napi's (camelCase, `None` omitted).
+
+use napi_derive::napi;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use super::types::Memory;
+use crate::error::Error as CoreError;
+use crate::graph as core;
+
+/// A node to create or update. `key` is its identity within the project: code nodes are
+/// keyed by path (`src/a.ts`), `path:Qualified.name` and directory (`src/auth/`) and belong to
+/// the indexer; choose keys like `concept:auth-flow` for your own.
+#[napi(object)]
+pub struct GraphNodeInput {
+    /// Unique within the project.
+    pub key: String,
+    /// e.g. `concept`, `decision`, `service`.
+    pub kind: String,
+    /// 1 structural, 2 semantic, 3 knowledge (default 3).
+    pub layer: Option<u32>,
+    /// Display name (default: the key).
+    pub label: Option<String>,
+    /// File it lives in (relative to the project root).
+    pub file_path: Option<String>,
+    /// First line.
+    pub start_line: Option<u32>,
+    /// Last line.
+    pub end_line: Option<u32>,
+    /// Who asserts it (default `agent`).
+    #[napi(ts_type = "'agent' | 'user' | 'llm'")]
+    pub source: Option<String>,
+    /// 0..1 (default 1).
+    pub confidence: Option<f64>,
+    /// Free-form object.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub metadata: Option<Json>,
+}
+
+/// An edge to create or update; (from, to, kind) is its identity. Direction is dependency:
+/// `a -imports-> b` means a depends on b, so b's impact includes a.
+#[napi(object)]
+pub struct GraphEdgeInput {
+    /// Key of the dependent node.
+    pub from: String,
+    /// Key of the node depended on.
+    pub to: String,
+    /// e.g. `calls`, `depends_on`, `supersedes`. `supersedes`, `caused_by`, `part_of` and
+    /// `derived_from` must stay acyclic; `contains` is left out of the closure.
+    pub kind: String,
+    /// 1, 2 or 3 (default 3).
+    pub layer: Option<u32>,
+    /// > 0, summed along paths (default 1).
+    pub weight: Option<f64>,
+    /// Who asserts it (default `agent`).
+    #[napi(ts_type = "'agent' | 'user' | 'llm'")]
+    pub source: Option<String>,
+    /// 0..1 (default 1).
+    pub confidence: Option<f64>,
+    /// Free-form object.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub metadata: Option<Json>,
+}
+
+/// Nodes and edges written together in one transaction by `injectGraph`.
+#[napi(object)]
+pub struct GraphBatch {
+    /// Nodes to create or update (at most 10,000).
+    pub nodes: Option<Vec<GraphNodeInput>>,
+    /// Edges to create or update (at most 50,000); endpoints may be nodes of this batch.
+    pub edges: Option<Vec<GraphEdgeInput>>,
+}
+
+fn layer(value: Option<u32>) -> Result<u8, CoreError> {
+    match value.unwrap_or(3) {
+        l @ 1..=3 => Ok(l as u8),
+        other => Err(CoreError::invalid(format!(
+            "layer must be 1, 2 or 3, got {other}"
+        ))),
+    }
+}
+
+fn source(value: Option<String>) -> Result<core::GraphSource, CoreError> {
+    match value.as_deref() {
+        None => Ok(core::GraphSource::Agent),
+        Some("ast") => Err(CoreError::invalid(
+            "source 'ast' is reserved for the code indexer; use agent, user or llm",
+        )),
+        Some(s) => core::GraphSource::parse(s),
+    }
+}
+
+fn metadata(value: Option<Json>) -> Json {
+    value.unwrap_or_else(|| Json::Object(Default::default()))
+}
+
+impl GraphBatch {
+    /// The core inputs (the core validates ranges and sizes).
+    pub fn into_core(self) -> Result<(Vec<core::NodeInput>, Vec<core::EdgeInput>), CoreError> {
+        let nodes = self
+            .nodes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| {
+                Ok(core::NodeInput {
+                    label: n.label.unwrap_or_default(),
+                    layer: layer(n.layer)?,
+                    file_path: n.file_path,
+                    start_line: n.start_line,
+                    end_line: n.end_line,
+                    source: source(n.source)?,
+                    confidence: n.confidence.unwrap_or(1.0),
+                    metadata: metadata(n.metadata),
+                    ..core::NodeInput::new(n.key, n.kind)
+                })
+            })
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        let edges = self
+            .edges
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| {
+                Ok(core::EdgeInput {
+                    layer: layer(e.layer)?,
+                    weight: e.weight.unwrap_or(1.0),
+                    source: source(e.source)?,
+                    confidence: e.confidence.unwrap_or(1.0),
+                    metadata: metadata(e.metadata),
+                    ..core::EdgeInput::new(e.from, e.to, e.kind)
+                })
+            })
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        Ok((nodes, edges))
+    }
+}
+
+/// What `injectGraph` changed.
+#[napi(object)]
+pub struct InjectSummary {
+    /// Nodes that did not exist.
+    pub nodes_created: u32,
+    /// Existing nodes written again (changed or not: only `updatedAt` moves when equal).
+    pub nodes_updated: u32,
+    /// Edges that did not exist.
+    pub edges_created: u32,
+    /// Existing edges written again.
+    pub edges_updated: u32,
+}
+
+impl From<core::InjectSummary> for InjectSummary {
+    fn from(s: core::InjectSummary) -> Self {
+        InjectSummary {
+            nodes_created: s.nodes_created,
+            nodes_updated: s.nodes_updated,
+            edges_created: s.edges_created,
+            edges_updated: s.edges_updated,
+        }
+    }
+}
+
+/// A stored graph node.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphNode {
+    /// Unique within the project.
+    pub key: String,
+    /// 1 structural (files, symbols), 2 semantic (modules), 3 knowledge.
+    pub layer: u32,
+    /// `file`, `function`, `class`, `module`... or your own kind.
+    pub kind: String,
+    /// Display name.
+    pub label: String,
+    /// File it lives in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_path: Option<String>,
+    /// First line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    /// Last line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u32>,
+    /// `ast`, `agent`, `user` or `llm`.
+    #[napi(ts_type = "'ast' | 'agent' | 'user' | 'llm'")]
+    pub source: String,
+    /// 0..1.
+    pub confidence: f64,
+    /// Free-form object (modules list their `entryPoints`).
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub metadata: Json,
+    /// Created (ms since epoch).
+    pub created_at: f64,
+    /// Last written (ms).
+    pub updated_at: f64,
+}
+
+impl From<core::GraphNode> for GraphNode {
+    fn from(n: core::GraphNode) -> Self {
+        GraphNode {
+            key: n.key,
+            layer: u32::from(n.layer),
+            kind: n.kind,
+            label: n.label,
+            file_path: n.file_path,
+            start_line: n.start_line,
+            end_line: n.end_line,
+            source: n.source.as_str().to_owned(),
+            confidence: n.confidence,
+            metadata: n.metadata,
+            created_at: n.created_at as f64,
+            updated_at: n.updated_at as f64,
+        }
+    }
+}
+
+/// A stored graph edge.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphEdge {
+    /// Key of the dependent node.
+    pub from: String,
+    /// Key of the node depended on.
+    pub to: String,
+    /// What it means.
+    pub kind: String,
+    /// 1, 2 or 3.
+    pub layer: u32,
+    /// Weight (for code: how many references it aggregates).
+    pub weight: f64,
+    /// `ast`, `agent`, `user` or `llm`.
+    #[napi(ts_type = "'ast' | 'agent' | 'user' | 'llm'")]
+    pub source: String,
+    /// 0..1.
+    pub confidence: f64,
+    /// Free-form object.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub metadata: Json,
+    /// Created (ms).
+    pub created_at: f64,
+    /// Last written (ms).
+    pub updated_at: f64,
+}
+
+impl From<core::GraphEdge> for GraphEdge {
+    fn from(e: core::GraphEdge) -> Self {
+        GraphEdge {
+            from: e.from,
+            to: e.to,
+            kind: e.kind,
+            layer: u32::from(e.layer),
+            weight: e.weight,
+            source: e.source.as_str().to_owned(),
+            confidence: e.confidence,
+            metadata: e.metadata,
+            created_at: e.created_at as f64,
+            updated_at: e.updated_at as f64,
+        }
+    }
+}
+
+/// A node reached from a start node.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReachedNode {
+    /// The node.
+    pub node: GraphNode,
+    /// Hops from the start.
+    pub depth: u32,
+    /// Summed weight of the path's edges.
+    pub weight: f64,
+    /// Keys of the nodes between the start and this one (empty for a neighbour).
+    pub via: Vec<String>,
+}
+
+impl From<core::ReachedNode> for ReachedNode {
+    fn from(r: core::ReachedNode) -> Self {
+        ReachedNode {
+            node: r.node.into(),
+            depth: r.depth,
+            weight: r.weight,
+            via: r.via,
+        }
+    }
+}
+
+/// Nodes reached from a start node, and the edges among them.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Subgraph {
+    /// The start node (absent for `subgraph()`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<GraphNode>,
+    /// Reached nodes, nearest first.
+    pub nodes: Vec<ReachedNode>,
+    /// Edges followed (traverse) or among the nodes (subgraph); empty for ancestors and
+    /// descendants.
+    pub edges: Vec<GraphEdge>,
+    /// True when `limit` cut the result.
+    pub truncated: bool,
+}
+
+impl From<core::Subgraph> for Subgraph {
+    fn from(s: core::Subgraph) -> Self {
+        Subgraph {
+            start: s.start.map(GraphNode::from),
+            nodes: s.nodes.into_iter().map(ReachedNode::from).collect(),
+            edges: s.edges.into_iter().map(GraphEdge::from).collect(),
+            truncated: s.truncated,
+        }
+    }
+}
+
+/// Options of `traverse()`.
+#[napi(object)]
+pub struct TraverseOptions {
+    /// Hops (1..10, default 2).
+    pub max_depth: Option<u32>,
+    /// `out` follows edges (what the start depends on), `in` goes against them (what depends
+    /// on it), `both` either way. Default `out`.
+    #[napi(ts_type = "'out' | 'in' | 'both'")]
+    pub direction: Option<String>,
+    /// Only edges of these kinds.
+    pub kinds: Option<Vec<String>>,
+    /// Only edges of these layers.
+    pub layers: Option<Vec<u32>>,
+    /// Most nodes returned (1..10000, default 500).
+    pub limit: Option<u32>,
+}
+
+impl TraverseOptions {
+    /// The core options.
+    pub fn into_core(self) -> Result<core::TraverseOptions, CoreError> {
+        let defaults = core::TraverseOptions::default();
+        let direction = match self.direction.as_deref() {
+            None | Some("out") => core::Direction::Out,
+            Some("in") => core::Direction::In,
+            Some("both") => core::Direction::Both,
+            Some(other) => {
+                return Err(CoreError::invalid(format!(
+                    "direction must be 'out', 'in' or 'both', got {other:?}"
+                )));
+            }
+        };
+        Ok(core::TraverseOptions {
+            max_depth: self.max_depth.unwrap_or(defaults.max_depth),
+            direction,
+            kinds: self.kinds,
+            layers: self
+                .layers
+                .map(|l| l.into_iter().map(|x| x.min(255) as u8).collect()),
+            limit: self.limit.unwrap_or(defaults.limit),
+        })
+    }
+}
+
+/// Options of `ancestors()` and `descendants()`.
+#[napi(object)]
+pub struct ReachOptions {
+    /// Hops (default and at most: the engine's `closureDepth`).
+    pub max_depth: Option<u32>,
+    /// Most nodes returned (1..10000, default 500).
+    pub limit: Option<u32>,
+}
+
+/// Options of `impact()`.
+#[napi(object)]
+pub struct ImpactOptions {
+    /// Hops (default and at most: the engine's `closureDepth`).
+    pub max_depth: Option<u32>,
+    /// Most affected nodes (1..10000, default 500).
+    pub limit: Option<u32>,
+    /// Most memories (default 100).
+    pub memory_limit: Option<u32>,
+    /// Only affected nodes of these layers (memories still come from all).
+    pub layers: Option<Vec<u32>>,
+}
+
+impl ImpactOptions {
+    /// The core options.
+    pub fn into_core(self) -> core::ImpactOptions {
+        let defaults = core::ImpactOptions::default();
+        core::ImpactOptions {
+            max_depth: self.max_depth,
+            limit: self.limit.unwrap_or(defaults.limit),
+            memory_limit: self.memory_limit.unwrap_or(defaults.memory_limit),
+            layers: self
+                .layers
+                .map(|l| l.into_iter().map(|x| x.min(255) as u8).collect()),
+        }
+    }
+}
+
+/// A memory attached to the impact's target or to an affected node.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedMemory {
+    /// The memory.
+    pub memory: Memory,
+    /// Key of the node it is attached to.
+    pub node_key: String,
+    /// `target` (its targetNodeId), `impacted` (impactedNodeIds) or `file` (relatedFiles).
+    #[napi(ts_type = "'target' | 'impacted' | 'file'")]
+    pub role: String,
+    /// Hops from the target to that node (0: the target or something it contains).
+    pub depth: u32,
+}
+
+/// What depends on a target, and the memories on any of it.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Impact {
+    /// The node the target named.
+    pub target: GraphNode,
+    /// Dependents, nearest first.
+    pub affected: Vec<ReachedNode>,
+    /// Memories on the target, what it contains and the dependents, nearest first.
+    pub memories: Vec<AttachedMemory>,
+    /// True when `limit` cut `affected`.
+    pub truncated: bool,
+}
+
+impl From<core::Impact> for Impact {
+    fn from(i: core::Impact) -> Self {
+        Impact {
+            target: i.target.into(),
+            affected: i.affected.into_iter().map(ReachedNode::from).collect(),
+            memories: i
+                .memories
+                .into_iter()
+                .map(|m| AttachedMemory {
+                    memory: m.memory.into(),
+                    node_key: m.node_key,
+                    role: m.role,
+                    depth: m.depth,
+                })
+                .collect(),
+            truncated: i.truncated,
+        }
+    }
+}
+
+/// Sizes of the project's graph.
+#[napi(object)]
+pub struct GraphStats {
+    /// Nodes in layers 1, 2 and 3.
+    pub nodes_by_layer: Vec<f64>,
+    /// Edges in layers 1, 2 and 3.
+    pub edges_by_layer: Vec<f64>,
+    /// Rows of the closure table.
+    pub closure_rows: f64,
+    /// Depth cap the closure was built with (0 before the first graph write).
+    pub closure_depth: u32,
+}
+
+impl From<core::GraphStats> for GraphStats {
+    fn from(s: core::GraphStats) -> Self {
+        GraphStats {
+            nodes_by_layer: s.nodes_by_layer.iter().map(|&n| n as f64).collect(),
+            edges_by_layer: s.edges_by_layer.iter().map(|&n| n as f64).collect(),
+            closure_rows: s.closure_rows as f64,
+            closure_depth: s.closure_depth,
+        }
+    }
+}
