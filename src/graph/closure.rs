@@ -236,23 +236,21 @@ impl Reach {
 }
 
 /// Transitive out-hops, read from `graph_edges` on demand and remembered for one write.
-struct Adjacency<'c> {
-    conn: &'c Connection,
+struct Adjacency {
     /// Hops left out (the changed ones, while the removal step recomputes without them).
     excluded: BTreeSet<(NodeId, NodeId)>,
     cache: HashMap<NodeId, Vec<(NodeId, f64)>>,
     stmt: Statement,
 }
 
-impl<'c> Adjacency<'c> {
-    async fn new(conn: &'c Connection, excluded: BTreeSet<(NodeId, NodeId)>) -> Result<Self> {
+impl Adjacency {
+    async fn new(conn: &Connection, excluded: BTreeSet<(NodeId, NodeId)>) -> Result<Self> {
         let sql = format!(
             "SELECT to_id, MAX(weight) FROM graph_edges WHERE from_id = ?1 AND {TRANSITIVE_EDGE}
              GROUP BY to_id ORDER BY to_id"
         );
         let stmt = conn.prepare(&sql).await.ctx("preparing the hop query")?;
         Ok(Adjacency {
-            conn,
             excluded,
             cache: HashMap::new(),
             stmt,
@@ -261,7 +259,6 @@ impl<'c> Adjacency<'c> {
 
     async fn out(&mut self, node: NodeId) -> Result<&[(NodeId, f64)]> {
         if !self.cache.contains_key(&node) {
-            let _ = self.conn;
             self.stmt.reset();
             let mut rows = self.stmt.query([node]).await.ctx("reading hops")?;
             let mut hops = Vec::new();

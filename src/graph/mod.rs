@@ -39,6 +39,18 @@ pub(crate) struct GraphCtx<'a> {
     pub closure_depth: u32,
 }
 
+/// The depth a closure read asks for (default: the closure depth, which is also the most).
+fn closure_depth(ctx: &GraphCtx<'_>, max_depth: Option<u32>) -> Result<u32> {
+    let depth = max_depth.unwrap_or(ctx.closure_depth);
+    if depth == 0 || depth > ctx.closure_depth {
+        return Err(Error::invalid(format!(
+            "maxDepth must be within 1..={} (the closure depth); traverse() goes deeper",
+            ctx.closure_depth
+        )));
+    }
+    Ok(depth)
+}
+
 /// Upserts a batch of nodes and edges in one transaction.
 pub(crate) async fn inject(
     ctx: &GraphCtx<'_>,
@@ -112,13 +124,7 @@ pub(crate) async fn closure_of(
     max_depth: Option<u32>,
     limit: u32,
 ) -> Result<Subgraph> {
-    let depth = max_depth.unwrap_or(ctx.closure_depth);
-    if depth == 0 || depth > ctx.closure_depth {
-        return Err(Error::invalid(format!(
-            "maxDepth must be within 1..={} (the closure depth); traverse() goes deeper",
-            ctx.closure_depth
-        )));
-    }
+    let depth = closure_depth(ctx, max_depth)?;
     let reader = ctx.store.reader().await;
     read::closure_of(&reader, ctx.project_id, key, side, depth, limit).await
 }
@@ -135,20 +141,8 @@ pub(crate) async fn impact(
     target: &str,
     options: &ImpactOptions,
 ) -> Result<Impact> {
-    let depth = options.max_depth.unwrap_or(ctx.closure_depth);
-    if depth == 0 || depth > ctx.closure_depth {
-        return Err(Error::invalid(format!(
-            "maxDepth must be within 1..={} (the closure depth)",
-            ctx.closure_depth
-        )));
-    }
-    if options.limit == 0 || options.limit > read::MAX_READ_NODES {
-        return Err(Error::invalid(format!(
-            "limit must be within 1..={}, got {}",
-            read::MAX_READ_NODES,
-            options.limit
-        )));
-    }
+    let depth = closure_depth(ctx, options.max_depth)?;
+    read::check_limit(options.limit)?;
     let reader = ctx.store.reader().await;
     impact::impact(
         &reader,

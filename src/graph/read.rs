@@ -15,6 +15,16 @@ pub const MAX_TRAVERSE_DEPTH: u32 = 10;
 /// Most nodes a read returns.
 pub const MAX_READ_NODES: u32 = 10_000;
 
+/// Checks a read's `limit`.
+pub(crate) fn check_limit(limit: u32) -> Result<()> {
+    if limit == 0 || limit > MAX_READ_NODES {
+        return Err(Error::invalid(format!(
+            "limit must be within 1..={MAX_READ_NODES}, got {limit}"
+        )));
+    }
+    Ok(())
+}
+
 /// Columns of a node row, in the order [`node_from_row`] reads them.
 pub(crate) const NODE_COLUMNS: &str = "n.id, n.key, n.layer, n.kind, n.label, n.file_path, \
     n.start_line, n.end_line, n.source, n.confidence, n.metadata, n.created_at, n.updated_at, \
@@ -48,20 +58,22 @@ pub(crate) fn node_from_row(row: &Row, at: i32) -> Result<(NodeId, GraphNode)> {
 const EDGE_COLUMNS: &str = "f.key, t.key, e.kind, e.layer, e.weight, e.source, e.confidence, \
     e.metadata, e.created_at, e.updated_at";
 
-fn edge_from_row(row: &Row) -> Result<GraphEdge> {
-    let metadata: String = row.get(7).ctx("graph edge")?;
+/// Reads an edge selected with [`EDGE_COLUMNS`] starting at column `at`.
+fn edge_from_row(row: &Row, at: i32) -> Result<GraphEdge> {
+    let c = |i: i32| at + i;
+    let metadata: String = row.get(c(7)).ctx("graph edge")?;
     Ok(GraphEdge {
-        from: row.get(0).ctx("graph edge")?,
-        to: row.get(1).ctx("graph edge")?,
-        kind: row.get(2).ctx("graph edge")?,
-        layer: row.get::<u32>(3).ctx("graph edge")? as u8,
-        weight: row.get(4).ctx("graph edge")?,
-        source: GraphSource::parse(&row.get::<String>(5).ctx("graph edge")?)
+        from: row.get(c(0)).ctx("graph edge")?,
+        to: row.get(c(1)).ctx("graph edge")?,
+        kind: row.get(c(2)).ctx("graph edge")?,
+        layer: row.get::<u32>(c(3)).ctx("graph edge")? as u8,
+        weight: row.get(c(4)).ctx("graph edge")?,
+        source: GraphSource::parse(&row.get::<String>(c(5)).ctx("graph edge")?)
             .unwrap_or(GraphSource::Agent),
-        confidence: row.get(6).ctx("graph edge")?,
+        confidence: row.get(c(6)).ctx("graph edge")?,
         metadata: serde_json::from_str(&metadata).unwrap_or_default(),
-        created_at: row.get(8).ctx("graph edge")?,
-        updated_at: row.get(9).ctx("graph edge")?,
+        created_at: row.get(c(8)).ctx("graph edge")?,
+        updated_at: row.get(c(9)).ctx("graph edge")?,
     })
 }
 
@@ -162,12 +174,7 @@ pub(crate) async fn traverse(
             options.max_depth
         )));
     }
-    if options.limit == 0 || options.limit > MAX_READ_NODES {
-        return Err(Error::invalid(format!(
-            "limit must be within 1..={MAX_READ_NODES}, got {}",
-            options.limit
-        )));
-    }
+    check_limit(options.limit)?;
     let (start_id, start_node) = require_node(conn, project_id, start).await?;
     let kinds = options
         .kinds
@@ -218,7 +225,8 @@ pub(crate) async fn traverse(
                 .ctx("traversing the graph")?;
             while let Some(row) = rows.next().await.ctx("traversing the graph")? {
                 let next: NodeId = row.get(0).ctx("graph edge")?;
-                let edge = edge_from_row_at(&row)?;
+                // The neighbour's id comes first, the edge columns follow.
+                let edge = edge_from_row(&row, 1)?;
                 let edge_weight = edge.weight;
                 if edge_seen.insert((edge.from.clone(), edge.to.clone(), edge.kind.clone())) {
                     edges.push(edge);
@@ -272,24 +280,6 @@ pub(crate) async fn traverse(
     })
 }
 
-fn edge_from_row_at(row: &Row) -> Result<GraphEdge> {
-    // The traversal rows carry the neighbour's id first; the edge columns follow.
-    let metadata: String = row.get(8).ctx("graph edge")?;
-    Ok(GraphEdge {
-        from: row.get(1).ctx("graph edge")?,
-        to: row.get(2).ctx("graph edge")?,
-        kind: row.get(3).ctx("graph edge")?,
-        layer: row.get::<u32>(4).ctx("graph edge")? as u8,
-        weight: row.get(5).ctx("graph edge")?,
-        source: GraphSource::parse(&row.get::<String>(6).ctx("graph edge")?)
-            .unwrap_or(GraphSource::Agent),
-        confidence: row.get(7).ctx("graph edge")?,
-        metadata: serde_json::from_str(&metadata).unwrap_or_default(),
-        created_at: row.get(9).ctx("graph edge")?,
-        updated_at: row.get(10).ctx("graph edge")?,
-    })
-}
-
 /// Which end of the closure to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -309,11 +299,7 @@ pub(crate) async fn closure_of(
     max_depth: u32,
     limit: u32,
 ) -> Result<Subgraph> {
-    if limit == 0 || limit > MAX_READ_NODES {
-        return Err(Error::invalid(format!(
-            "limit must be within 1..={MAX_READ_NODES}, got {limit}"
-        )));
-    }
+    check_limit(limit)?;
     let (id, start) = require_node(conn, project_id, key).await?;
     let (this_end, other_end) = match side {
         Side::Ancestors => ("descendant_id", "ancestor_id"),
@@ -407,7 +393,7 @@ pub(crate) async fn subgraph(
         .ctx("reading a subgraph")?;
     let mut edges = Vec::new();
     while let Some(row) = rows.next().await.ctx("reading a subgraph")? {
-        edges.push(edge_from_row(&row)?);
+        edges.push(edge_from_row(&row, 0)?);
     }
     Ok(Subgraph {
         start: None,

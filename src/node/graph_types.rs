@@ -92,6 +92,11 @@ fn source(value: Option<String>) -> Result<core::GraphSource, CoreError> {
     }
 }
 
+/// Layer filters as the core takes them (a number past 255 matches nothing, like 4..255).
+fn layers(values: Vec<u32>) -> Vec<u8> {
+    values.into_iter().map(|x| x.min(255) as u8).collect()
+}
+
 fn metadata(value: Option<Json>) -> Json {
     value.unwrap_or_else(|| Json::Object(Default::default()))
 }
@@ -350,9 +355,7 @@ impl TraverseOptions {
             max_depth: self.max_depth.unwrap_or(defaults.max_depth),
             direction,
             kinds: self.kinds,
-            layers: self
-                .layers
-                .map(|l| l.into_iter().map(|x| x.min(255) as u8).collect()),
+            layers: self.layers.map(layers),
             limit: self.limit.unwrap_or(defaults.limit),
         })
     }
@@ -388,9 +391,7 @@ impl ImpactOptions {
             max_depth: self.max_depth,
             limit: self.limit.unwrap_or(defaults.limit),
             memory_limit: self.memory_limit.unwrap_or(defaults.memory_limit),
-            layers: self
-                .layers
-                .map(|l| l.into_iter().map(|x| x.min(255) as u8).collect()),
+            layers: self.layers.map(layers),
         }
     }
 }
