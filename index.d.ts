@@ -403,6 +403,8 @@ export interface GraphStats {
 
 /** What an index run changed in the knowledge graph's structural and module layers. */
 export interface GraphSyncSummary {
+  /** Wall time in milliseconds of the graph sync (part of the run's `durationMs`). */
+  durationMs: number
   /** Nodes created or changed. */
   nodesWritten: number
   /** Nodes deleted with their files or definitions. */

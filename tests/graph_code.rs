@@ -354,3 +354,86 @@ async fn re_index_keeps_the_graph_equal_to_a_fresh_build() {
     assert!(e.node("app/fmt/").await.unwrap().is_none());
     assert!(e.node("app/").await.unwrap().is_some());
 }
+
+/// Edits elsewhere move call edges by name resolution: a second definition of a called name
+/// makes the call ambiguous (its edge goes), removing it makes the call resolve again; an
+/// edit that keeps a file's definitions changes no edge. Each state equals a fresh build.
+#[tokio::test(flavor = "multi_thread")]
+async fn edges_follow_definitions_added_and_removed_elsewhere() {
+    let (dir, e) = indexed("py").await;
+    let root = dir.path().join("project");
+    let callers = |e: &Engram| {
+        let e = e.clone();
+        async move { impact_levels(&e, "app/util.py:format_date", Some(vec![1])).await }
+    };
+    let before = callers(&e).await;
+    assert!(before.contains(&"1 app/orders.py:render_order".to_owned()));
+
+    // Body-only edit: definitions unchanged, so no edge is touched.
+    std::fs::write(
+        root.join("app/util.py"),
+        "def format_date(d):\n    return str(d)[:10]\n\n\ndef unused_helper():\n    return 43\n",
+    )
+    .unwrap();
+    let paths = ["app/util.py".to_owned()];
+    let summary = e
+        .index_paths(&paths, &IndexOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.files_indexed, 1);
+    assert_eq!(
+        (summary.graph.edges_written, summary.graph.edges_removed),
+        (0, 0)
+    );
+    assert_eq!(callers(&e).await, before);
+
+    // A second `format_date` in another file: the call no longer resolves.
+    let other = root.join("app/other.py");
+    let original = std::fs::read_to_string(&other).unwrap();
+    std::fs::write(
+        &other,
+        format!("{original}\n\ndef format_date(x):\n    return x\n"),
+    )
+    .unwrap();
+    let paths = ["app/other.py".to_owned()];
+    let summary = e
+        .index_paths(&paths, &IndexOptions::default())
+        .await
+        .unwrap();
+    assert!(summary.graph.edges_removed >= 1, "{:?}", summary.graph);
+    let ambiguous = callers(&e).await;
+    assert!(!ambiguous.contains(&"1 app/orders.py:render_order".to_owned()));
+    assert_same_graph_as_fresh(&dir, &e, "ambiguous").await;
+
+    // Gone again: the call resolves to util's definition as before.
+    std::fs::write(&other, original).unwrap();
+    e.index_paths(&paths, &IndexOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(callers(&e).await, before);
+    assert_same_graph_as_fresh(&dir, &e, "restored").await;
+}
+
+/// Indexes the project afresh into another file and compares impacts of every node.
+async fn assert_same_graph_as_fresh(dir: &tempfile::TempDir, e: &Engram, label: &str) {
+    let mut options = OpenOptions::new(dir.path().join(format!("fresh-{label}.db")));
+    options.project_root = Some(dir.path().join("project"));
+    let fresh = Engram::open(options).await.unwrap();
+    fresh
+        .index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    let keys = fresh.node_keys(None, None, 10_000).await.unwrap();
+    assert_eq!(
+        e.node_keys(None, None, 10_000).await.unwrap(),
+        keys,
+        "{label}"
+    );
+    for key in keys {
+        assert_eq!(
+            impact_levels(e, &key, None).await,
+            impact_levels(&fresh, &key, None).await,
+            "{label}: impact of {key}"
+        );
+    }
+}

@@ -8,7 +8,7 @@
 //! batches. Every batch is committed whole, so an aborted run leaves a consistent index that
 //! the next run completes (finished files are then unchanged and skipped).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -345,7 +345,9 @@ async fn run(
             let Some(parsed) = next else { break };
             done += 1;
             tally(&mut summary, &parsed.record);
-            touched.add_analysis(&parsed.record.analysis);
+            if !parsed.record.unchanged {
+                touched.add_analysis(&parsed.record.analysis);
+            }
             batch_chunks += parsed.record.analysis.chunks.len();
             batch_cost += parsed.cost;
             batch.push(parsed.record);
@@ -443,11 +445,13 @@ fn tally(summary: &mut IndexSummary, record: &FileRecord) {
 #[derive(Default)]
 struct Touched {
     /// Names defined or referenced by changed files, before and after: their references are
-    /// resolved again.
+    /// resolved again (symbol rows are replaced, so every resolution into them is redone).
     names: HashSet<String>,
-    /// Names defined by changed files, before and after: references elsewhere to them may now
-    /// resolve differently, so their graph edges are synced.
-    defined: HashSet<String>,
+    /// Definitions `(name, qualified name)` of changed files, counted +1 after and -1
+    /// before. Resolution by name elsewhere can only move for names whose count is not zero
+    /// at the end: an edit that keeps a file's definitions leaves every graph edge into it
+    /// alone.
+    definitions: HashMap<(String, String), i64>,
     /// Files written or removed.
     paths: Vec<String>,
 }
@@ -455,13 +459,30 @@ struct Touched {
 impl Touched {
     fn add_analysis(&mut self, analysis: &crate::code::analyze::FileAnalysis) {
         self.names.extend(store::names_in(analysis));
-        self.defined
-            .extend(analysis.definitions.iter().map(|d| d.name.clone()));
+        for d in &analysis.definitions {
+            *self
+                .definitions
+                .entry((d.name.clone(), d.qualified_name.clone()))
+                .or_default() += 1;
+        }
     }
 
-    fn add_replaced(&mut self, old_names: Vec<String>) {
-        self.defined.extend(old_names.iter().cloned());
-        self.names.extend(old_names);
+    fn add_replaced(&mut self, old: Vec<(String, String)>) {
+        for (name, qualified_name) in old {
+            self.names.insert(name.clone());
+            *self.definitions.entry((name, qualified_name)).or_default() -= 1;
+        }
+    }
+
+    /// Names whose definitions changed in number or qualified name.
+    fn changed_definitions(&self) -> Vec<String> {
+        let changed: BTreeSet<&String> = self
+            .definitions
+            .iter()
+            .filter(|(_, count)| **count != 0)
+            .map(|((name, _), _)| name)
+            .collect();
+        changed.into_iter().cloned().collect()
     }
 }
 
@@ -473,13 +494,13 @@ async fn finish(ctx: &IndexCtx<'_>, touched: Touched) -> Result<GraphSyncSummary
     if touched.paths.is_empty() && touched.names.is_empty() {
         return Ok(GraphSyncSummary::default());
     }
+    let defined = touched.changed_definitions();
     let writer = ctx.store.writer().await;
     if !touched.names.is_empty() {
         let names: Vec<String> = touched.names.into_iter().collect();
         let names = (names.len() <= MAX_FILTER_NAMES).then_some(names.as_slice());
         store::resolve_symbols(&writer, ctx.project_id, names).await?;
     }
-    let defined: Vec<String> = touched.defined.into_iter().collect();
     let scope = if defined.len() > MAX_FILTER_NAMES || touched.paths.len() > MAX_FILTER_NAMES {
         SyncScope::All
     } else {
@@ -489,9 +510,11 @@ async fn finish(ctx: &IndexCtx<'_>, touched: Touched) -> Result<GraphSyncSummary
         }
     };
     let now = ctx.clock.now_ms();
+    let started = std::time::Instant::now();
     let tx = begin_write(&writer).await?;
-    let synced = code_layer::sync(&tx, ctx.project_id, ctx.closure_depth, now, scope).await?;
+    let mut synced = code_layer::sync(&tx, ctx.project_id, ctx.closure_depth, now, scope).await?;
     tx.commit().await.ctx("committing the graph sync")?;
+    synced.duration = started.elapsed();
     Ok(synced)
 }
 

@@ -436,21 +436,26 @@ pub(crate) fn names_in(analysis: &FileAnalysis) -> impl Iterator<Item = String> 
     defined.chain(referenced)
 }
 
-/// The names defined by the files `file_ids` as indexed now (before they are replaced).
-pub(crate) async fn symbol_names_of(conn: &Connection, file_ids: &[i64]) -> Result<Vec<String>> {
+/// The definitions `(name, qualified name)` of the files `file_ids` as indexed now (before
+/// they are replaced), one per symbol row.
+pub(crate) async fn symbol_names_of(
+    conn: &Connection,
+    file_ids: &[i64],
+) -> Result<Vec<(String, String)>> {
     if file_ids.is_empty() {
         return Ok(Vec::new());
     }
     let mut rows = conn
         .query(
-            "SELECT DISTINCT name FROM code_symbols WHERE file_id IN (SELECT value FROM json_each(?1))",
+            "SELECT name, qualified_name FROM code_symbols
+             WHERE file_id IN (SELECT value FROM json_each(?1))",
             params![json!(file_ids).to_string()],
         )
         .await
         .ctx("reading replaced symbols")?;
     let mut names = Vec::new();
     while let Some(row) = rows.next().await.ctx("reading replaced symbols")? {
-        names.push(row.get::<String>(0).ctx("name")?);
+        names.push((row.get(0).ctx("name")?, row.get(1).ctx("qualified name")?));
     }
     Ok(names)
 }

@@ -37,6 +37,9 @@ pub(crate) enum SyncScope<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GraphSyncSummary {
+    /// Wall time of the sync (the code index's re-resolution of references before it is not
+    /// included).
+    pub duration: std::time::Duration,
     /// Nodes created or changed.
     pub nodes_written: u64,
     /// Nodes deleted with their files or definitions.
@@ -368,7 +371,7 @@ async fn existing_nodes(
     paths_json: Option<&str>,
 ) -> Result<BTreeMap<String, (NodeId, NodeRow)>> {
     let filter = if paths_json.is_some() {
-        "AND file_path IN (SELECT value FROM json_each(?2))"
+        "AND file_path IS NOT NULL AND file_path IN (SELECT value FROM json_each(?2))"
     } else {
         "AND ?2 IS NULL"
     };
@@ -534,7 +537,8 @@ async fn existing_edges(
             queries.push((
                 format!(
                     "{SELECT} JOIN graph_nodes f ON f.id = e.from_id
-                     WHERE f.project_id = ?1 AND f.file_path IN (SELECT value FROM json_each(?2))
+                     WHERE f.project_id = ?1 AND f.file_path IS NOT NULL
+                       AND f.file_path IN (SELECT value FROM json_each(?2))
                        AND e.layer = 1 AND e.source = 'ast'"
                 ),
                 libsql::params::Params::Positional(vec![project_id.into(), paths.clone().into()]),

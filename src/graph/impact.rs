@@ -1,19 +1,22 @@
 //! Impact analysis: everything that depends on a file, a symbol or any node, within the closure
 //! depth, and the memories attached to any of it, from two indexed lookups (the closure's
-//! descendant index and the memory-link index), never a walk of the graph.
+//! descendant-ordered table and the memory-link index), never a walk of the graph. The four
+//! statements run through the reader's statement cache: preparing them costs more than
+//! running them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
-use libsql::Connection;
 use serde::Serialize;
 
-use super::closure::{parse_path, NodeId};
-use super::read::{keys_of, node, node_from_row, ReachedNode, NODE_COLUMNS};
+use super::closure::NodeId;
+use super::read::{node_from_row, ReachedNode, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
 use crate::memory::input::confine_path;
 use crate::memory::rows::{from_row, COLUMN_COUNT, SELECT_M};
 use crate::memory::Memory;
+use crate::store::Reader;
 
 /// Most nodes a target stands for (itself and what it contains).
 const MAX_SEEDS: u32 = 20_000;
@@ -73,26 +76,46 @@ pub struct Impact {
     pub truncated: bool,
 }
 
+// A cached statement whose LIMIT is a bare parameter is re-prepared by SQLite at every
+// rebinding (it may plan by the value; measured: a third of impact's time), so LIMITs here
+// are written `?N + 0`, an expression the planner does not look into.
+
+/// One node by key, through the reader's statement cache.
+static NODE_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.project_id = ?1 AND n.key = ?2")
+});
+
+async fn node_by_key(
+    reader: &mut Reader<'_>,
+    project_id: &str,
+    key: &str,
+) -> Result<Option<(NodeId, GraphNode)>> {
+    let mut found = reader
+        .query_cached(&NODE_BY_KEY, (project_id, key), |row| node_from_row(row, 0))
+        .await?;
+    Ok(found.pop())
+}
+
 /// Finds the node a target names: a node key, a project path (absolute inside the root, or
 /// relative), or `path:Qualified.name`.
 pub(crate) async fn resolve_target(
-    conn: &Connection,
+    reader: &mut Reader<'_>,
     project_id: &str,
     root: Option<&std::path::Path>,
     target: &str,
 ) -> Result<(NodeId, GraphNode)> {
-    if let Some(found) = node(conn, project_id, target).await? {
+    if let Some(found) = node_by_key(reader, project_id, target).await? {
         return Ok(found);
     }
     if let Ok(path) = confine_path(target, root) {
-        if let Some(found) = node(conn, project_id, &path).await? {
+        if let Some(found) = node_by_key(reader, project_id, &path).await? {
             return Ok(found);
         }
     }
     if let Some((path, symbol)) = target.rsplit_once(':') {
         if let Ok(path) = confine_path(path, root) {
             let key = super::code_layer::symbol_key(&path, symbol);
-            if let Some(found) = node(conn, project_id, &key).await? {
+            if let Some(found) = node_by_key(reader, project_id, &key).await? {
                 return Ok(found);
             }
         }
@@ -100,155 +123,202 @@ pub(crate) async fn resolve_target(
     Err(Error::not_found("graph node", target))
 }
 
+/// What a target stands for, with keys: itself and everything it contains (a file its
+/// symbols, a module its files), and for a file whose package is imported as a whole (Go)
+/// also that package. `?1` target id, `?2` most seeds.
+const SEEDS: &str = "WITH RECURSIVE inside(id) AS (
+       SELECT ?1
+       UNION
+       SELECT e.to_id FROM graph_edges e JOIN inside ON e.from_id = inside.id
+       WHERE e.kind = 'contains'),
+     seeds(id) AS (
+       SELECT id FROM inside
+       UNION
+       SELECT pm.from_id FROM graph_edges pm
+       WHERE pm.to_id = ?1 AND pm.kind = 'contains' AND pm.layer = 2
+         AND EXISTS (SELECT 1 FROM graph_edges i
+                     WHERE i.to_id = pm.from_id AND i.kind = 'imports' AND i.layer = 1)
+       LIMIT ?2 + 0)
+     SELECT s.id, n.key FROM seeds s JOIN graph_nodes n ON n.id = s.id";
+
+/// The nearest ancestors of the seeds `?1` (JSON ids) within depth `?2`, at most `?3`, of
+/// the layers `?4` (JSON, or NULL for all): depth, weight, the keys on the path (nearest to
+/// the target first) and the node. SQLite takes the bare columns of a MIN() aggregate from
+/// the row holding the minimum, so each ancestor comes with its nearest path to any seed;
+/// the nearest `?3` are chosen (ties: heavier path, then older node) before the join, so
+/// only those read their node and path keys.
+static AFFECTED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH best AS (
+           SELECT c.ancestor_id AS id, MIN(c.depth) AS depth, c.weight AS weight,
+                  c.path AS path, c.descendant_id AS seed
+           FROM graph_closure c
+           WHERE c.descendant_id IN (SELECT value FROM json_each(?1)) AND c.depth <= ?2
+             AND c.ancestor_id NOT IN (SELECT value FROM json_each(?1))
+             AND (?4 IS NULL OR EXISTS (
+                   SELECT 1 FROM graph_nodes l WHERE l.id = c.ancestor_id
+                     AND l.layer IN (SELECT value FROM json_each(?4))))
+           GROUP BY c.ancestor_id
+           ORDER BY 2, 3 DESC, 1
+           LIMIT ?3 + 0)
+         SELECT best.depth, best.weight, best.seed,
+                (SELECT json_group_array(k.key ORDER BY p.key DESC)
+                 FROM json_each(best.path) p JOIN graph_nodes k ON k.id = p.value),
+                {NODE_COLUMNS}
+         FROM best JOIN graph_nodes n ON n.id = best.id
+         ORDER BY best.depth, best.weight DESC, n.key"
+    )
+});
+
+/// Links from memories that are not deprecated to the node keys `?2` (JSON) of project `?1`.
+const MEMORY_LINKS: &str = "SELECT l.memory_seq, l.node_key, l.role FROM memory_links l
+     JOIN memories m ON m.seq = l.memory_seq
+     WHERE l.project_id = ?1 AND l.node_key IN (SELECT value FROM json_each(?2))
+       AND m.deprecated = 0";
+
+/// The memories whose seqs are `?1` (JSON), each followed by its seq.
+static MEMORIES_BY_SEQ: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {cols}, m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?1))",
+        cols = *SELECT_M
+    )
+});
+
 /// What depends on `target`, and the memories on any of it.
 pub(crate) async fn impact(
-    conn: &Connection,
+    reader: &mut Reader<'_>,
     project_id: &str,
     root: Option<&std::path::Path>,
     target: &str,
     depth: u32,
     options: &ImpactOptions,
 ) -> Result<Impact> {
-    let (target_id, target_node) = resolve_target(conn, project_id, root, target).await?;
-    // A node stands for itself and everything it contains (a file its symbols, a module its
-    // files); a file whose package is imported as a whole (Go) also for that package.
-    let mut seeds = Vec::new();
-    let mut rows = conn
-        .query(
-            "WITH RECURSIVE inside(id) AS (
-               SELECT ?1
-               UNION
-               SELECT e.to_id FROM graph_edges e JOIN inside ON e.from_id = inside.id
-               WHERE e.kind = 'contains')
-             SELECT id FROM inside
-             UNION
-             SELECT pm.from_id FROM graph_edges pm
-             WHERE pm.to_id = ?1 AND pm.kind = 'contains' AND pm.layer = 2
-               AND EXISTS (SELECT 1 FROM graph_edges i
-                           WHERE i.to_id = pm.from_id AND i.kind = 'imports' AND i.layer = 1)
-             LIMIT ?2",
-            libsql::params![target_id, MAX_SEEDS],
-        )
-        .await
-        .ctx("reading what the target contains")?;
-    while let Some(row) = rows.next().await.ctx("reading what the target contains")? {
-        seeds.push(row.get::<NodeId>(0).ctx("seed")?);
-    }
-    drop(rows);
-    let seeds_json = serde_json::to_string(&seeds).unwrap_or_default();
-    // SQLite takes the bare columns of a MIN() aggregate from the row holding the minimum, so
-    // each ancestor comes with its nearest path to any seed.
-    let sql = format!(
-        "SELECT MIN(c.depth), c.weight, c.path, c.descendant_id, {NODE_COLUMNS}
-         FROM graph_closure c JOIN graph_nodes n ON n.id = c.ancestor_id
-         WHERE c.descendant_id IN (SELECT value FROM json_each(?1)) AND c.depth <= ?2
-           AND c.ancestor_id NOT IN (SELECT value FROM json_each(?1))
-           AND (?4 IS NULL OR n.layer IN (SELECT value FROM json_each(?4)))
-         GROUP BY c.ancestor_id
-         ORDER BY 1, 2 DESC, n.key
-         LIMIT ?3"
-    );
-    let mut rows = conn
-        .query(
-            &sql,
+    let (target_id, target_node) = resolve_target(reader, project_id, root, target).await?;
+    let seeds: Vec<(NodeId, String)> = reader
+        .query_cached(SEEDS, (target_id, MAX_SEEDS), |row| {
+            Ok((row.get(0).ctx("seed")?, row.get(1).ctx("seed")?))
+        })
+        .await?;
+    let seed_ids: Vec<NodeId> = seeds.iter().map(|s| s.0).collect();
+    let layers = options
+        .layers
+        .as_ref()
+        .map(|l| serde_json::to_string(l).unwrap_or_default());
+    let mut found = reader
+        .query_cached(
+            &AFFECTED,
             libsql::params![
-                seeds_json.as_str(),
+                serde_json::to_string(&seed_ids).unwrap_or_default(),
                 depth,
                 options.limit + 1,
-                options
-                    .layers
-                    .as_ref()
-                    .map(|l| serde_json::to_string(l).unwrap_or_default())
+                layers
             ],
+            |row| {
+                let depth: u32 = row.get(0).ctx("impact row")?;
+                let weight: f64 = row.get(1).ctx("impact row")?;
+                let seed: NodeId = row.get(2).ctx("impact row")?;
+                let path: String = row.get(3).ctx("impact row")?;
+                let (_, node) = node_from_row(row, 4)?;
+                Ok((node, depth, weight, seed, path))
+            },
         )
-        .await
-        .ctx("reading the impact")?;
-    let mut found = Vec::new();
-    while let Some(row) = rows.next().await.ctx("reading the impact")? {
-        let depth: u32 = row.get(0).ctx("impact row")?;
-        let weight: f64 = row.get(1).ctx("impact row")?;
-        let mut via = parse_path(&row.get::<String>(2).ctx("impact row")?);
-        let seed: NodeId = row.get(3).ctx("impact row")?;
-        via.reverse();
-        if seed != target_id {
-            // Reached through something the target contains: name it on the way.
-            via.insert(0, seed);
-        }
-        let (_, node) = node_from_row(&row, 4)?;
-        found.push((node, depth, weight, via));
-    }
+        .await?;
     let truncated = found.len() as u32 > options.limit;
     found.truncate(options.limit as usize);
-    let keys = keys_of(conn, found.iter().flat_map(|f| f.3.iter().copied())).await?;
-    let affected: Vec<ReachedNode> = found
-        .into_iter()
-        .map(|(node, depth, weight, via)| ReachedNode {
+    let key_of: HashMap<NodeId, &str> = seeds.iter().map(|(id, k)| (*id, k.as_str())).collect();
+    let mut affected = Vec::with_capacity(found.len());
+    for (node, depth, weight, seed, path) in found {
+        let mut via: Vec<String> = serde_json::from_str(&path)
+            .map_err(|e| Error::Internal(format!("stored closure path: {e}")))?;
+        if seed != target_id {
+            // Reached through something the target contains: name it on the way.
+            via.insert(0, key_of.get(&seed).copied().unwrap_or_default().to_owned());
+        }
+        affected.push(ReachedNode {
             node,
             depth,
             weight,
-            via: via.iter().filter_map(|id| keys.get(id).cloned()).collect(),
-        })
-        .collect();
-
-    // Memories on the target, its seeds and every affected node.
-    let mut depth_of: BTreeMap<String, u32> = BTreeMap::new();
-    depth_of.insert(target_node.key.clone(), 0);
-    for key in keys_of(conn, seeds.iter().copied()).await?.into_values() {
-        depth_of.insert(key, 0);
-    }
-    for reached in &affected {
-        depth_of
-            .entry(reached.node.key.clone())
-            .or_insert(reached.depth);
-    }
-    let node_keys: Vec<&String> = depth_of.keys().collect();
-    let sql = format!(
-        "SELECT {cols}, l.node_key, l.role FROM memory_links l
-         JOIN memories m ON m.seq = l.memory_seq
-         WHERE l.project_id = ?1 AND l.node_key IN (SELECT value FROM json_each(?2))
-           AND m.deprecated = 0",
-        cols = *SELECT_M
-    );
-    let mut rows = conn
-        .query(
-            &sql,
-            (
-                project_id,
-                serde_json::to_string(&node_keys).unwrap_or_default(),
-            ),
-        )
-        .await
-        .ctx("reading attached memories")?;
-    let mut memories = Vec::new();
-    let mut seen = BTreeSet::new();
-    while let Some(row) = rows.next().await.ctx("reading attached memories")? {
-        let memory = from_row(&row)?;
-        let node_key: String = row.get(COLUMN_COUNT).ctx("memory link")?;
-        let role: String = row.get(COLUMN_COUNT + 1).ctx("memory link")?;
-        let depth = depth_of.get(&node_key).copied().unwrap_or(0);
-        memories.push(AttachedMemory {
-            memory,
-            node_key,
-            role,
-            depth,
+            via,
         });
     }
-    // Nearest attachment first; a memory on several nodes is listed once, at its nearest.
-    memories.sort_by(|a, b| {
-        (a.depth, role_rank(&a.role), &a.memory.id).cmp(&(
-            b.depth,
-            role_rank(&b.role),
-            &b.memory.id,
-        ))
-    });
-    memories.retain(|m| seen.insert(m.memory.id.clone()));
-    memories.truncate(options.memory_limit as usize);
+    let memories = attached_memories(reader, project_id, &seeds, &affected, options).await?;
     Ok(Impact {
         target: target_node,
         affected,
         memories,
         truncated,
     })
+}
+
+/// Memories on the seeds (depth 0) and the affected nodes, nearest first, each once. The
+/// links are read and ranked first, so only the memories returned are read in full.
+async fn attached_memories(
+    reader: &mut Reader<'_>,
+    project_id: &str,
+    seeds: &[(NodeId, String)],
+    affected: &[ReachedNode],
+    options: &ImpactOptions,
+) -> Result<Vec<AttachedMemory>> {
+    let mut depth_of: HashMap<&str, u32> = seeds.iter().map(|(_, k)| (k.as_str(), 0)).collect();
+    for reached in affected {
+        depth_of
+            .entry(reached.node.key.as_str())
+            .or_insert(reached.depth);
+    }
+    let node_keys: Vec<&str> = depth_of.keys().copied().collect();
+    let links: Vec<(i64, String, String)> = reader
+        .query_cached(
+            MEMORY_LINKS,
+            (
+                project_id,
+                serde_json::to_string(&node_keys).unwrap_or_default(),
+            ),
+            |row| {
+                Ok((
+                    row.get(0).ctx("memory link")?,
+                    row.get(1).ctx("memory link")?,
+                    row.get(2).ctx("memory link")?,
+                ))
+            },
+        )
+        .await?;
+    // Nearest attachment first (then target before impacted before file, then oldest); a
+    // memory on several nodes is listed once, at its nearest.
+    let mut ranked: Vec<(u32, u8, i64, String, String)> = links
+        .into_iter()
+        .map(|(seq, key, role)| {
+            let depth = depth_of.get(key.as_str()).copied().unwrap_or(0);
+            (depth, role_rank(&role), seq, key, role)
+        })
+        .collect();
+    ranked.sort_unstable();
+    let mut seen = HashSet::new();
+    ranked.retain(|r| seen.insert(r.2));
+    ranked.truncate(options.memory_limit as usize);
+    if ranked.is_empty() {
+        return Ok(Vec::new());
+    }
+    let seqs: Vec<i64> = ranked.iter().map(|r| r.2).collect();
+    let mut by_seq: HashMap<i64, Memory> = reader
+        .query_cached(
+            &MEMORIES_BY_SEQ,
+            [serde_json::to_string(&seqs).unwrap_or_default()],
+            |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
+        )
+        .await?
+        .into_iter()
+        .collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(depth, _, seq, node_key, role)| {
+            by_seq.remove(&seq).map(|memory| AttachedMemory {
+                memory,
+                node_key,
+                role,
+                depth,
+            })
+        })
+        .collect())
 }
 
 fn role_rank(role: &str) -> u8 {

@@ -143,9 +143,9 @@ pub(crate) async fn impact(
 ) -> Result<Impact> {
     let depth = closure_depth(ctx, options.max_depth)?;
     read::check_limit(options.limit)?;
-    let reader = ctx.store.reader().await;
+    let mut reader = ctx.store.reader().await;
     impact::impact(
-        &reader,
+        &mut reader,
         ctx.project_id,
         ctx.project_root,
         target,

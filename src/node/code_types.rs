@@ -115,6 +115,8 @@ pub struct IndexSummary {
 /// What an index run changed in the knowledge graph's structural and module layers.
 #[napi(object)]
 pub struct GraphSyncSummary {
+    /// Wall time in milliseconds of the graph sync (part of the run's `durationMs`).
+    pub duration_ms: f64,
     /// Nodes created or changed.
     pub nodes_written: u32,
     /// Nodes deleted with their files or definitions.
@@ -145,6 +147,7 @@ impl From<core::IndexSummary> for IndexSummary {
             indexed_paths: s.indexed_paths,
             removed_paths: s.removed_paths,
             graph: GraphSyncSummary {
+                duration_ms: s.graph.duration.as_secs_f64() * 1000.0,
                 nodes_written: s.graph.nodes_written as u32,
                 nodes_removed: s.graph.nodes_removed as u32,
                 edges_written: s.graph.edges_written as u32,

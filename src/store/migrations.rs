@@ -94,6 +94,11 @@ const CODE: &[Migration] = &[
         name: "graph",
         sql: include_str!("sql/code/002_graph.sql"),
     },
+    Migration {
+        version: 3,
+        name: "graph_read_paths",
+        sql: include_str!("sql/code/003_graph_read_paths.sql"),
+    },
 ];
 
 /// A home's schema version after opening.

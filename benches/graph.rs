@@ -1,0 +1,350 @@
+//! Criterion benches of the knowledge graph (no JS boundary).
+//!
+//! - `impact/synthetic_50k/{file,symbol}`: `impact()` with attached memories on a generated
+//!   code-shaped graph of 50,000 nodes (5,000 files of 9 symbols; imports, calls and contains
+//!   edges in the proportions of the real corpora) carrying 5,000 memories.
+//! - `impact/<corpus>/file`: `impact()` on every file of a real corpus indexed from source.
+//! - `graph_update/<corpus>/one_file`: `index_paths` of one edited file of that corpus (the
+//!   watcher's work), alternately adding and removing a function that calls a symbol of the
+//!   file; the file is the one with the most dependents, the worst case for the closure.
+//!
+//! Criterion reports means and medians; the tail matters for impact, so each part first runs
+//! every target once untimed by criterion and prints p50/p99/max, sizes of the graph and the
+//! closure, and (for updates) the graph sync's share of the re-index.
+//!
+//! Run: `cargo bench --no-default-features --bench graph [-- <filter>]`
+
+mod source_trees;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use engram::code::indexer::IndexOptions;
+use engram::graph::{Direction, EdgeInput, ImpactOptions, NodeInput, TraverseOptions};
+use engram::memory::{MemoryType, RememberInput};
+use engram::{Engram, OpenOptions};
+use source_trees::{copy_tree, corpora};
+
+const FILES: usize = 5_000;
+const SYMBOLS_PER_FILE: usize = 9;
+const MEMORIES: usize = 5_000;
+/// Impact targets sampled for the latency profile.
+const PROFILE_TARGETS: usize = 2_000;
+
+/// splitmix64: deterministic, dependency-free.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
+
+fn file_key(f: usize) -> String {
+    format!("m{}/f{f}.ts", f / 50)
+}
+
+fn symbol_key(f: usize, s: usize) -> String {
+    format!("{}:S{s}", file_key(f))
+}
+
+/// Builds the synthetic graph and its memories into `db`.
+fn synthetic(rt: &tokio::runtime::Runtime, db: &Path) -> Engram {
+    let engram = rt.block_on(Engram::open(OpenOptions::new(db))).unwrap();
+    let mut rng = Rng(42);
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    let mut imports: Vec<Vec<usize>> = Vec::with_capacity(FILES);
+    for f in 0..FILES {
+        let mut file = NodeInput::new(file_key(f), "file");
+        file.layer = 1;
+        nodes.push(file);
+        for s in 0..SYMBOLS_PER_FILE {
+            let mut symbol = NodeInput::new(symbol_key(f, s), "function");
+            symbol.layer = 1;
+            nodes.push(symbol);
+            edges.push(layer_one(file_key(f), symbol_key(f, s), "contains"));
+        }
+        // Three imports of earlier files, mostly nearby ones (code imports its neighbours).
+        let mut imported = Vec::new();
+        for _ in 0..3.min(f) {
+            let g = if rng.chance(0.7) {
+                f - 1 - rng.below(f.min(200))
+            } else {
+                rng.below(f)
+            };
+            if !imported.contains(&g) {
+                imported.push(g);
+                edges.push(layer_one(file_key(f), file_key(g), "imports"));
+            }
+        }
+        for s in 0..SYMBOLS_PER_FILE {
+            if !imported.is_empty() && rng.chance(0.8) {
+                let g = imported[rng.below(imported.len())];
+                let t = rng.below(SYMBOLS_PER_FILE);
+                edges.push(layer_one(symbol_key(f, s), symbol_key(g, t), "calls"));
+            }
+            if s > 0 && rng.chance(0.3) {
+                let t = rng.below(s);
+                edges.push(layer_one(symbol_key(f, s), symbol_key(f, t), "calls"));
+            }
+        }
+        imports.push(imported);
+    }
+    eprintln!(
+        "synthetic graph: {} nodes, {} edges",
+        nodes.len(),
+        edges.len()
+    );
+    for batch in nodes.chunks(10_000) {
+        rt.block_on(engram.inject_graph(batch, &[])).unwrap();
+    }
+    for batch in edges.chunks(50_000) {
+        rt.block_on(engram.inject_graph(&[], batch)).unwrap();
+    }
+    let mut memories = Vec::with_capacity(MEMORIES);
+    for m in 0..MEMORIES {
+        let (f, s) = (rng.below(FILES), rng.below(SYMBOLS_PER_FILE));
+        let mut input = RememberInput::new(
+            MemoryType::Gotcha,
+            format!("S{s} of f{f} must be called after its setup ({m})"),
+        );
+        input.target_node_id = Some(symbol_key(f, s));
+        input.related_files = vec![file_key(f)];
+        if m % 3 == 0 {
+            input.impacted_node_ids = (0..2)
+                .map(|_| symbol_key(rng.below(FILES), rng.below(SYMBOLS_PER_FILE)))
+                .collect();
+        }
+        memories.push(input);
+    }
+    for batch in memories.chunks(1_000) {
+        rt.block_on(engram.remember_many(batch.to_vec())).unwrap();
+    }
+    engram
+}
+
+fn layer_one(from: String, to: String, kind: &str) -> EdgeInput {
+    let mut edge = EdgeInput::new(from, to, kind);
+    edge.layer = 1;
+    edge
+}
+
+/// Runs `impact` once per target and prints the latency distribution and answer sizes.
+fn profile_impact(rt: &tokio::runtime::Runtime, engram: &Engram, label: &str, targets: &[String]) {
+    let mut times = Vec::with_capacity(targets.len());
+    let (mut affected, mut memories) = (0usize, 0usize);
+    for target in targets {
+        let started = Instant::now();
+        let impact = rt
+            .block_on(engram.impact(target, &ImpactOptions::default()))
+            .unwrap();
+        times.push(started.elapsed());
+        affected += impact.affected.len();
+        memories += impact.memories.len();
+    }
+    let n = targets.len().max(1) as f64;
+    eprintln!(
+        "{label}: {} targets, p50 {:?}, p99 {:?}, max {:?}; mean {:.1} affected, {:.1} memories",
+        targets.len(),
+        quantile(&mut times, 0.5),
+        quantile(&mut times, 0.99),
+        quantile(&mut times, 1.0),
+        affected as f64 / n,
+        memories as f64 / n,
+    );
+}
+
+fn quantile(times: &mut [Duration], q: f64) -> Duration {
+    times.sort();
+    times
+        .get(((times.len().max(1) - 1) as f64 * q).round() as usize)
+        .copied()
+        .unwrap_or_default()
+}
+
+/// Criterion over `targets`, one per iteration, in turn.
+fn bench_impact(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    name: &str,
+    targets: &[String],
+) {
+    let mut next = targets.iter().cycle();
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            rt.block_on(engram.impact(next.next().unwrap(), &ImpactOptions::default()))
+                .unwrap()
+        })
+    });
+}
+
+fn synthetic_impact(c: &mut Criterion) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    // ENGRAM_BENCH_KEEP=<file> keeps the synthetic database for study with the sqlite3 shell.
+    let db = std::env::var_os("ENGRAM_BENCH_KEEP")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| dir.path().join("synthetic.db"));
+    let engram = synthetic(&rt, &db);
+    let stats = rt.block_on(engram.graph_stats()).unwrap();
+    eprintln!(
+        "synthetic graph built in {:?}: {stats:?}",
+        started.elapsed()
+    );
+    let mut rng = Rng(7);
+    let files: Vec<String> = (0..PROFILE_TARGETS)
+        .map(|_| file_key(rng.below(FILES)))
+        .collect();
+    let symbols: Vec<String> = (0..PROFILE_TARGETS)
+        .map(|_| symbol_key(rng.below(FILES), rng.below(SYMBOLS_PER_FILE)))
+        .collect();
+    profile_impact(&rt, &engram, "impact synthetic_50k file", &files);
+    profile_impact(&rt, &engram, "impact synthetic_50k symbol", &symbols);
+    bench_impact(c, &rt, &engram, "impact/synthetic_50k/file", &files);
+    bench_impact(c, &rt, &engram, "impact/synthetic_50k/symbol", &symbols);
+}
+
+/// Impact over a real corpus and the cost of re-indexing one edited file in it.
+fn real_corpora(c: &mut Criterion) {
+    let rt = runtime();
+    for (name, source) in corpora()
+        .into_iter()
+        .filter(|(name, _)| matches!(name.as_str(), "rust" | "python" | "custom"))
+    {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        copy_tree(&source, &root);
+        let mut options = OpenOptions::new(scratch.path().join("engram.db"));
+        options.project_root = Some(root.clone());
+        let engram = rt.block_on(Engram::open(options)).unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let index = rt
+            .block_on(engram.index(&IndexOptions::default(), &|_| {}, &cancel))
+            .unwrap();
+        let stats = rt.block_on(engram.graph_stats()).unwrap();
+        eprintln!(
+            "corpus {name}: {} files, {} lines indexed in {:?} (graph sync {:?}); {stats:?}",
+            index.files_indexed, index.lines, index.duration, index.graph.duration
+        );
+        let files = rt
+            .block_on(engram.node_keys(Some("file"), Some(1), 100_000))
+            .unwrap();
+        if files.is_empty() {
+            continue;
+        }
+        profile_impact(&rt, &engram, &format!("impact {name} file"), &files);
+        bench_impact(c, &rt, &engram, &format!("impact/{name}/file"), &files);
+        bench_update(c, &rt, &engram, &name, &root, &files);
+    }
+}
+
+/// The file with the most dependents, and a symbol of it a new function can call.
+fn most_depended_on(
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    files: &[String],
+) -> (String, Option<String>) {
+    let mut best = (0, files[0].clone());
+    for file in files {
+        let impact = rt
+            .block_on(engram.impact(file, &ImpactOptions::default()))
+            .unwrap();
+        if impact.affected.len() > best.0 {
+            best = (impact.affected.len(), file.clone());
+        }
+    }
+    let contained = TraverseOptions {
+        max_depth: 1,
+        direction: Direction::Out,
+        kinds: Some(vec!["contains".to_owned()]),
+        ..TraverseOptions::default()
+    };
+    let symbols = rt.block_on(engram.traverse(&best.1, &contained)).unwrap();
+    let callee = symbols
+        .nodes
+        .iter()
+        .find(|n| n.node.kind == "function" && !n.node.label.contains('.'))
+        .map(|n| n.node.label.clone());
+    eprintln!(
+        "edited file: {} ({} dependents), new function calls {callee:?}",
+        best.1, best.0
+    );
+    (best.1, callee)
+}
+
+fn bench_update(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    name: &str,
+    root: &Path,
+    files: &[String],
+) {
+    let (path, callee) = most_depended_on(rt, engram, files);
+    let original = std::fs::read_to_string(root.join(&path)).unwrap();
+    let call = callee.map(|c| format!("{c}()")).unwrap_or_default();
+    let edited = if path.ends_with(".py") {
+        format!("{original}\n\ndef engram_bench_edit():\n    return {call}\n")
+    } else {
+        format!("{original}\n\nfn engram_bench_edit() {{\n    {call};\n}}\n")
+    };
+    let options = IndexOptions::default();
+    let paths = vec![path.clone()];
+    let mut flip = false;
+    let mut edit = || {
+        flip = !flip;
+        let text = if flip { &edited } else { &original };
+        std::fs::write(root.join(&path), text).unwrap();
+    };
+    let (mut totals, mut syncs) = (Vec::new(), Vec::new());
+    for _ in 0..40 {
+        edit();
+        let summary = rt.block_on(engram.index_paths(&paths, &options)).unwrap();
+        assert_eq!(summary.files_indexed, 1);
+        totals.push(summary.duration);
+        syncs.push(summary.graph.duration);
+    }
+    eprintln!(
+        "update {name} one file: re-index p50 {:?} p99 {:?}; graph sync p50 {:?} p99 {:?}",
+        quantile(&mut totals, 0.5),
+        quantile(&mut totals, 0.99),
+        quantile(&mut syncs, 0.5),
+        quantile(&mut syncs, 0.99),
+    );
+    c.bench_function(&format!("graph_update/{name}/one_file"), |b| {
+        b.iter_batched(
+            &mut edit,
+            |()| rt.block_on(engram.index_paths(&paths, &options)).unwrap(),
+            BatchSize::PerIteration,
+        )
+    });
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+criterion_group!(benches, synthetic_impact, real_corpora);
+criterion_main!(benches);

@@ -1,0 +1,75 @@
+//! Real source trees installed on this machine, shared by the code and graph benches:
+//! - `python`: the installed CPython standard library (`/usr/lib/python3.*`);
+//! - `rust`: the tokio sources in the cargo registry (a dependency of libsql, so always fetched);
+//! - `typescript`: `node_modules/@types/node` (`.d.ts` sources shipped in an npm package);
+//! - `javascript`: `node_modules/@napi-rs/cli` (the CLI's shipped JavaScript);
+//! - `ENGRAM_BENCH_CORPUS=/some/dir`: that directory only.
+
+use std::path::{Path, PathBuf};
+
+/// The corpora present here, by name.
+pub fn corpora() -> Vec<(String, PathBuf)> {
+    if let Ok(dir) = std::env::var("ENGRAM_BENCH_CORPUS") {
+        return vec![("custom".to_owned(), PathBuf::from(dir))];
+    }
+    let mut found = Vec::new();
+    if let Some(python) = newest_dir("/usr/lib", "python3.", |d| d.join("os.py").is_file()) {
+        found.push(("python".to_owned(), python));
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    if let Some(registry) = cargo_home.map(|h| h.join("registry/src")) {
+        let tokio = std::fs::read_dir(&registry)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find_map(|index| newest_dir(index.path(), "tokio-1.", |_| true));
+        if let Some(tokio) = tokio {
+            found.push(("rust".to_owned(), tokio));
+        }
+    }
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules");
+    for (name, dir) in [
+        ("typescript", "@types/node"),
+        ("javascript", "@napi-rs/cli"),
+    ] {
+        if modules.join(dir).is_dir() {
+            found.push((name.to_owned(), modules.join(dir)));
+        }
+    }
+    found
+}
+
+/// The last (by name) directory in `parent` whose name starts with `prefix` and that passes `ok`.
+fn newest_dir(
+    parent: impl AsRef<Path>,
+    prefix: &str,
+    ok: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(parent)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && ok(p))
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// Copies a directory tree (regular files only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_file() {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
