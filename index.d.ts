@@ -190,6 +190,25 @@ export declare class Engram {
    * ```
    */
   impact(target: string, options?: ImpactOptions): Promise<Impact>
+  /**
+   * The nodes one edge away from `keys`, heaviest link first: what a retrieval adds
+   * around recently touched files. A file or module stands for what it contains; unknown
+   * keys are skipped.
+   *
+   * ```ts
+   * const near = await memory.neighbours(['src/auth/login.ts'], { direction: 'both', limit: 20 })
+   * ```
+   */
+  neighbours(keys: string[], options?: NeighbourOptions): Promise<Neighbour[]>
+  /**
+   * Centrality of the nodes named by `keys` within the subgraph they induce, best first:
+   * PageRank (default) or weighted degree. Unknown keys are skipped.
+   *
+   * ```ts
+   * const ranked = await memory.centrality(candidateFiles, { method: 'degree' })
+   * ```
+   */
+  centrality(keys: string[], options?: CentralityOptions): Promise<NodeScore[]>
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
 }
@@ -204,6 +223,23 @@ export interface AttachedMemory {
   role: 'target' | 'impacted' | 'file'
   /** Hops from the target to that node (0: the target or something it contains). */
   depth: number
+}
+
+/** Options of `centrality()`. */
+export interface CentralityOptions {
+  /**
+   * `pagerank` (default: a node depended upon by important nodes is important; scores
+   * sum to 1) or `degree` (summed edge weight, the best connected node scores 1).
+   */
+  method?: 'pagerank' | 'degree'
+  /** PageRank's probability of following an edge (0..1, default 0.85). */
+  damping?: number
+  /** PageRank's most iterations (1..1000, default 100). */
+  maxIterations?: number
+  /** Only edges of these kinds (default: all but `contains`). */
+  kinds?: Array<string>
+  /** Only edges of these layers. */
+  layers?: Array<number>
 }
 
 /** An indexed piece of a file. */
@@ -699,6 +735,40 @@ export interface MemoryVersion {
   endedAt: number
   /** The memory as it was. */
   memory: Memory
+}
+
+/** A node one edge away from the keys given to `neighbours()`. */
+export interface Neighbour {
+  /** The node. */
+  node: GraphNode
+  /** Summed weight of its edges to the set (a call made three times weighs 3). */
+  weight: number
+  /** Number of those edges. */
+  edges: number
+  /** The given keys it is linked to. */
+  linkedTo: Array<string>
+}
+
+/** Options of `neighbours()`. */
+export interface NeighbourOptions {
+  /** `out`: what the keys depend on; `in`: what depends on them; `both` (default). */
+  direction?: 'out' | 'in' | 'both'
+  /** Only edges of these kinds (default: all but `contains`). */
+  kinds?: Array<string>
+  /** Only edges of these layers. */
+  layers?: Array<number>
+  /** A file or module also stands for what it contains (default true). */
+  includeContained?: boolean
+  /** Most neighbours, heaviest first (1..10000, default 100). */
+  limit?: number
+}
+
+/** A node's centrality score. */
+export interface NodeScore {
+  /** The node's key. */
+  key: string
+  /** Its score. */
+  score: number
 }
 
 /**

@@ -1,6 +1,7 @@
 // The knowledge graph across the boundary: injectGraph / traverse / ancestors / descendants /
-// subgraph / deleteNode / deleteEdge, ENGRAM_CYCLE, argument errors, impact() on an indexed
-// project with attached memories, symbol staleness, and the shapes index.d.ts declares.
+// subgraph / deleteNode / deleteEdge, ENGRAM_CYCLE, argument errors, impact(), neighbours() and
+// centrality() on an indexed project with attached memories, symbol staleness, and the shapes
+// index.d.ts declares.
 import assert from 'node:assert/strict'
 import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -147,4 +148,39 @@ test('impact() on an indexed project lists dependents and memories; edits mark s
   assert.equal(stale.needsReview, true)
   await rejectsWithCode(assert, memory.deleteNode('src/api.ts'), 'ENGRAM_CONFLICT')
   await rejectsWithCode(assert, memory.injectGraph({ nodes: [{ key: 'src/api.ts', kind: 'file' }] }), 'ENGRAM_CONFLICT')
+})
+
+test('neighbours() and centrality() rank an indexed project; bad options reject with codes', async (t) => {
+  const dir = tempDir(t)
+  const root = join(dir, 'repo')
+  cpSync(new URL('../tests/fixtures/graph/ts/', import.meta.url), root, { recursive: true })
+  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
+  t.after(() => memory.close())
+  const summary = await memory.index()
+  assert.equal(typeof summary.graph.durationMs, 'number')
+  assertDeclared('GraphSyncSummary', summary.graph)
+
+  const near = await memory.neighbours(['src/orders.ts'])
+  assert.deepEqual(near.map((n) => n.node.key).sort(), [
+    'src/api.ts',
+    'src/api.ts:handle',
+    'src/util.ts',
+    'src/util.ts:formatDate',
+  ])
+  assert.ok(near.every((n) => n.linkedTo.length === 1 && n.linkedTo[0] === 'src/orders.ts'))
+  assertDeclared('Neighbour', near[0])
+  const out = await memory.neighbours(['src/orders.ts'], { direction: 'out', includeContained: false })
+  assert.deepEqual(out.map((n) => n.node.key), ['src/util.ts'])
+
+  const chain = ['src/main.ts', 'src/api.ts', 'src/orders.ts', 'src/util.ts']
+  const ranked = await memory.centrality(chain)
+  assert.deepEqual(ranked.map((s) => s.key), ['src/util.ts', 'src/orders.ts', 'src/api.ts', 'src/main.ts'])
+  assert.ok(Math.abs(ranked.reduce((sum, s) => sum + s.score, 0) - 1) < 1e-9)
+  const degree = await memory.centrality(chain, { method: 'degree' })
+  assert.equal(degree.find((s) => s.key === 'src/main.ts').score, 0.5)
+
+  await rejectsWithCode(assert, memory.centrality(chain, { method: 'eigen' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.centrality(chain, { damping: 1.5 }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.neighbours('src/orders.ts'), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, memory.neighbours(['src/orders.ts'], { direction: 'up' }), 'ENGRAM_INVALID_ARG')
 })

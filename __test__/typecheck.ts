@@ -9,6 +9,8 @@ import {
   type IndexSummary,
   type InjectSummary,
   type Memory,
+  type Neighbour,
+  type NodeScore,
   type RememberInput,
   type SearchHit,
   type Subgraph,
@@ -86,5 +88,8 @@ export async function knowledgeGraph(memory: Engram): Promise<Impact> {
   console.log(up.truncated, node?.layer, (await memory.graphStats()).closureRows)
   const impact = await memory.impact('src/auth/login.ts:Auth.login', { layers: [1], memoryLimit: 10 })
   console.log(impact.memories.map((m) => `${m.role} ${m.nodeKey} ${m.memory.content}`))
+  const near: Neighbour[] = await memory.neighbours(['src/auth/login.ts'], { direction: 'in', limit: 20 })
+  const ranked: NodeScore[] = await memory.centrality(near.map((n) => n.node.key), { method: 'degree' })
+  console.log(near.map((n) => `${n.node.key} ${n.weight} ${n.linkedTo.join(',')}`), ranked[0]?.score)
   return impact
 }

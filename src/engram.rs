@@ -12,8 +12,9 @@ use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::graph::{
-    self, EdgeInput, GraphCtx, GraphNode, GraphStats, Impact, ImpactOptions, InjectSummary,
-    NodeInput, Side, Subgraph, TraverseOptions,
+    self, CentralityOptions, EdgeInput, GraphCtx, GraphNode, GraphStats, Impact, ImpactOptions,
+    InjectSummary, Neighbour, NeighbourOptions, NodeInput, NodeScore, Side, Subgraph,
+    TraverseOptions,
 };
 use crate::memory::{
     self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
@@ -339,6 +340,26 @@ impl Engram {
     /// closure depth, and the memories attached to the target or anything affected.
     pub async fn impact(&self, target: &str, options: &ImpactOptions) -> Result<Impact> {
         graph::impact(&self.graph_ctx(), target, options).await
+    }
+
+    /// The nodes one edge away from `keys` (a file or module also standing for what it
+    /// contains; unknown keys skipped), heaviest link first: retrieval's graph candidates.
+    pub async fn neighbours(
+        &self,
+        keys: &[String],
+        options: &NeighbourOptions,
+    ) -> Result<Vec<Neighbour>> {
+        graph::neighbours(&self.graph_ctx(), keys, options).await
+    }
+
+    /// Degree or PageRank centrality of the nodes named by `keys` within the subgraph they
+    /// induce, best first.
+    pub async fn centrality(
+        &self,
+        keys: &[String],
+        options: &CentralityOptions,
+    ) -> Result<Vec<NodeScore>> {
+        graph::centrality(&self.graph_ctx(), keys, options).await
     }
 
     /// Node, edge and closure counts of the project's graph.

@@ -1,11 +1,14 @@
 //! The structural graph built by the indexer: impact analysis on fixture projects in
 //! TypeScript, Python, Rust and Go with known import and call structure, the diff-based sync
-//! on re-index, and symbol-level staleness of attached memories.
+//! on re-index, symbol-level staleness of attached memories, and the ranking helpers.
 
 use std::path::Path;
 
 use engram::code::IndexOptions;
-use engram::graph::{Impact, ImpactOptions};
+use engram::graph::{
+    CentralityMethod, CentralityOptions, Direction, Impact, ImpactOptions, Neighbour,
+    NeighbourOptions,
+};
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 
@@ -436,4 +439,80 @@ async fn assert_same_graph_as_fresh(dir: &tempfile::TempDir, e: &Engram, label: 
             "{label}: impact of {key}"
         );
     }
+}
+
+/// Retrieval's graph helpers: the 1-hop neighbourhood of a file (standing for its symbols)
+/// in each direction, and centrality over the import chain main -> api -> orders -> util.
+#[tokio::test(flavor = "multi_thread")]
+async fn neighbours_and_centrality_rank_the_fixture() {
+    let (_dir, e) = indexed("py").await;
+    let keys_of = |found: &[Neighbour]| {
+        let mut keys: Vec<String> = found.iter().map(|n| n.node.key.clone()).collect();
+        keys.sort();
+        keys
+    };
+    let orders = ["app/orders.py".to_owned()];
+    let both = e
+        .neighbours(&orders, &NeighbourOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        keys_of(&both),
+        [
+            "app/api.py",
+            "app/api.py:handle",
+            "app/util.py",
+            "app/util.py:format_date"
+        ]
+    );
+    assert!(both.iter().all(|n| n.linked_to == orders));
+    let out = NeighbourOptions {
+        direction: Direction::Out,
+        ..NeighbourOptions::default()
+    };
+    let out = e.neighbours(&orders, &out).await.unwrap();
+    assert_eq!(keys_of(&out), ["app/util.py", "app/util.py:format_date"]);
+    // Without its symbols the file only has its import neighbours.
+    let file_only = NeighbourOptions {
+        include_contained: false,
+        ..NeighbourOptions::default()
+    };
+    let file_only = e.neighbours(&orders, &file_only).await.unwrap();
+    assert_eq!(keys_of(&file_only), ["app/api.py", "app/util.py"]);
+    // Two members of the set: a neighbour of both names both; unknown keys are skipped.
+    let pair = [
+        "app/orders.py".to_owned(),
+        "main.py".to_owned(),
+        "nope".to_owned(),
+    ];
+    let pair = e
+        .neighbours(&pair, &NeighbourOptions::default())
+        .await
+        .unwrap();
+    let api = pair.iter().find(|n| n.node.key == "app/api.py").unwrap();
+    assert_eq!(api.linked_to, ["app/orders.py", "main.py"]);
+    assert_eq!(pair[0].node.key, "app/api.py", "linked twice: heaviest");
+
+    let chain: Vec<String> = ["main.py", "app/api.py", "app/orders.py", "app/util.py"]
+        .map(String::from)
+        .to_vec();
+    let pagerank = e
+        .centrality(&chain, &CentralityOptions::default())
+        .await
+        .unwrap();
+    let order: Vec<&str> = pagerank.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(
+        order,
+        ["app/util.py", "app/orders.py", "app/api.py", "main.py"],
+        "{pagerank:?}"
+    );
+    assert!((pagerank.iter().map(|s| s.score).sum::<f64>() - 1.0).abs() < 1e-9);
+    let degree = CentralityOptions {
+        method: CentralityMethod::Degree,
+        ..CentralityOptions::default()
+    };
+    let degree = e.centrality(&chain, &degree).await.unwrap();
+    let score = |key: &str| degree.iter().find(|s| s.key == key).unwrap().score;
+    assert_eq!((score("app/api.py"), score("app/orders.py")), (1.0, 1.0));
+    assert_eq!((score("main.py"), score("app/util.py")), (0.5, 0.5));
 }

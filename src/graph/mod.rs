@@ -12,12 +12,14 @@ pub mod code_layer;
 pub mod impact;
 pub mod model;
 pub mod module_layer;
+pub mod rank;
 pub mod read;
 pub mod write;
 
 pub use code_layer::GraphSyncSummary;
 pub use impact::{AttachedMemory, Impact, ImpactOptions};
 pub use model::{Direction, EdgeInput, GraphEdge, GraphNode, GraphSource, NodeInput};
+pub use rank::{CentralityMethod, CentralityOptions, Neighbour, NeighbourOptions, NodeScore};
 pub use read::{GraphStats, ReachedNode, Side, Subgraph, TraverseOptions};
 pub use write::InjectSummary;
 
@@ -153,6 +155,26 @@ pub(crate) async fn impact(
         options,
     )
     .await
+}
+
+/// The nodes one edge away from a set of nodes, heaviest link first.
+pub(crate) async fn neighbours(
+    ctx: &GraphCtx<'_>,
+    keys: &[String],
+    options: &NeighbourOptions,
+) -> Result<Vec<Neighbour>> {
+    let mut reader = ctx.store.reader().await;
+    rank::neighbours(&mut reader, ctx.project_id, keys, options).await
+}
+
+/// Degree or PageRank centrality within the subgraph a set of keys induces, best first.
+pub(crate) async fn centrality(
+    ctx: &GraphCtx<'_>,
+    keys: &[String],
+    options: &CentralityOptions,
+) -> Result<Vec<NodeScore>> {
+    let mut reader = ctx.store.reader().await;
+    rank::centrality(&mut reader, ctx.project_id, keys, options).await
 }
 
 /// Sizes of the project's graph.

@@ -7,8 +7,8 @@ use super::args::{optional_object, required, required_object};
 use super::class::Engram;
 use super::error::promise;
 use super::graph_types::{
-    GraphBatch, GraphNode, GraphStats, Impact, ImpactOptions, InjectSummary, ReachOptions,
-    Subgraph, TraverseOptions,
+    CentralityOptions, GraphBatch, GraphNode, GraphStats, Impact, ImpactOptions, InjectSummary,
+    Neighbour, NeighbourOptions, NodeScore, ReachOptions, Subgraph, TraverseOptions,
 };
 use super::json::{promise_json, JsonText};
 use crate::graph::Side;
@@ -198,6 +198,69 @@ impl Engram {
             env,
             async move { handle.impact(&target, &options).await },
             Impact::from,
+        )
+    }
+
+    /// The nodes one edge away from `keys`, heaviest link first: what a retrieval adds
+    /// around recently touched files. A file or module stands for what it contains; unknown
+    /// keys are skipped.
+    ///
+    /// ```ts
+    /// const near = await memory.neighbours(['src/auth/login.ts'], { direction: 'both', limit: 20 })
+    /// ```
+    #[napi(
+        ts_args_type = "keys: string[], options?: NeighbourOptions",
+        ts_return_type = "Promise<Neighbour[]>"
+    )]
+    pub fn neighbours<'env>(
+        &self,
+        env: &'env Env,
+        keys: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let keys: Vec<String> = arg!(env, required(env, &keys, "keys"));
+        let options: Option<NeighbourOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let options = match options {
+            Some(o) => arg!(env, o.into_core()),
+            None => crate::graph::NeighbourOptions::default(),
+        };
+        promise_json(
+            env,
+            async move { handle.neighbours(&keys, &options).await },
+            |found| found.into_iter().map(Neighbour::from).collect::<Vec<_>>(),
+        )
+    }
+
+    /// Centrality of the nodes named by `keys` within the subgraph they induce, best first:
+    /// PageRank (default) or weighted degree. Unknown keys are skipped.
+    ///
+    /// ```ts
+    /// const ranked = await memory.centrality(candidateFiles, { method: 'degree' })
+    /// ```
+    #[napi(
+        ts_args_type = "keys: string[], options?: CentralityOptions",
+        ts_return_type = "Promise<NodeScore[]>"
+    )]
+    pub fn centrality<'env>(
+        &self,
+        env: &'env Env,
+        keys: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, Vec<NodeScore>>> {
+        let handle = arg!(env, self.handle());
+        let keys: Vec<String> = arg!(env, required(env, &keys, "keys"));
+        let options: Option<CentralityOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let options = match options {
+            Some(o) => arg!(env, o.into_core()),
+            None => crate::graph::CentralityOptions::default(),
+        };
+        promise(
+            env,
+            async move { handle.centrality(&keys, &options).await },
+            |scores| scores.into_iter().map(NodeScore::from).collect(),
         )
     }
 

@@ -97,6 +97,19 @@ fn layers(values: Vec<u32>) -> Vec<u8> {
     values.into_iter().map(|x| x.min(255) as u8).collect()
 }
 
+/// Parses `'out' | 'in' | 'both'` (absent: `default`).
+fn direction(value: Option<&str>, default: core::Direction) -> Result<core::Direction, CoreError> {
+    match value {
+        None => Ok(default),
+        Some("out") => Ok(core::Direction::Out),
+        Some("in") => Ok(core::Direction::In),
+        Some("both") => Ok(core::Direction::Both),
+        Some(other) => Err(CoreError::invalid(format!(
+            "direction must be 'out', 'in' or 'both', got {other:?}"
+        ))),
+    }
+}
+
 fn metadata(value: Option<Json>) -> Json {
     value.unwrap_or_else(|| Json::Object(Default::default()))
 }
@@ -341,23 +354,128 @@ impl TraverseOptions {
     /// The core options.
     pub fn into_core(self) -> Result<core::TraverseOptions, CoreError> {
         let defaults = core::TraverseOptions::default();
-        let direction = match self.direction.as_deref() {
-            None | Some("out") => core::Direction::Out,
-            Some("in") => core::Direction::In,
-            Some("both") => core::Direction::Both,
-            Some(other) => {
-                return Err(CoreError::invalid(format!(
-                    "direction must be 'out', 'in' or 'both', got {other:?}"
-                )));
-            }
-        };
         Ok(core::TraverseOptions {
             max_depth: self.max_depth.unwrap_or(defaults.max_depth),
-            direction,
+            direction: direction(self.direction.as_deref(), defaults.direction)?,
             kinds: self.kinds,
             layers: self.layers.map(layers),
             limit: self.limit.unwrap_or(defaults.limit),
         })
+    }
+}
+
+/// Options of `neighbours()`.
+#[napi(object)]
+pub struct NeighbourOptions {
+    /// `out`: what the keys depend on; `in`: what depends on them; `both` (default).
+    #[napi(ts_type = "'out' | 'in' | 'both'")]
+    pub direction: Option<String>,
+    /// Only edges of these kinds (default: all but `contains`).
+    pub kinds: Option<Vec<String>>,
+    /// Only edges of these layers.
+    pub layers: Option<Vec<u32>>,
+    /// A file or module also stands for what it contains (default true).
+    pub include_contained: Option<bool>,
+    /// Most neighbours, heaviest first (1..10000, default 100).
+    pub limit: Option<u32>,
+}
+
+impl NeighbourOptions {
+    /// The core options.
+    pub fn into_core(self) -> Result<core::NeighbourOptions, CoreError> {
+        let defaults = core::NeighbourOptions::default();
+        Ok(core::NeighbourOptions {
+            direction: direction(self.direction.as_deref(), defaults.direction)?,
+            kinds: self.kinds,
+            layers: self.layers.map(layers),
+            include_contained: self.include_contained.unwrap_or(defaults.include_contained),
+            limit: self.limit.unwrap_or(defaults.limit),
+        })
+    }
+}
+
+/// A node one edge away from the keys given to `neighbours()`.
+#[napi(object)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Neighbour {
+    /// The node.
+    pub node: GraphNode,
+    /// Summed weight of its edges to the set (a call made three times weighs 3).
+    pub weight: f64,
+    /// Number of those edges.
+    pub edges: u32,
+    /// The given keys it is linked to.
+    pub linked_to: Vec<String>,
+}
+
+impl From<core::Neighbour> for Neighbour {
+    fn from(n: core::Neighbour) -> Self {
+        Neighbour {
+            node: n.node.into(),
+            weight: n.weight,
+            edges: n.edges,
+            linked_to: n.linked_to,
+        }
+    }
+}
+
+/// Options of `centrality()`.
+#[napi(object)]
+pub struct CentralityOptions {
+    /// `pagerank` (default: a node depended upon by important nodes is important; scores
+    /// sum to 1) or `degree` (summed edge weight, the best connected node scores 1).
+    #[napi(ts_type = "'pagerank' | 'degree'")]
+    pub method: Option<String>,
+    /// PageRank's probability of following an edge (0..1, default 0.85).
+    pub damping: Option<f64>,
+    /// PageRank's most iterations (1..1000, default 100).
+    pub max_iterations: Option<u32>,
+    /// Only edges of these kinds (default: all but `contains`).
+    pub kinds: Option<Vec<String>>,
+    /// Only edges of these layers.
+    pub layers: Option<Vec<u32>>,
+}
+
+impl CentralityOptions {
+    /// The core options.
+    pub fn into_core(self) -> Result<core::CentralityOptions, CoreError> {
+        let method = match self.method.as_deref() {
+            None | Some("pagerank") => core::CentralityMethod::PageRank {
+                damping: self.damping.unwrap_or(0.85),
+                max_iterations: self.max_iterations.unwrap_or(100),
+            },
+            Some("degree") => core::CentralityMethod::Degree,
+            Some(other) => {
+                return Err(CoreError::invalid(format!(
+                    "method must be 'pagerank' or 'degree', got {other:?}"
+                )))
+            }
+        };
+        Ok(core::CentralityOptions {
+            method,
+            kinds: self.kinds,
+            layers: self.layers.map(layers),
+        })
+    }
+}
+
+/// A node's centrality score.
+#[napi(object)]
+#[derive(Serialize)]
+pub struct NodeScore {
+    /// The node's key.
+    pub key: String,
+    /// Its score.
+    pub score: f64,
+}
+
+impl From<core::NodeScore> for NodeScore {
+    fn from(s: core::NodeScore) -> Self {
+        NodeScore {
+            key: s.key,
+            score: s.score,
+        }
     }
 }
 
