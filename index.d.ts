@@ -92,12 +92,15 @@ export declare class Engram {
    * `options.ignore`; skips unchanged files; parses on worker threads. `onProgress` receives
    * progress reports (throttled, best effort); aborting `signal` rejects with
    * `ENGRAM_ABORTED` and keeps what was committed, so the next run continues.
+   * `deriveRelations` (see `deriveRelations()`) is then asked about the modules the run
+   * changed; its outcome is in `summary.derivedRelations`, or its failure in
+   * `summary.derivedRelationsError` (the index itself stays committed).
    *
    * ```ts
    * const summary = await memory.index({ onProgress: (p) => console.log(p.phase, p.filesDone, p.filesTotal) })
    * ```
    */
-  index(options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal }): Promise<IndexSummary>
+  index(options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal; deriveRelations?: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined> }): Promise<IndexSummary>
   /**
    * Re-indexes some paths now (relative to the project root, or absolute inside it): changed
    * files are read again, directories walked, and paths that are gone or ignored removed with
@@ -209,6 +212,26 @@ export declare class Engram {
    * ```
    */
   centrality(keys: string[], options?: CentralityOptions): Promise<NodeScore[]>
+  /**
+   * Layer-2 relations from your language model: `deriver` receives summaries of modules
+   * (files, entry points, imports both ways, symbols; 25 per call) and returns the
+   * relations it sees as a graph batch, or null to leave those modules alone. Its answer
+   * replaces what it returned for the same modules before; everything is stored as layer
+   * 2 with source `llm`, so it never overwrites code nodes or edges (`ENGRAM_CONFLICT`).
+   * Each edge must start or end at a module it was asked about. A throw, rejection or
+   * malformed answer rejects with `ENGRAM_CALLBACK` (answers already written stay).
+   * `index({ deriveRelations })` runs the same after an index run, for the modules it
+   * changed.
+   *
+   * ```ts
+   * await memory.deriveRelations(async ({ modules }) => ({
+   *   nodes: [{ key: 'concept:billing', kind: 'concept' }],
+   *   edges: modules.filter((m) => m.key.startsWith('src/billing/'))
+   *     .map((m) => ({ from: m.key, to: 'concept:billing', kind: 'part_of' })),
+   * }))
+   * ```
+   */
+  deriveRelations(deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: { modules?: string[] }): Promise<DerivedSummary>
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
 }
@@ -297,8 +320,28 @@ export interface CodeSearchOptions {
   limit?: number
 }
 
+/** What a derivation wrote. */
+export interface DerivedSummary {
+  /** Modules the deriver was asked about. */
+  modules: number
+  /** Nodes created or rewritten. */
+  nodesWritten: number
+  /** Edges created or rewritten. */
+  edgesWritten: number
+  /** Edges returned for these modules before but not this time, deleted. */
+  edgesRemoved: number
+  /** Derived nodes left without edges, deleted. */
+  nodesRemoved: number
+}
+
+/** Options of `deriveRelations()`. */
+export interface DeriveOptions {
+  /** Module keys to ask about (default: every module). */
+  modules?: Array<string>
+}
+
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */
-export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_INTERNAL'
+export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_CALLBACK' | 'ENGRAM_INTERNAL'
 
 /** A file `index()` skipped or degraded. */
 export interface FileProblem {
@@ -454,6 +497,8 @@ export interface GraphSyncSummary {
    * to changed or disappeared.
    */
   memoriesMarkedStale: number
+  /** Modules whose files or imports the run touched. */
+  modulesChanged: Array<string>
 }
 
 /** What depends on a target, and the memories on any of it. */
@@ -537,6 +582,13 @@ export interface IndexSummary {
   removedPaths: Array<string>
   /** What the run changed in the knowledge graph. */
   graph: GraphSyncSummary
+  /**
+   * What `deriveRelations` wrote for the modules the run changed (absent when it was not
+   * given, nothing changed, or it failed).
+   */
+  derivedRelations?: DerivedSummary
+  /** Why `deriveRelations` failed (`CODE: message`); the index itself is committed. */
+  derivedRelationsError?: string
 }
 
 /** What `injectGraph` changed. */
@@ -737,6 +789,25 @@ export interface MemoryVersion {
   memory: Memory
 }
 
+/** What a relation deriver is told about one module. */
+export interface ModuleSummary {
+  /**
+   * The module's key (`src/auth/`): each edge returned must start or end at one of the
+   * modules asked about.
+   */
+  key: string
+  /** Its files (at most 100). */
+  files: Array<string>
+  /** Its entry-point files. */
+  entryPoints: Array<string>
+  /** Modules it imports. */
+  imports: Array<string>
+  /** Modules importing it. */
+  importedBy: Array<string>
+  /** Keys of symbols its files define (at most 100). */
+  symbols: Array<string>
+}
+
 /** A node one edge away from the keys given to `neighbours()`. */
 export interface Neighbour {
   /** The node. */
@@ -820,6 +891,12 @@ export interface ReachOptions {
   maxDepth?: number
   /** Most nodes returned (1..10000, default 500). */
   limit?: number
+}
+
+/** The argument of a relation deriver: up to 25 modules per call. */
+export interface RelationRequest {
+  /** The modules to describe. */
+  modules: Array<ModuleSummary>
 }
 
 /** r" How a memory relates to another memory or a file. */

@@ -154,7 +154,7 @@ test('errors carry a cause from the underlying layer', async (t) => {
 
 test('every ErrorCode is exported at runtime', () => {
   assert.deepEqual(Object.values(addon.ErrorCode).sort(), [
-    'ENGRAM_ABORTED', 'ENGRAM_CLOSED', 'ENGRAM_CONFLICT', 'ENGRAM_CORRUPT', 'ENGRAM_CYCLE', 'ENGRAM_DB', 'ENGRAM_INTERNAL',
+    'ENGRAM_ABORTED', 'ENGRAM_CALLBACK', 'ENGRAM_CLOSED', 'ENGRAM_CONFLICT', 'ENGRAM_CORRUPT', 'ENGRAM_CYCLE', 'ENGRAM_DB', 'ENGRAM_INTERNAL',
     'ENGRAM_INVALID_ARG', 'ENGRAM_IO', 'ENGRAM_NOT_FOUND', 'ENGRAM_SCHEMA_TOO_NEW', 'ENGRAM_SQLITE_BUSY',
   ])
 })

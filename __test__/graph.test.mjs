@@ -184,3 +184,60 @@ test('neighbours() and centrality() rank an indexed project; bad options reject 
   await rejectsWithCode(assert, memory.neighbours('src/orders.ts'), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, memory.neighbours(['src/orders.ts'], { direction: 'up' }), 'ENGRAM_INVALID_ARG')
 })
+
+test('deriveRelations() and index({ deriveRelations }) write llm relations; failures are ENGRAM_CALLBACK', async (t) => {
+  const dir = tempDir(t)
+  const root = join(dir, 'repo')
+  cpSync(new URL('../tests/fixtures/graph/go/', import.meta.url), root, { recursive: true })
+  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
+  t.after(() => memory.close())
+  const requests = []
+  const summary = await memory.index({
+    deriveRelations: async (request) => {
+      requests.push(request)
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      return {
+        nodes: [{ key: 'concept:billing', kind: 'concept' }],
+        edges: [{ from: 'orders/', to: 'concept:billing', kind: 'part_of' }],
+      }
+    },
+  })
+  assert.deepEqual(summary.graph.modulesChanged, ['api/', 'orders/', 'util/'])
+  assert.deepEqual(summary.derivedRelations, { modules: 3, nodesWritten: 1, edgesWritten: 1, edgesRemoved: 0, nodesRemoved: 0 })
+  assert.equal(summary.derivedRelationsError, undefined)
+  const orders = requests[0].modules.find((m) => m.key === 'orders/')
+  assert.deepEqual([orders.files, orders.imports, orders.importedBy], [['orders/orders.go'], ['util/'], ['api/']])
+  assertDeclared('ModuleSummary', orders)
+  const concept = await memory.getNode('concept:billing')
+  assert.deepEqual([concept.layer, concept.source], [2, 'llm'])
+  const up = await memory.ancestors('concept:billing')
+  assert.ok(up.nodes.some((r) => r.node.key === 'api/' && r.depth === 2), JSON.stringify(up.nodes))
+
+  // A plain (non-async) deriver works too; its answer replaces the previous one.
+  const again = await memory.deriveRelations(() => ({ edges: [{ from: 'api/', to: 'util/', kind: 'depends_on' }] }), {
+    modules: ['api/', 'orders/'],
+  })
+  assert.deepEqual(again, { modules: 2, nodesWritten: 0, edgesWritten: 1, edgesRemoved: 1, nodesRemoved: 1 })
+  assert.equal(await memory.getNode('concept:billing'), null)
+  assert.equal((await memory.deriveRelations(() => null)).edgesWritten, 0)
+
+  // Failures: a throw, a rejection, a malformed answer, an edge off the asked modules.
+  await rejectsWithCode(assert, memory.deriveRelations(() => { throw new Error('model offline') }), 'ENGRAM_CALLBACK')
+  await rejectsWithCode(assert, memory.deriveRelations(async () => { throw new Error('quota') }), 'ENGRAM_CALLBACK')
+  await rejectsWithCode(assert, memory.deriveRelations(() => ({ edges: 'none' })), 'ENGRAM_CALLBACK')
+  await rejectsWithCode(
+    assert,
+    memory.deriveRelations(() => ({ edges: [{ from: 'concept:x', to: 'concept:y', kind: 'k' }] }), { modules: ['util/'] }),
+    'ENGRAM_INVALID_ARG',
+  )
+  await rejectsWithCode(assert, memory.deriveRelations('not a function'), 'ENGRAM_INVALID_ARG')
+  assert.ok((await memory.ancestors('util/')).nodes.some((r) => r.node.key === 'api/'), 'earlier relations kept')
+
+  // An edit re-derives only the changed module; a failing deriver leaves the index committed.
+  writeFileSync(join(root, 'util/util.go'), readFileSync(join(root, 'util/util.go'), 'utf8') + '\nfunc Extra() int { return 1 }\n')
+  const edited = await memory.index({ deriveRelations: () => Promise.reject(new Error('down')) })
+  assert.equal(edited.filesIndexed, 1)
+  assert.deepEqual(edited.graph.modulesChanged, ['util/'])
+  assert.match(edited.derivedRelationsError, /^ENGRAM_CALLBACK: .*down/)
+  assert.ok(await memory.getNode('util/util.go:Extra'))
+})

@@ -8,9 +8,12 @@ import {
   type Impact,
   type IndexSummary,
   type InjectSummary,
+  type DerivedSummary,
   type Memory,
+  type ModuleSummary,
   type Neighbour,
   type NodeScore,
+  type RelationRequest,
   type RememberInput,
   type SearchHit,
   type Subgraph,
@@ -91,5 +94,11 @@ export async function knowledgeGraph(memory: Engram): Promise<Impact> {
   const near: Neighbour[] = await memory.neighbours(['src/auth/login.ts'], { direction: 'in', limit: 20 })
   const ranked: NodeScore[] = await memory.centrality(near.map((n) => n.node.key), { method: 'degree' })
   console.log(near.map((n) => `${n.node.key} ${n.weight} ${n.linkedTo.join(',')}`), ranked[0]?.score)
+  const derived: DerivedSummary = await memory.deriveRelations(async ({ modules }: RelationRequest) => ({
+    edges: modules.map((m: ModuleSummary) => ({ from: m.key, to: 'concept:core', kind: 'part_of' })),
+    nodes: [{ key: 'concept:core', kind: 'concept' }],
+  }))
+  const indexed = await memory.index({ deriveRelations: () => null })
+  console.log(derived.edgesWritten, indexed.derivedRelations?.modules, indexed.derivedRelationsError)
   return impact
 }

@@ -12,9 +12,9 @@ use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::graph::{
-    self, CentralityOptions, EdgeInput, GraphCtx, GraphNode, GraphStats, Impact, ImpactOptions,
-    InjectSummary, Neighbour, NeighbourOptions, NodeInput, NodeScore, Side, Subgraph,
-    TraverseOptions,
+    self, CentralityOptions, DerivedBatch, DerivedSummary, EdgeInput, GraphCtx, GraphNode,
+    GraphStats, Impact, ImpactOptions, InjectSummary, ModuleSummary, Neighbour, NeighbourOptions,
+    NodeInput, NodeScore, Side, Subgraph, TraverseOptions,
 };
 use crate::memory::{
     self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
@@ -360,6 +360,25 @@ impl Engram {
         options: &CentralityOptions,
     ) -> Result<Vec<NodeScore>> {
         graph::centrality(&self.graph_ctx(), keys, options).await
+    }
+
+    /// Layer-2 relations from the app's language model: `derive` receives summaries of the
+    /// modules (`modules`, or every module when None), 25 per call, and returns nodes and
+    /// edges (or None to leave those modules alone). Each answer replaces what `derive`
+    /// returned for the same modules before; all is written as layer 2 with source `llm`.
+    /// An edge must start or end at a module it was asked about (`ENGRAM_INVALID_ARG`); code
+    /// nodes and edges cannot be overwritten (`ENGRAM_CONFLICT`).
+    pub async fn derive_relations<F, Fut>(
+        &self,
+        modules: Option<&[String]>,
+        derive: F,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<DerivedSummary>
+    where
+        F: FnMut(Vec<ModuleSummary>) -> Fut,
+        Fut: std::future::Future<Output = Result<DerivedBatch>>,
+    {
+        graph::derive_relations(&self.graph_ctx(), modules, derive, cancel).await
     }
 
     /// Node, edge and closure counts of the project's graph.

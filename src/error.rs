@@ -88,6 +88,10 @@ pub enum Error {
     /// The operation was cancelled through its AbortSignal / cancellation token.
     #[error("operation aborted")]
     Aborted,
+    /// A function the app supplied (e.g. a relation deriver) threw, rejected, or returned
+    /// something that is not what it must return.
+    #[error("callback failed: {0}")]
+    Callback(String),
     /// A bug: an invariant broke or a panic was caught. Please report it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -108,6 +112,7 @@ impl Error {
             Error::Io { .. } => "ENGRAM_IO",
             Error::Db { .. } => "ENGRAM_DB",
             Error::Aborted => "ENGRAM_ABORTED",
+            Error::Callback(_) => "ENGRAM_CALLBACK",
             Error::Internal(_) => "ENGRAM_INTERNAL",
         }
     }

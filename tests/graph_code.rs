@@ -6,8 +6,8 @@ use std::path::Path;
 
 use engram::code::IndexOptions;
 use engram::graph::{
-    CentralityMethod, CentralityOptions, Direction, Impact, ImpactOptions, Neighbour,
-    NeighbourOptions,
+    CentralityMethod, CentralityOptions, Direction, EdgeInput, GraphSource, Impact, ImpactOptions,
+    ModuleSummary, Neighbour, NeighbourOptions, NodeInput, Side,
 };
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
@@ -515,4 +515,128 @@ async fn neighbours_and_centrality_rank_the_fixture() {
     let score = |key: &str| degree.iter().find(|s| s.key == key).unwrap().score;
     assert_eq!((score("app/api.py"), score("app/orders.py")), (1.0, 1.0));
     assert_eq!((score("main.py"), score("app/util.py")), (0.5, 0.5));
+}
+
+/// Layer 2 from an LLM: the deriver sees module summaries, its relations are written as
+/// `llm` layer-2 nodes and edges with their closure, a later answer replaces an earlier one
+/// (dropping relations and orphaned concept nodes), and bad answers change nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn derived_relations_replace_their_previous_answer() {
+    let (_dir, e) = indexed("go").await;
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let seen = std::sync::Mutex::new(Vec::new());
+    let summary = e
+        .derive_relations(
+            None,
+            |modules: Vec<ModuleSummary>| {
+                seen.lock().unwrap().extend(modules);
+                async {
+                    Ok(Some((
+                        vec![NodeInput::new("concept:billing", "concept")],
+                        vec![
+                            EdgeInput::new("orders/", "concept:billing", "part_of"),
+                            EdgeInput::new("api/", "orders/", "depends_on"),
+                        ],
+                    )))
+                }
+            },
+            &cancel,
+        )
+        .await
+        .unwrap();
+    let seen = seen.into_inner().unwrap();
+    let keys: Vec<&str> = seen.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys, ["api/", "orders/", "util/"]);
+    let orders = &seen[1];
+    assert_eq!(orders.files, ["orders/orders.go"]);
+    assert_eq!(
+        (orders.imports.as_slice(), orders.imported_by.as_slice()),
+        (&["util/".to_owned()][..], &["api/".to_owned()][..])
+    );
+    assert!(!orders.symbols.is_empty());
+    assert_eq!(
+        (
+            summary.modules,
+            summary.nodes_written,
+            summary.edges_written
+        ),
+        (3, 1, 2)
+    );
+    let concept = e.node("concept:billing").await.unwrap().unwrap();
+    assert_eq!((concept.layer, concept.source), (2, GraphSource::Llm));
+    // The closure follows: api/ reaches the concept through orders/, and so does everything
+    // importing the orders package (Go imports name the package's module node).
+    let up = e
+        .reach("concept:billing", Side::Ancestors, None, 100)
+        .await
+        .unwrap();
+    let mut up: Vec<(String, u32)> = up
+        .nodes
+        .iter()
+        .map(|r| (r.node.key.clone(), r.depth))
+        .collect();
+    up.sort();
+    let expected = [
+        ("api/", 2),
+        ("api/api.go", 2),
+        ("main.go", 3),
+        ("orders/", 1),
+    ];
+    assert_eq!(up, expected.map(|(k, d)| (k.to_owned(), d)));
+
+    // A new answer for all modules keeps one relation: the other and the concept go.
+    let summary = e
+        .derive_relations(
+            None,
+            |_| async {
+                Ok(Some((
+                    vec![],
+                    vec![EdgeInput::new("api/", "orders/", "depends_on")],
+                )))
+            },
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert_eq!((summary.edges_removed, summary.nodes_removed), (1, 1));
+    assert!(e.node("concept:billing").await.unwrap().is_none());
+
+    // An edge touching no module asked about, or overwriting a code edge, is refused whole.
+    let only_util = ["util/".to_owned()];
+    let stray = e
+        .derive_relations(
+            Some(&only_util),
+            |_| async {
+                Ok(Some((
+                    vec![],
+                    vec![EdgeInput::new("api/", "orders/", "calls")],
+                )))
+            },
+            &cancel,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(stray.code(), "ENGRAM_INVALID_ARG");
+    let code_edge = e
+        .derive_relations(
+            None,
+            |_| async {
+                let mut edge = EdgeInput::new("api/", "orders/", "imports");
+                edge.layer = 2;
+                Ok(Some((vec![], vec![edge])))
+            },
+            &cancel,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code_edge.code(), "ENGRAM_CONFLICT");
+    // None leaves the relations as they are.
+    e.derive_relations(None, |_| async { Ok(None) }, &cancel)
+        .await
+        .unwrap();
+    let down = e
+        .reach("api/", Side::Descendants, Some(1), 100)
+        .await
+        .unwrap();
+    assert!(down.nodes.iter().any(|r| r.node.key == "orders/"));
 }

@@ -46,7 +46,7 @@ impl Default for WatchOptions {
 #[derive(Debug, Clone)]
 pub enum WatchEvent {
     /// Changed paths were re-indexed (`indexed_paths` / `removed_paths` say which).
-    Updated(IndexSummary),
+    Updated(Box<IndexSummary>),
     /// An update failed; the watcher goes on, and the paths are retried with the next event.
     Failed {
         /// The error code (`ENGRAM_...`).
@@ -300,7 +300,7 @@ impl Loop {
             Ok(summary) => {
                 let changed = summary.files_indexed + summary.files_skipped + summary.files_removed;
                 if changed > 0 {
-                    (self.on_event)(&WatchEvent::Updated(summary));
+                    (self.on_event)(&WatchEvent::Updated(Box::new(summary)));
                 }
             }
             Err(Error::Aborted) => {}

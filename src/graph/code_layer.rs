@@ -50,6 +50,9 @@ pub struct GraphSyncSummary {
     pub edges_removed: u64,
     /// Memories newly marked stale because a symbol they are attached to changed or went away.
     pub memories_marked_stale: u64,
+    /// Modules whose files or imports the sync touched (those still present), for a
+    /// deriver of LLM relations.
+    pub modules_changed: Vec<String>,
 }
 
 /// A desired or existing layer-1 node.
@@ -260,6 +263,7 @@ pub(crate) async fn sync(
     }
     summary.edges_written +=
         module_layer::aggregate_imports(conn, project_id, now, &mut hops, &modules).await?;
+    summary.modules_changed = existing_keys(conn, project_id, &modules).await?;
     hops.apply(conn, project_id, cap).await?;
 
     if !stale_keys.is_empty() {
@@ -280,6 +284,27 @@ pub(crate) async fn sync(
             .ctx("marking memories on changed symbols stale")?;
     }
     Ok(summary)
+}
+
+/// Those of `keys` that name a node.
+async fn existing_keys(
+    conn: &Connection,
+    project_id: &str,
+    keys: &BTreeSet<String>,
+) -> Result<Vec<String>> {
+    let mut rows = conn
+        .query(
+            "SELECT key FROM graph_nodes
+             WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2)) ORDER BY key",
+            (project_id, serde_json::to_string(keys).unwrap_or_default()),
+        )
+        .await
+        .ctx("reading changed modules")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading changed modules")? {
+        out.push(row.get(0).ctx("module key")?);
+    }
+    Ok(out)
 }
 
 /// File and symbol nodes the index implies for the files in scope (`paths_json`: all if None).

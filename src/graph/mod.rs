@@ -14,6 +14,7 @@ pub mod model;
 pub mod module_layer;
 pub mod rank;
 pub mod read;
+pub mod semantic;
 pub mod write;
 
 pub use code_layer::GraphSyncSummary;
@@ -21,6 +22,7 @@ pub use impact::{AttachedMemory, Impact, ImpactOptions};
 pub use model::{Direction, EdgeInput, GraphEdge, GraphNode, GraphSource, NodeInput};
 pub use rank::{CentralityMethod, CentralityOptions, Neighbour, NeighbourOptions, NodeScore};
 pub use read::{GraphStats, ReachedNode, Side, Subgraph, TraverseOptions};
+pub use semantic::{DerivedSummary, ModuleSummary};
 pub use write::InjectSummary;
 
 use crate::clock::Clock;
@@ -175,6 +177,64 @@ pub(crate) async fn centrality(
 ) -> Result<Vec<NodeScore>> {
     let mut reader = ctx.store.reader().await;
     rank::centrality(&mut reader, ctx.project_id, keys, options).await
+}
+
+/// A derived batch: nodes and edges, or None to leave the modules' relations as they are.
+pub type DerivedBatch = Option<(Vec<NodeInput>, Vec<EdgeInput>)>;
+
+/// Asks `derive` about `modules` (None: every module), at most
+/// [`semantic::MODULES_PER_REQUEST`] per call, and writes each answer in its own transaction.
+/// Stops with `ENGRAM_ABORTED` between calls once `cancel` is raised (answers written stay).
+pub(crate) async fn derive_relations<F, Fut>(
+    ctx: &GraphCtx<'_>,
+    modules: Option<&[String]>,
+    mut derive: F,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<DerivedSummary>
+where
+    F: FnMut(Vec<ModuleSummary>) -> Fut,
+    Fut: std::future::Future<Output = Result<DerivedBatch>>,
+{
+    let keys = match modules {
+        Some(keys) => keys.to_vec(),
+        None => {
+            let reader = ctx.store.reader().await;
+            semantic::module_keys(&reader, ctx.project_id).await?
+        }
+    };
+    let mut total = DerivedSummary::default();
+    for chunk in keys.chunks(semantic::MODULES_PER_REQUEST) {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Aborted);
+        }
+        let summaries = {
+            let reader = ctx.store.reader().await;
+            semantic::module_summaries(&reader, ctx.project_id, chunk).await?
+        };
+        if summaries.is_empty() {
+            continue;
+        }
+        let asked: Vec<String> = summaries.iter().map(|m| m.key.clone()).collect();
+        let Some((nodes, edges)) = derive(summaries).await? else {
+            continue;
+        };
+        let now = ctx.clock.now_ms();
+        let conn = ctx.store.writer().await;
+        let tx = begin_write(&conn).await?;
+        let written = semantic::apply(
+            &tx,
+            ctx.project_id,
+            ctx.closure_depth,
+            now,
+            &asked,
+            nodes,
+            edges,
+        )
+        .await?;
+        tx.commit().await.ctx("committing derived relations")?;
+        total.add(&written);
+    }
+    Ok(total)
 }
 
 /// Sizes of the project's graph.

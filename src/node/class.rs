@@ -14,6 +14,7 @@ use super::code_types::{
     CodeChunk, CodeHit, CodeSearchOptions, IndexOptions, IndexProgress, IndexSummary, WatchEvent,
     WatchOptions,
 };
+use super::derive;
 use super::error::{promise, rejected};
 use super::json::{promise_json, JsonText};
 use super::types::{
@@ -365,12 +366,15 @@ impl Engram {
     /// `options.ignore`; skips unchanged files; parses on worker threads. `onProgress` receives
     /// progress reports (throttled, best effort); aborting `signal` rejects with
     /// `ENGRAM_ABORTED` and keeps what was committed, so the next run continues.
+    /// `deriveRelations` (see `deriveRelations()`) is then asked about the modules the run
+    /// changed; its outcome is in `summary.derivedRelations`, or its failure in
+    /// `summary.derivedRelationsError` (the index itself stays committed).
     ///
     /// ```ts
     /// const summary = await memory.index({ onProgress: (p) => console.log(p.phase, p.filesDone, p.filesTotal) })
     /// ```
     #[napi(
-        ts_args_type = "options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal }",
+        ts_args_type = "options?: IndexOptions & { onProgress?: (progress: IndexProgress) => void; signal?: AbortSignal; deriveRelations?: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined> }",
         ts_return_type = "Promise<IndexSummary>"
     )]
     pub fn index<'env>(
@@ -383,12 +387,13 @@ impl Engram {
             arg!(env, optional_object(env, options.as_ref(), "options"));
         let core_options = arg!(env, parsed.unwrap_or_default().into_core());
         let cancel = Arc::new(AtomicBool::new(false));
-        let mut progress = None;
+        let (mut progress, mut deriver) = (None, None);
         if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {
             // SAFETY: checked to be an object handle of this scope.
             let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
             arg!(env, watch_signal(env, &options, &cancel));
             progress = arg!(env, weak_callback::<IndexProgress>(&options, "onProgress"));
+            deriver = arg!(env, derive::deriver_option(&options, "deriveRelations"));
         }
         let work = async move {
             let report = move |p: &crate::code::IndexProgress| {
@@ -400,9 +405,27 @@ impl Engram {
                     );
                 }
             };
-            handle.index(&core_options, &report, &cancel).await
+            let summary = handle.index(&core_options, &report, &cancel).await?;
+            let modules = summary.graph.modules_changed.clone();
+            let derived = match deriver {
+                Some(deriver) if !modules.is_empty() => {
+                    Some(derive::run(&handle, deriver, Some(modules), &cancel).await)
+                }
+                _ => None,
+            };
+            Ok((summary, derived))
         };
-        promise(env, work, IndexSummary::from)
+        promise(env, work, |(summary, derived)| {
+            let mut out = IndexSummary::from(summary);
+            match derived {
+                Some(Ok(done)) => out.derived_relations = Some(done.into()),
+                Some(Err(e)) => {
+                    out.derived_relations_error = Some(format!("{}: {e}", e.code()));
+                }
+                None => {}
+            }
+            out
+        })
     }
 
     /// Re-indexes some paths now (relative to the project root, or absolute inside it): changed

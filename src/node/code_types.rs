@@ -2,6 +2,7 @@
 
 use napi_derive::napi;
 
+use super::derive::DerivedSummary;
 use crate::code as core;
 use crate::error::Error as CoreError;
 
@@ -110,6 +111,11 @@ pub struct IndexSummary {
     pub removed_paths: Vec<String>,
     /// What the run changed in the knowledge graph.
     pub graph: GraphSyncSummary,
+    /// What `deriveRelations` wrote for the modules the run changed (absent when it was not
+    /// given, nothing changed, or it failed).
+    pub derived_relations: Option<DerivedSummary>,
+    /// Why `deriveRelations` failed (`CODE: message`); the index itself is committed.
+    pub derived_relations_error: Option<String>,
 }
 
 /// What an index run changed in the knowledge graph's structural and module layers.
@@ -128,6 +134,8 @@ pub struct GraphSyncSummary {
     /// Memories newly marked stale (and needing review) because a symbol they are attached
     /// to changed or disappeared.
     pub memories_marked_stale: u32,
+    /// Modules whose files or imports the run touched.
+    pub modules_changed: Vec<String>,
 }
 
 impl From<core::IndexSummary> for IndexSummary {
@@ -153,7 +161,10 @@ impl From<core::IndexSummary> for IndexSummary {
                 edges_written: s.graph.edges_written as u32,
                 edges_removed: s.graph.edges_removed as u32,
                 memories_marked_stale: s.graph.memories_marked_stale as u32,
+                modules_changed: s.graph.modules_changed,
             },
+            derived_relations: None,
+            derived_relations_error: None,
             problems: s
                 .problems
                 .into_iter()
@@ -310,7 +321,7 @@ impl From<&core::WatchEvent> for WatchEvent {
         match event {
             core::WatchEvent::Updated(summary) => WatchEvent {
                 r#type: "updated".into(),
-                summary: Some(IndexSummary::from(summary.clone())),
+                summary: Some(IndexSummary::from((**summary).clone())),
                 code: None,
                 message: None,
             },

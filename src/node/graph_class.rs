@@ -3,8 +3,12 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use super::args::{optional_object, required, required_object};
 use super::class::Engram;
+use super::derive::{self, DerivedSummary};
 use super::error::promise;
 use super::graph_types::{
     CentralityOptions, GraphBatch, GraphNode, GraphStats, Impact, ImpactOptions, InjectSummary,
@@ -264,6 +268,48 @@ impl Engram {
         )
     }
 
+    /// Layer-2 relations from your language model: `deriver` receives summaries of modules
+    /// (files, entry points, imports both ways, symbols; 25 per call) and returns the
+    /// relations it sees as a graph batch, or null to leave those modules alone. Its answer
+    /// replaces what it returned for the same modules before; everything is stored as layer
+    /// 2 with source `llm`, so it never overwrites code nodes or edges (`ENGRAM_CONFLICT`).
+    /// Each edge must start or end at a module it was asked about. A throw, rejection or
+    /// malformed answer rejects with `ENGRAM_CALLBACK` (answers already written stay).
+    /// `index({ deriveRelations })` runs the same after an index run, for the modules it
+    /// changed.
+    ///
+    /// ```ts
+    /// await memory.deriveRelations(async ({ modules }) => ({
+    ///   nodes: [{ key: 'concept:billing', kind: 'concept' }],
+    ///   edges: modules.filter((m) => m.key.startsWith('src/billing/'))
+    ///     .map((m) => ({ from: m.key, to: 'concept:billing', kind: 'part_of' })),
+    /// }))
+    /// ```
+    #[napi(
+        ts_args_type = "deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: { modules?: string[] }",
+        ts_return_type = "Promise<DerivedSummary>"
+    )]
+    pub fn derive_relations<'env>(
+        &self,
+        env: &'env Env,
+        deriver: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, DerivedSummary>> {
+        let handle = arg!(env, self.handle());
+        let deriver = arg!(env, derive::deriver(&deriver, "deriver"));
+        let options: Option<DeriveOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let modules = options.and_then(|o| o.modules);
+        promise(
+            env,
+            async move {
+                let cancel = Arc::new(AtomicBool::new(false));
+                derive::run(&handle, deriver, modules, &cancel).await
+            },
+            DerivedSummary::from,
+        )
+    }
+
     /// Node, edge and closure-row counts of this project's graph.
     #[napi(ts_return_type = "Promise<GraphStats>")]
     pub fn graph_stats<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, GraphStats>> {
@@ -296,4 +342,11 @@ impl Engram {
             Subgraph::from,
         )
     }
+}
+
+/// Options of `deriveRelations()`.
+#[napi(object)]
+pub struct DeriveOptions {
+    /// Module keys to ask about (default: every module).
+    pub modules: Option<Vec<String>>,
 }

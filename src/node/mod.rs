@@ -22,6 +22,7 @@ macro_rules! arg {
 mod args;
 mod class;
 mod code_types;
+mod derive;
 mod error;
 mod graph_class;
 mod graph_types;
@@ -69,6 +70,10 @@ pub enum ErrorCode {
     /// Cancelled through an AbortSignal.
     #[napi(value = "ENGRAM_ABORTED")]
     Aborted,
+    /// A function you passed (e.g. `deriveRelations`) threw, rejected, or returned something
+    /// of the wrong shape; the message says which.
+    #[napi(value = "ENGRAM_CALLBACK")]
+    Callback,
     /// A bug in engram (including a caught panic); please report it.
     #[napi(value = "ENGRAM_INTERNAL")]
     Internal,
