@@ -85,11 +85,13 @@ impl Engram {
             }
         };
         let engine = Engine::open(&options.path, options.engine).await?;
-        Ok(Engram {
+        let handle = Engram {
             engine,
             project_id: Arc::from(project_id),
             project_root,
-        })
+        };
+        graph::align_closure_depth(&handle.graph_ctx()).await?;
+        Ok(handle)
     }
 
     fn ctx(&self) -> Ctx<'_> {

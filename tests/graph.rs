@@ -431,3 +431,30 @@ async fn secrets_in_labels_and_metadata_are_redacted() {
     );
     assert_eq!(stored.metadata["n"], 3);
 }
+
+/// Reopening with a deeper `closure_depth` rebuilds the closure at open, so reads see the
+/// deeper rows before any write.
+#[tokio::test(flavor = "multi_thread")]
+async fn reopening_with_another_depth_rebuilds_the_closure() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir, 2).await;
+    add_nodes(&e, 5).await;
+    let chain: Vec<EdgeInput> = (0..4)
+        .map(|i| EdgeInput::new(key(i), key(i + 1), "calls"))
+        .collect();
+    e.inject_graph(&[], &chain).await.unwrap();
+    let depth_of_n0 = |e: Engram, depth: u32| async move {
+        e.reach(&key(4), Side::Ancestors, Some(depth), 100)
+            .await
+            .unwrap()
+            .nodes
+            .iter()
+            .find(|r| r.node.key == key(0))
+            .map(|r| r.depth)
+    };
+    assert_eq!(depth_of_n0(e.clone(), 2).await, None, "n0 is 4 hops away");
+    drop(e);
+    let e = open(&dir, 4).await;
+    assert_eq!(depth_of_n0(e.clone(), 4).await, Some(4));
+    assert_eq!(e.graph_stats().await.unwrap().closure_depth, 4);
+}

@@ -55,6 +55,34 @@ fn closure_depth(ctx: &GraphCtx<'_>, max_depth: Option<u32>) -> Result<u32> {
     Ok(depth)
 }
 
+/// Rebuilds the project's closure when it was built with another depth than this engine's
+/// (a reopen with a new `closureDepth`), so reads never miss rows before the next write.
+pub(crate) async fn align_closure_depth(ctx: &GraphCtx<'_>) -> Result<()> {
+    let stored: Option<u32> = {
+        let reader = ctx.store.reader().await;
+        let mut rows = reader
+            .query(
+                "SELECT closure_depth FROM graph_state WHERE project_id = ?1",
+                [ctx.project_id],
+            )
+            .await
+            .ctx("reading graph state")?;
+        match rows.next().await.ctx("reading graph state")? {
+            Some(row) => Some(row.get(0).ctx("reading graph state")?),
+            None => None,
+        }
+    };
+    if stored.is_none_or(|depth| depth == ctx.closure_depth) {
+        return Ok(());
+    }
+    let now = ctx.clock.now_ms();
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    write::ensure_cap(&tx, ctx.project_id, ctx.closure_depth, now).await?;
+    tx.commit().await.ctx("committing the closure rebuild")?;
+    Ok(())
+}
+
 /// Upserts a batch of nodes and edges in one transaction.
 pub(crate) async fn inject(
     ctx: &GraphCtx<'_>,
