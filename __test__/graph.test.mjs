@@ -17,6 +17,16 @@ function declaredKeys(name) {
   return new Set([...body[1].matchAll(/^ {2}(\w+)\??:/gm)].map((m) => m[1]))
 }
 
+/** A copy of tests/fixtures/graph/<language> opened as a project (closed after the test). */
+async function openFixture(t, language) {
+  const dir = tempDir(t)
+  const root = join(dir, 'repo')
+  cpSync(new URL(`../tests/fixtures/graph/${language}/`, import.meta.url), root, { recursive: true })
+  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
+  t.after(() => memory.close())
+  return { dir, root, memory }
+}
+
 function assertDeclared(name, value) {
   const keys = declaredKeys(name)
   for (const key of Object.keys(value)) assert.ok(keys.has(key), `${name}.${key} is not declared`)
@@ -115,11 +125,7 @@ test('cycles, unknown endpoints and bad arguments reject with codes and keep not
 })
 
 test('impact() on an indexed project lists dependents and memories; edits mark symbol memories stale', async (t) => {
-  const dir = tempDir(t)
-  const root = join(dir, 'repo')
-  cpSync(new URL('../tests/fixtures/graph/ts/', import.meta.url), root, { recursive: true })
-  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
-  t.after(() => memory.close())
+  const { root, memory } = await openFixture(t, 'ts')
   const summary = await memory.index()
   assert.ok(summary.graph.nodesWritten > 0, JSON.stringify(summary.graph))
   const gotcha = await memory.remember({
@@ -151,11 +157,7 @@ test('impact() on an indexed project lists dependents and memories; edits mark s
 })
 
 test('neighbours() and centrality() rank an indexed project; bad options reject with codes', async (t) => {
-  const dir = tempDir(t)
-  const root = join(dir, 'repo')
-  cpSync(new URL('../tests/fixtures/graph/ts/', import.meta.url), root, { recursive: true })
-  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
-  t.after(() => memory.close())
+  const { memory } = await openFixture(t, 'ts')
   const summary = await memory.index()
   assert.equal(typeof summary.graph.durationMs, 'number')
   assertDeclared('GraphSyncSummary', summary.graph)
@@ -186,11 +188,7 @@ test('neighbours() and centrality() rank an indexed project; bad options reject 
 })
 
 test('deriveRelations() and index({ deriveRelations }) write llm relations; failures are ENGRAM_CALLBACK', async (t) => {
-  const dir = tempDir(t)
-  const root = join(dir, 'repo')
-  cpSync(new URL('../tests/fixtures/graph/go/', import.meta.url), root, { recursive: true })
-  const memory = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
-  t.after(() => memory.close())
+  const { root, memory } = await openFixture(t, 'go')
   const requests = []
   const summary = await memory.index({
     deriveRelations: async (request) => {

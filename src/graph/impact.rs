@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use serde::Serialize;
 
 use super::closure::NodeId;
-use super::read::{node_from_row, ReachedNode, NODE_COLUMNS};
+use super::read::{json_filter, node_from_row, ReachedNode, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
 use crate::memory::input::confine_path;
@@ -200,10 +200,7 @@ pub(crate) async fn impact(
         })
         .await?;
     let seed_ids: Vec<NodeId> = seeds.iter().map(|s| s.0).collect();
-    let layers = options
-        .layers
-        .as_ref()
-        .map(|l| serde_json::to_string(l).unwrap_or_default());
+    let layers = json_filter(options.layers.as_ref());
     let mut found = reader
         .query_cached(
             &AFFECTED,

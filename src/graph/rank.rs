@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::closure::NodeId;
 use super::model::Direction;
-use super::read::{node_from_row, NODE_COLUMNS};
+use super::read::{json_filter, node_from_row, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
 use crate::store::Reader;
@@ -137,14 +137,8 @@ pub(crate) async fn neighbours(
                 MAX_EXPANDED,
                 out,
                 inward,
-                options
-                    .kinds
-                    .as_ref()
-                    .map(|k| serde_json::to_string(k).unwrap_or_default()),
-                options
-                    .layers
-                    .as_ref()
-                    .map(|l| serde_json::to_string(l).unwrap_or_default()),
+                json_filter(options.kinds.as_ref()),
+                json_filter(options.layers.as_ref()),
             ],
             |row| {
                 Ok((
@@ -287,14 +281,8 @@ pub(crate) async fn centrality(
             libsql::params![
                 project_id,
                 serde_json::to_string(keys).unwrap_or_default(),
-                options
-                    .kinds
-                    .as_ref()
-                    .map(|k| serde_json::to_string(k).unwrap_or_default()),
-                options
-                    .layers
-                    .as_ref()
-                    .map(|l| serde_json::to_string(l).unwrap_or_default()),
+                json_filter(options.kinds.as_ref()),
+                json_filter(options.layers.as_ref()),
             ],
             |row| {
                 let a: NodeId = row.get(0).ctx("subgraph")?;

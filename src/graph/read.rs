@@ -30,6 +30,11 @@ pub(crate) const NODE_COLUMNS: &str = "n.id, n.key, n.layer, n.kind, n.label, n.
     n.start_line, n.end_line, n.source, n.confidence, n.metadata, n.created_at, n.updated_at, \
     n.stale_at";
 
+/// A filter list as the JSON text a `json_each(?N)` parameter takes (None: no filter).
+pub(crate) fn json_filter<T: serde::Serialize>(list: Option<&Vec<T>>) -> Option<String> {
+    list.map(|l| serde_json::to_string(l).unwrap_or_default())
+}
+
 /// Reads a node row selected with [`NODE_COLUMNS`] starting at column `at`.
 pub(crate) fn node_from_row(row: &Row, at: i32) -> Result<(NodeId, GraphNode)> {
     let c = |i: i32| at + i;
@@ -176,14 +181,8 @@ pub(crate) async fn traverse(
     }
     check_limit(options.limit)?;
     let (start_id, start_node) = require_node(conn, project_id, start).await?;
-    let kinds = options
-        .kinds
-        .as_ref()
-        .map(|k| serde_json::to_string(k).unwrap_or_default());
-    let layers = options
-        .layers
-        .as_ref()
-        .map(|l| serde_json::to_string(l).unwrap_or_default());
+    let kinds = json_filter(options.kinds.as_ref());
+    let layers = json_filter(options.layers.as_ref());
     // One statement per direction; the filters are parameters (NULL = no filter) and short
     // lists, so the (from_id, ...) and (to_id, kind) indexes still drive the lookups.
     let filter = "(?2 IS NULL OR e.kind IN (SELECT value FROM json_each(?2)))
