@@ -382,6 +382,11 @@ export interface GraphEdge {
   metadata: Record<string, unknown>
   /** Created (ms). */
   createdAt: number
+  /**
+   * For an LLM relation: when the index changed a module it touches (ms); cleared when it
+   * is derived again.
+   */
+  staleAt?: number
   /** Last written (ms). */
   updatedAt: number
 }
@@ -438,6 +443,11 @@ export interface GraphNode {
   createdAt: number
   /** Last written (ms). */
   updatedAt: number
+  /**
+   * For a node you or an LLM wrote: when code it has an edge to or from changed or went
+   * away (ms); cleared by writing the node again.
+   */
+  staleAt?: number
 }
 
 /**
@@ -499,6 +509,13 @@ export interface GraphSyncSummary {
   memoriesMarkedStale: number
   /** Modules whose files or imports the run touched. */
   modulesChanged: Array<string>
+  /**
+   * Nodes you or an LLM wrote, newly marked stale: they have an edge to or from a symbol
+   * whose text changed or that went away.
+   */
+  graphNodesMarkedStale: number
+  /** LLM relations newly marked stale: they touch a module the run changed. */
+  edgesMarkedStale: number
 }
 
 /** What depends on a target, and the memories on any of it. */

@@ -640,3 +640,85 @@ async fn derived_relations_replace_their_previous_answer() {
         .unwrap();
     assert!(down.nodes.iter().any(|r| r.node.key == "orders/"));
 }
+
+/// Knowledge written about code goes stale with it: an agent node linked to a symbol whose
+/// text changed, and an LLM relation of a module the index changed, until written again.
+#[tokio::test(flavor = "multi_thread")]
+async fn knowledge_about_changed_code_is_marked_stale_until_rewritten() {
+    let (dir, e) = indexed("py").await;
+    let root = dir.path().join("project");
+    let concept = NodeInput::new("concept:dates", "concept");
+    let about = EdgeInput::new("concept:dates", "app/util.py:format_date", "explains");
+    let other = NodeInput::new("concept:orders", "concept");
+    let about_other = EdgeInput::new("concept:orders", "app/orders.py", "explains");
+    e.inject_graph(&[concept.clone(), other], &[about, about_other])
+        .await
+        .unwrap();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let derived = || {
+        e.derive_relations(
+            None,
+            |_| async {
+                Ok(Some((
+                    vec![],
+                    vec![EdgeInput::new("app/", "concept:dates", "owns")],
+                )))
+            },
+            &cancel,
+        )
+    };
+    derived().await.unwrap();
+
+    std::fs::write(
+        root.join("app/util.py"),
+        "def format_date(d):\n    return str(d)\n\n\ndef unused_helper():\n    return 42\n",
+    )
+    .unwrap();
+    let summary = e
+        .index_paths(&["app/util.py".to_owned()], &IndexOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            summary.graph.graph_nodes_marked_stale,
+            summary.graph.edges_marked_stale
+        ),
+        (1, 1)
+    );
+    assert!(e
+        .node("concept:dates")
+        .await
+        .unwrap()
+        .unwrap()
+        .stale_at
+        .is_some());
+    assert!(e
+        .node("concept:orders")
+        .await
+        .unwrap()
+        .unwrap()
+        .stale_at
+        .is_none());
+    let owns = |e: Engram| async move {
+        e.subgraph(&["app/".to_owned(), "concept:dates".to_owned()])
+            .await
+            .unwrap()
+            .edges
+            .into_iter()
+            .find(|edge| edge.kind == "owns")
+            .unwrap()
+    };
+    assert!(owns(e.clone()).await.stale_at.is_some());
+
+    // Writing them again clears the flags.
+    e.inject_graph(&[concept], &[]).await.unwrap();
+    assert!(e
+        .node("concept:dates")
+        .await
+        .unwrap()
+        .unwrap()
+        .stale_at
+        .is_none());
+    derived().await.unwrap();
+    assert!(owns(e.clone()).await.stale_at.is_none());
+}

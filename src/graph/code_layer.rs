@@ -53,6 +53,11 @@ pub struct GraphSyncSummary {
     /// Modules whose files or imports the sync touched (those still present), for a
     /// deriver of LLM relations.
     pub modules_changed: Vec<String>,
+    /// Agent, user and LLM nodes newly marked stale: they have an edge to or from a symbol
+    /// whose text changed or that went away.
+    pub graph_nodes_marked_stale: u64,
+    /// LLM relations newly marked stale: they touch a module the sync changed.
+    pub edges_marked_stale: u64,
 }
 
 /// A desired or existing layer-1 node.
@@ -119,6 +124,14 @@ pub(crate) async fn sync(
         .filter(|(_, row)| row.kind == "file")
         .filter_map(|(key, _)| module_of(key))
         .collect();
+    // Knowledge written about changed or removed code (agent, user and LLM nodes with an edge
+    // to or from it) may be outdated now: flag it before removed nodes lose their edges.
+    let changed_ids: Vec<NodeId> = stale_keys
+        .iter()
+        .filter_map(|k| existing.get(k).map(|(id, _)| *id))
+        .collect();
+    summary.graph_nodes_marked_stale =
+        mark_neighbours_stale(conn, project_id, &changed_ids, now).await?;
     if !removed_ids.is_empty() {
         modules.extend(importer_modules(conn, &removed_ids).await?);
         detach(conn, &mut hops, &removed_ids).await?;
@@ -264,6 +277,23 @@ pub(crate) async fn sync(
     summary.edges_written +=
         module_layer::aggregate_imports(conn, project_id, now, &mut hops, &modules).await?;
     summary.modules_changed = existing_keys(conn, project_id, &modules).await?;
+    // What the app's LLM said about a changed module is stale until it is derived again.
+    summary.edges_marked_stale = conn
+        .execute(
+            "UPDATE graph_edges SET stale_at = ?3
+             WHERE source = 'llm' AND stale_at IS NULL
+               AND (from_id IN (SELECT id FROM graph_nodes WHERE project_id = ?1
+                                  AND key IN (SELECT value FROM json_each(?2)))
+                    OR to_id IN (SELECT id FROM graph_nodes WHERE project_id = ?1
+                                   AND key IN (SELECT value FROM json_each(?2))))",
+            libsql::params![
+                project_id,
+                serde_json::to_string(&summary.modules_changed).unwrap_or_default(),
+                now
+            ],
+        )
+        .await
+        .ctx("marking derived relations stale")?;
     hops.apply(conn, project_id, cap).await?;
 
     if !stale_keys.is_empty() {
@@ -284,6 +314,34 @@ pub(crate) async fn sync(
             .ctx("marking memories on changed symbols stale")?;
     }
     Ok(summary)
+}
+
+/// Flags the non-code nodes with an edge to or from any of `ids`; returns how many.
+async fn mark_neighbours_stale(
+    conn: &Connection,
+    project_id: &str,
+    ids: &[NodeId],
+    now: i64,
+) -> Result<u64> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    conn.execute(
+        "UPDATE graph_nodes SET stale_at = ?3
+         WHERE project_id = ?1 AND source <> 'ast' AND stale_at IS NULL
+           AND id IN (SELECT e.from_id FROM graph_edges e
+                      WHERE e.to_id IN (SELECT value FROM json_each(?2))
+                      UNION
+                      SELECT e.to_id FROM graph_edges e
+                      WHERE e.from_id IN (SELECT value FROM json_each(?2)))",
+        libsql::params![
+            project_id,
+            serde_json::to_string(ids).unwrap_or_default(),
+            now
+        ],
+    )
+    .await
+    .ctx("marking knowledge about changed code stale")
 }
 
 /// Those of `keys` that name a node.

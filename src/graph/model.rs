@@ -191,7 +191,8 @@ pub struct GraphNode {
     pub created_at: i64,
     /// Last written (ms), also by an unchanged re-send.
     pub updated_at: i64,
-    /// Set while its file is being re-indexed.
+    /// For a node you or an LLM wrote: when a code node it has an edge to or from changed or
+    /// went away on re-index (cleared when the node is written again). Code nodes: None.
     pub stale_at: Option<i64>,
 }
 
@@ -219,6 +220,9 @@ pub struct GraphEdge {
     pub created_at: i64,
     /// Last written (ms).
     pub updated_at: i64,
+    /// When code it relates to changed after it was written (an LLM relation of a module
+    /// the index changed); cleared when it is written again.
+    pub stale_at: Option<i64>,
 }
 
 /// Which way to follow edges.

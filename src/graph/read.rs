@@ -61,7 +61,7 @@ pub(crate) fn node_from_row(row: &Row, at: i32) -> Result<(NodeId, GraphNode)> {
 }
 
 const EDGE_COLUMNS: &str = "f.key, t.key, e.kind, e.layer, e.weight, e.source, e.confidence, \
-    e.metadata, e.created_at, e.updated_at";
+    e.metadata, e.created_at, e.updated_at, e.stale_at";
 
 /// Reads an edge selected with [`EDGE_COLUMNS`] starting at column `at`.
 fn edge_from_row(row: &Row, at: i32) -> Result<GraphEdge> {
@@ -79,6 +79,7 @@ fn edge_from_row(row: &Row, at: i32) -> Result<GraphEdge> {
         metadata: serde_json::from_str(&metadata).unwrap_or_default(),
         created_at: row.get(c(8)).ctx("graph edge")?,
         updated_at: row.get(c(9)).ctx("graph edge")?,
+        stale_at: row.get(c(10)).ctx("graph edge")?,
     })
 }
 

@@ -172,7 +172,7 @@ pub(crate) async fn inject(
                file_path = excluded.file_path, start_line = excluded.start_line,
                end_line = excluded.end_line, source = excluded.source,
                confidence = excluded.confidence, metadata = excluded.metadata,
-               updated_at = excluded.updated_at
+               updated_at = excluded.updated_at, stale_at = NULL
              RETURNING id",
         )
         .await
@@ -230,7 +230,7 @@ pub(crate) async fn inject(
              ON CONFLICT (from_id, to_id, kind) DO UPDATE SET
                layer = excluded.layer, weight = excluded.weight, source = excluded.source,
                confidence = excluded.confidence, metadata = excluded.metadata,
-               updated_at = excluded.updated_at",
+               updated_at = excluded.updated_at, stale_at = NULL",
         )
         .await
         .ctx("preparing edge upsert")?;

@@ -136,6 +136,11 @@ pub struct GraphSyncSummary {
     pub memories_marked_stale: u32,
     /// Modules whose files or imports the run touched.
     pub modules_changed: Vec<String>,
+    /// Nodes you or an LLM wrote, newly marked stale: they have an edge to or from a symbol
+    /// whose text changed or that went away.
+    pub graph_nodes_marked_stale: u32,
+    /// LLM relations newly marked stale: they touch a module the run changed.
+    pub edges_marked_stale: u32,
 }
 
 impl From<core::IndexSummary> for IndexSummary {
@@ -162,6 +167,8 @@ impl From<core::IndexSummary> for IndexSummary {
                 edges_removed: s.graph.edges_removed as u32,
                 memories_marked_stale: s.graph.memories_marked_stale as u32,
                 modules_changed: s.graph.modules_changed,
+                graph_nodes_marked_stale: s.graph.graph_nodes_marked_stale as u32,
+                edges_marked_stale: s.graph.edges_marked_stale as u32,
             },
             derived_relations: None,
             derived_relations_error: None,

@@ -212,6 +212,10 @@ pub struct GraphNode {
     pub created_at: f64,
     /// Last written (ms).
     pub updated_at: f64,
+    /// For a node you or an LLM wrote: when code it has an edge to or from changed or went
+    /// away (ms); cleared by writing the node again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_at: Option<f64>,
 }
 
 impl From<core::GraphNode> for GraphNode {
@@ -229,6 +233,7 @@ impl From<core::GraphNode> for GraphNode {
             metadata: n.metadata,
             created_at: n.created_at as f64,
             updated_at: n.updated_at as f64,
+            stale_at: n.stale_at.map(|t| t as f64),
         }
     }
 }
@@ -258,6 +263,10 @@ pub struct GraphEdge {
     pub metadata: Json,
     /// Created (ms).
     pub created_at: f64,
+    /// For an LLM relation: when the index changed a module it touches (ms); cleared when it
+    /// is derived again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_at: Option<f64>,
     /// Last written (ms).
     pub updated_at: f64,
 }
@@ -275,6 +284,7 @@ impl From<core::GraphEdge> for GraphEdge {
             metadata: e.metadata,
             created_at: e.created_at as f64,
             updated_at: e.updated_at as f64,
+            stale_at: e.stale_at.map(|t| t as f64),
         }
     }
 }
