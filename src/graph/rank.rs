@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::closure::NodeId;
 use super::model::Direction;
-use super::read::{json_filter, node_from_row, NODE_COLUMNS};
+use super::read::{json_filter, node_from_row, NODES_BY_ID};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
 use crate::store::Reader;
@@ -93,13 +93,6 @@ static NEIGHBOUR_LINKS: LazyLock<String> = LazyLock::new(|| {
          FROM links l JOIN graph_nodes g ON g.id = l.origin
          WHERE l.other NOT IN (SELECT id FROM inside)
          GROUP BY l.other, l.origin"
-    )
-});
-
-/// Nodes by id `?1` (JSON).
-static NODES_BY_ID: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.id IN (SELECT value FROM json_each(?1))"
     )
 });
 

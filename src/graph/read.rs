@@ -30,6 +30,13 @@ pub(crate) const NODE_COLUMNS: &str = "n.id, n.key, n.layer, n.kind, n.label, n.
     n.start_line, n.end_line, n.source, n.confidence, n.metadata, n.created_at, n.updated_at, \
     n.stale_at";
 
+/// Nodes by id `?1` (JSON), for the reader's statement cache.
+pub(crate) static NODES_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.id IN (SELECT value FROM json_each(?1))"
+    )
+});
+
 /// A filter list as the JSON text a `json_each(?N)` parameter takes (None: no filter).
 pub(crate) fn json_filter<T: serde::Serialize>(list: Option<&Vec<T>>) -> Option<String> {
     list.map(|l| serde_json::to_string(l).unwrap_or_default())
