@@ -722,3 +722,40 @@ async fn knowledge_about_changed_code_is_marked_stale_until_rewritten() {
     derived().await.unwrap();
     assert!(owns(e.clone()).await.stale_at.is_none());
 }
+
+/// `limit` keeps the nearest affected nodes and says it cut; `via` names the path from the
+/// target up, through the symbol of the target that was reached.
+#[tokio::test(flavor = "multi_thread")]
+async fn impact_limit_keeps_the_nearest_and_paths_read_from_the_target() {
+    let (_dir, e) = indexed("py").await;
+    let all = e
+        .impact("app/util.py", &ImpactOptions::default())
+        .await
+        .unwrap();
+    assert!(!all.truncated);
+    let depths: Vec<u32> = all.affected.iter().map(|r| r.depth).collect();
+    let mut sorted = depths.clone();
+    sorted.sort();
+    assert_eq!(depths, sorted, "nearest first");
+    let handle = all
+        .affected
+        .iter()
+        .find(|r| r.node.key == "app/api.py:handle")
+        .unwrap();
+    assert_eq!(
+        handle.via,
+        ["app/util.py:format_date", "app/orders.py:render_order"]
+    );
+    let two = ImpactOptions {
+        limit: 2,
+        ..ImpactOptions::default()
+    };
+    let cut = e.impact("app/util.py", &two).await.unwrap();
+    assert!(cut.truncated);
+    assert_eq!(cut.affected.len(), 2);
+    assert!(
+        cut.affected.iter().all(|r| r.depth == 1),
+        "{:?}",
+        levels(&cut)
+    );
+}
