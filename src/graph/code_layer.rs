@@ -98,6 +98,15 @@ pub(crate) async fn sync(
     let mut ids: HashMap<String, NodeId> = HashMap::with_capacity(desired.len());
     let mut stale_keys = Vec::new();
     let mut removed_ids = Vec::new();
+    // Prepared once: an edit can change every symbol of a file.
+    let update = conn
+        .prepare(
+            "UPDATE graph_nodes SET kind = ?2, label = ?3, start_line = ?4, end_line = ?5,
+               content_hash = ?6, updated_at = ?7, stale_at = NULL
+             WHERE id = ?1",
+        )
+        .await
+        .ctx("preparing layer-1 node update")?;
     for (key, (id, row)) in &existing {
         match desired.get(key) {
             None => {
@@ -110,7 +119,19 @@ pub(crate) async fn sync(
                     if row.content_hash.is_some() && want.content_hash != row.content_hash {
                         stale_keys.push(key.clone());
                     }
-                    update_node(conn, *id, want, now).await?;
+                    update.reset();
+                    update
+                        .execute(libsql::params![
+                            *id,
+                            want.kind.as_str(),
+                            want.label.as_str(),
+                            want.start_line,
+                            want.end_line,
+                            want.content_hash.as_deref(),
+                            now
+                        ])
+                        .await
+                        .ctx("updating a layer-1 node")?;
                     summary.nodes_written += 1;
                 }
             }
@@ -487,26 +508,6 @@ async fn existing_nodes(
         );
     }
     Ok(out)
-}
-
-async fn update_node(conn: &Connection, id: NodeId, row: &NodeRow, now: i64) -> Result<()> {
-    conn.execute(
-        "UPDATE graph_nodes SET kind = ?2, label = ?3, start_line = ?4, end_line = ?5,
-           content_hash = ?6, updated_at = ?7, stale_at = NULL
-         WHERE id = ?1",
-        libsql::params![
-            id,
-            row.kind.as_str(),
-            row.label.as_str(),
-            row.start_line,
-            row.end_line,
-            row.content_hash.as_deref(),
-            now
-        ],
-    )
-    .await
-    .ctx("updating a layer-1 node")?;
-    Ok(())
 }
 
 type EdgeKey = (String, String, String);
