@@ -415,6 +415,19 @@ async fn edges_follow_definitions_added_and_removed_elsewhere() {
         .unwrap();
     assert_eq!(callers(&e).await, before);
     assert_same_graph_as_fresh(&dir, &e, "restored").await;
+
+    // A rename moves the definition: the unchanged caller's edge follows it.
+    std::fs::rename(root.join("app/util.py"), root.join("app/helpers.py")).unwrap();
+    let renamed = ["app/util.py".to_owned(), "app/helpers.py".to_owned()];
+    e.index_paths(&renamed, &IndexOptions::default())
+        .await
+        .unwrap();
+    let moved = impact_levels(&e, "app/helpers.py:format_date", Some(vec![1])).await;
+    assert!(
+        moved.contains(&"1 app/orders.py:render_order".to_owned()),
+        "{moved:?}"
+    );
+    assert_same_graph_as_fresh(&dir, &e, "renamed").await;
 }
 
 /// Indexes the project afresh into another file and compares impacts of every node.

@@ -346,7 +346,7 @@ async fn run(
             done += 1;
             tally(&mut summary, &parsed.record);
             if !parsed.record.unchanged {
-                touched.add_analysis(&parsed.record.analysis);
+                touched.add_analysis(&parsed.record.path, &parsed.record.analysis);
             }
             batch_chunks += parsed.record.analysis.chunks.len();
             batch_cost += parsed.cost;
@@ -447,30 +447,34 @@ struct Touched {
     /// Names defined or referenced by changed files, before and after: their references are
     /// resolved again (symbol rows are replaced, so every resolution into them is redone).
     names: HashSet<String>,
-    /// Definitions `(name, qualified name)` of changed files, counted +1 after and -1
-    /// before. Resolution by name elsewhere can only move for names whose count is not zero
-    /// at the end: an edit that keeps a file's definitions leaves every graph edge into it
-    /// alone.
-    definitions: HashMap<(String, String), i64>,
+    /// Definitions `(path, name, qualified name)` of changed files, counted +1 after and -1
+    /// before. Resolution by name elsewhere, and the graph key it leads to, can only move for
+    /// names with a count that is not zero at the end: an edit that keeps a file's
+    /// definitions leaves every graph edge into it alone, while a rename or a definition
+    /// moved to another file does not cancel out.
+    definitions: HashMap<(String, String, String), i64>,
     /// Files written or removed.
     paths: Vec<String>,
 }
 
 impl Touched {
-    fn add_analysis(&mut self, analysis: &crate::code::analyze::FileAnalysis) {
+    fn add_analysis(&mut self, path: &str, analysis: &crate::code::analyze::FileAnalysis) {
         self.names.extend(store::names_in(analysis));
         for d in &analysis.definitions {
             *self
                 .definitions
-                .entry((d.name.clone(), d.qualified_name.clone()))
+                .entry((path.to_owned(), d.name.clone(), d.qualified_name.clone()))
                 .or_default() += 1;
         }
     }
 
-    fn add_replaced(&mut self, old: Vec<(String, String)>) {
-        for (name, qualified_name) in old {
+    fn add_replaced(&mut self, old: Vec<(String, String, String)>) {
+        for (path, name, qualified_name) in old {
             self.names.insert(name.clone());
-            *self.definitions.entry((name, qualified_name)).or_default() -= 1;
+            *self
+                .definitions
+                .entry((path, name, qualified_name))
+                .or_default() -= 1;
         }
     }
 
@@ -480,7 +484,7 @@ impl Touched {
             .definitions
             .iter()
             .filter(|(_, count)| **count != 0)
-            .map(|((name, _), _)| name)
+            .map(|((_, name, _), _)| name)
             .collect();
         changed.into_iter().cloned().collect()
     }

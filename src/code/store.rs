@@ -436,26 +436,31 @@ pub(crate) fn names_in(analysis: &FileAnalysis) -> impl Iterator<Item = String> 
     defined.chain(referenced)
 }
 
-/// The definitions `(name, qualified name)` of the files `file_ids` as indexed now (before
-/// they are replaced), one per symbol row.
+/// The definitions `(path, name, qualified name)` of the files `file_ids` as indexed now
+/// (before they are replaced), one per symbol row.
 pub(crate) async fn symbol_names_of(
     conn: &Connection,
     file_ids: &[i64],
-) -> Result<Vec<(String, String)>> {
+) -> Result<Vec<(String, String, String)>> {
     if file_ids.is_empty() {
         return Ok(Vec::new());
     }
     let mut rows = conn
         .query(
-            "SELECT name, qualified_name FROM code_symbols
-             WHERE file_id IN (SELECT value FROM json_each(?1))",
+            "SELECT f.path, s.name, s.qualified_name FROM code_symbols s
+             JOIN code_files f ON f.id = s.file_id
+             WHERE s.file_id IN (SELECT value FROM json_each(?1))",
             params![json!(file_ids).to_string()],
         )
         .await
         .ctx("reading replaced symbols")?;
     let mut names = Vec::new();
     while let Some(row) = rows.next().await.ctx("reading replaced symbols")? {
-        names.push((row.get(0).ctx("name")?, row.get(1).ctx("qualified name")?));
+        names.push((
+            row.get(0).ctx("path")?,
+            row.get(1).ctx("name")?,
+            row.get(2).ctx("qualified name")?,
+        ));
     }
     Ok(names)
 }
