@@ -217,8 +217,11 @@ export declare class Engram {
    * (files, entry points, imports both ways, symbols; 25 per call) and returns the
    * relations it sees as a graph batch, or null to leave those modules alone. Its answer
    * replaces what it returned for the same modules before; everything is stored as layer
-   * 2 with source `llm`, so it never overwrites code nodes or edges (`ENGRAM_CONFLICT`).
-   * Each edge must start or end at a module it was asked about. A throw, rejection or
+   * 2 with source `llm`, and it can overwrite neither code rows nor what agents and users
+   * wrote (`ENGRAM_CONFLICT`). An edge belongs to the module it starts from, or (when it
+   * starts at a concept or other node) to the module it ends at; that module must be one
+   * it was asked about (`ENGRAM_INVALID_ARG`), and only edges belonging to the modules
+   * asked about are replaced. A throw, rejection or
    * malformed answer rejects with `ENGRAM_CALLBACK` (answers already written stay).
    * `index({ deriveRelations })` runs the same after an index run, for the modules it
    * changed.
@@ -809,8 +812,9 @@ export interface MemoryVersion {
 /** What a relation deriver is told about one module. */
 export interface ModuleSummary {
   /**
-   * The module's key (`src/auth/`): each edge returned must start or end at one of the
-   * modules asked about.
+   * The module's key (`src/auth/`). An edge returned belongs to the module it starts
+   * from, or (starting at a concept or other node) to the module it ends at; that module
+   * must be one asked about.
    */
   key: string
   /** Its files (at most 100). */

@@ -368,8 +368,10 @@ impl Engram {
     /// modules (`modules`, or every module when None), 25 per call, and returns nodes and
     /// edges (or None to leave those modules alone). Each answer replaces what `derive`
     /// returned for the same modules before; all is written as layer 2 with source `llm`.
-    /// An edge must start or end at a module it was asked about (`ENGRAM_INVALID_ARG`); code
-    /// nodes and edges cannot be overwritten (`ENGRAM_CONFLICT`).
+    /// An edge belongs to the module it starts from, or else to the module it ends at; that
+    /// module must be one asked about (`ENGRAM_INVALID_ARG`), and only edges belonging to the
+    /// modules asked about are replaced. Code rows and agent/user rows cannot be overwritten
+    /// (`ENGRAM_CONFLICT`).
     pub async fn derive_relations<F, Fut>(
         &self,
         modules: Option<&[String]>,

@@ -505,6 +505,18 @@ async fn neighbours_and_centrality_rank_the_fixture() {
     let api = pair.iter().find(|n| n.node.key == "app/api.py").unwrap();
     assert_eq!(api.linked_to, ["app/orders.py", "main.py"]);
     assert_eq!(pair[0].node.key, "app/api.py", "linked twice: heaviest");
+    // A file given with its module counts once, for itself (and its symbols for it).
+    let nested = ["app/".to_owned(), "app/api.py".to_owned()];
+    let nested = e
+        .neighbours(&nested, &NeighbourOptions::default())
+        .await
+        .unwrap();
+    let main = nested.iter().find(|n| n.node.key == "main.py").unwrap();
+    assert_eq!(
+        (main.edges, main.linked_to.as_slice()),
+        (2, &["app/api.py".to_owned()][..]),
+        "main imports api.py and calls api.py:handle"
+    );
 
     let chain: Vec<String> = ["main.py", "app/api.py", "app/orders.py", "app/util.py"]
         .map(String::from)
@@ -647,6 +659,39 @@ async fn derived_relations_replace_their_previous_answer() {
     e.derive_relations(None, |_| async { Ok(None) }, &cancel)
         .await
         .unwrap();
+    // An answer for orders/ alone keeps api/ -> orders/: that edge belongs to api/.
+    let only_orders = ["orders/".to_owned()];
+    let kept = e
+        .derive_relations(
+            Some(&only_orders),
+            |_| async { Ok(Some((vec![], vec![]))) },
+            &cancel,
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept.edges_removed, 0);
+    // What an agent wrote is not the deriver's to replace.
+    e.inject_graph(&[NodeInput::new("concept:agent", "concept")], &[])
+        .await
+        .unwrap();
+    let taken = e
+        .derive_relations(
+            None,
+            |_| async {
+                Ok(Some((
+                    vec![NodeInput::new("concept:agent", "concept")],
+                    vec![EdgeInput::new("api/", "concept:agent", "uses")],
+                )))
+            },
+            &cancel,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(taken.code(), "ENGRAM_CONFLICT");
+    assert_eq!(
+        e.node("concept:agent").await.unwrap().unwrap().source,
+        GraphSource::Agent
+    );
     let down = e
         .reach("api/", Side::Descendants, Some(1), 100)
         .await
@@ -765,7 +810,11 @@ async fn impact_limit_keeps_the_nearest_and_paths_read_from_the_target() {
     };
     let cut = e.impact("app/util.py", &two).await.unwrap();
     assert!(cut.truncated);
-    assert_eq!(cut.affected.len(), 2);
+    assert_eq!(
+        cut.affected,
+        all.affected[..2],
+        "the first two of the full answer"
+    );
     assert!(
         cut.affected.iter().all(|r| r.depth == 1),
         "{:?}",

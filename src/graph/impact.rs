@@ -68,7 +68,8 @@ pub struct Impact {
     /// The node the target named.
     pub target: GraphNode,
     /// Nodes that depend on the target (for a file: on the file or any of its symbols),
-    /// nearest first; `via` lists the path's nodes between each and the target.
+    /// nearest first (ties: heavier path, then older node); `via` lists the path's nodes
+    /// between each and the target.
     pub affected: Vec<ReachedNode>,
     /// Memories on the target, its symbols and the affected nodes, nearest first.
     pub memories: Vec<AttachedMemory>,
@@ -233,6 +234,8 @@ pub(crate) async fn impact(
         }
     }
     let mut chosen: Vec<(NodeId, Nearest)> = nearest.into_iter().collect();
+    // Nearest first, then heavier, then older: the order returned, so `limit` keeps
+    // exactly the first of them.
     chosen.sort_by(|(a, x), (b, y)| {
         x.depth
             .cmp(&y.depth)
@@ -256,10 +259,11 @@ pub(crate) async fn impact(
         .into_iter()
         .collect();
     let seed_keys: HashMap<NodeId, &str> = seeds.iter().map(|(id, k)| (*id, k.as_str())).collect();
-    let key_of = |id: NodeId| -> String {
+    // A path node deleted since the closure row was read is left out, as before.
+    let key_of = |id: NodeId| -> Option<String> {
         match nodes.get(&id) {
-            Some(node) => node.key.clone(),
-            None => seed_keys.get(&id).copied().unwrap_or_default().to_owned(),
+            Some(node) => Some(node.key.clone()),
+            None => seed_keys.get(&id).map(|k| (*k).to_owned()),
         }
     };
     let mut affected = Vec::with_capacity(chosen.len());
@@ -268,10 +272,10 @@ pub(crate) async fn impact(
             continue;
         };
         // Stored paths run from the ancestor down; `via` reads from the target up.
-        let mut via: Vec<String> = n.path.iter().rev().map(|&p| key_of(p)).collect();
+        let mut via: Vec<String> = n.path.iter().rev().filter_map(|&p| key_of(p)).collect();
         if n.seed != target_id {
             // Reached through something the target contains: name it on the way.
-            via.insert(0, key_of(n.seed));
+            via.splice(0..0, key_of(n.seed));
         }
         affected.push(ReachedNode {
             node,
@@ -280,12 +284,6 @@ pub(crate) async fn impact(
             via,
         });
     }
-    affected.sort_by(|a, b| {
-        a.depth
-            .cmp(&b.depth)
-            .then(b.weight.total_cmp(&a.weight))
-            .then(a.node.key.cmp(&b.node.key))
-    });
     let memories = attached_memories(reader, project_id, &seeds, &affected, options).await?;
     Ok(Impact {
         target: target_node,

@@ -62,17 +62,21 @@ pub struct Neighbour {
 }
 
 /// Expands keys `?2` (JSON) of project `?1` to themselves and, when `?3` is 1, everything
-/// they contain; each row is (node id, id of the given node it stands for).
+/// they contain; `one` holds each node once with the nearest given node containing it
+/// (itself when given), so a file given with its module is not counted twice.
 const EXPANDED: &str = "WITH RECURSIVE
      given(id) AS (
        SELECT id FROM graph_nodes
        WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2))),
-     inside(id, origin) AS (
-       SELECT id, id FROM given
+     inside(id, origin, depth) AS (
+       SELECT id, id, 0 FROM given
        UNION
-       SELECT e.to_id, inside.origin FROM graph_edges e JOIN inside ON e.from_id = inside.id
+       SELECT e.to_id, inside.origin, inside.depth + 1
+       FROM graph_edges e JOIN inside ON e.from_id = inside.id
        WHERE ?3 = 1 AND e.kind = 'contains'
-       LIMIT ?4 + 0)";
+       LIMIT ?4 + 0),
+     one(id, origin) AS (
+       SELECT id, origin FROM (SELECT id, origin, MIN(depth) FROM inside GROUP BY id))";
 
 /// Edges between the expanded set and the rest, one row per (neighbour, origin): `?5` 1 to
 /// follow edges out, `?6` 1 to follow them in, `?7` kinds (JSON or NULL: all but contains),
@@ -84,14 +88,14 @@ static NEIGHBOUR_LINKS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{EXPANDED},
          links(other, origin, weight) AS (
-           SELECT e.to_id, s.origin, e.weight FROM inside s JOIN graph_edges e ON e.from_id = s.id
+           SELECT e.to_id, s.origin, e.weight FROM one s JOIN graph_edges e ON e.from_id = s.id
            WHERE ?5 = 1 AND {filter}
            UNION ALL
-           SELECT e.from_id, s.origin, e.weight FROM inside s JOIN graph_edges e ON e.to_id = s.id
+           SELECT e.from_id, s.origin, e.weight FROM one s JOIN graph_edges e ON e.to_id = s.id
            WHERE ?6 = 1 AND {filter})
          SELECT l.other, g.key, SUM(l.weight), COUNT(*)
          FROM links l JOIN graph_nodes g ON g.id = l.origin
-         WHERE l.other NOT IN (SELECT id FROM inside)
+         WHERE l.other NOT IN (SELECT id FROM one)
          GROUP BY l.other, l.origin"
     )
 });

@@ -2,7 +2,8 @@
 //! summary of each module (files, entry points, module imports both ways, symbols) and
 //! returns relations; those replace the relations it returned for the same modules before,
 //! in one transaction that keeps the closure exact. Everything it writes is `source = 'llm'`
-//! and layer 2; it can neither change code nodes nor code edges (ENGRAM_CONFLICT).
+//! and layer 2; it can change neither code rows nor what agents and users wrote
+//! (ENGRAM_CONFLICT).
 
 use std::collections::HashSet;
 
@@ -11,7 +12,7 @@ use serde::Serialize;
 
 use super::closure::NodeId;
 use super::model::{is_transitive, EdgeInput, GraphSource, NodeInput};
-use super::write::{ensure_cap, inject, node_id, validate_batch, HopLog};
+use super::write::{edge_source, ensure_cap, inject, node_id, validate_batch, HopLog};
 use crate::error::{DbContext, Error, Result};
 
 /// Modules sent to the deriver per call.
@@ -49,7 +50,7 @@ pub struct DerivedSummary {
     pub edges_written: u32,
     /// Edges the deriver returned for these modules before but not this time.
     pub edges_removed: u32,
-    /// Layer-2 LLM nodes left without any edge, deleted.
+    /// Derived nodes that only the dropped edges held, deleted.
     pub nodes_removed: u32,
 }
 
@@ -155,8 +156,11 @@ async fn strings(
 }
 
 /// Replaces the LLM relations of `modules` with `nodes` and `edges`, in the caller's
-/// transaction. Every edge must start or end at one of `modules`; all are written as layer
-/// 2, `source = 'llm'`.
+/// transaction; all are written as layer 2, `source = 'llm'`. An edge belongs to the module
+/// it starts from, or (when it starts at a concept or any other non-module node) to the module
+/// it ends at: that module must be one of `modules`, and only edges belonging to `modules`
+/// are replaced, so answering for one module never drops what another's answer said. Nodes
+/// and edges written by agents or users are refused (`ENGRAM_CONFLICT`), like code rows.
 pub(crate) async fn apply(
     conn: &Connection,
     project_id: &str,
@@ -168,23 +172,63 @@ pub(crate) async fn apply(
 ) -> Result<DerivedSummary> {
     validate_batch(&nodes, &edges)?;
     let asked: HashSet<&str> = modules.iter().map(String::as_str).collect();
-    if let Some(stray) = edges
-        .iter()
-        .find(|e| !asked.contains(e.from.as_str()) && !asked.contains(e.to.as_str()))
-    {
-        return Err(Error::invalid(format!(
-            "a derived edge must start or end at a module it was asked about; \
-             {} -[{}]-> {} touches none",
-            stray.from, stray.kind, stray.to
-        )));
+    let from_keys: Vec<&str> = edges.iter().map(|e| e.from.as_str()).collect();
+    let module_starts: HashSet<String> = strings(
+        conn,
+        "SELECT key FROM graph_nodes WHERE project_id = ?1 AND kind = 'module' AND source = 'ast'
+           AND key IN (SELECT value FROM json_each(?2))",
+        libsql::params![
+            project_id,
+            serde_json::to_string(&from_keys).unwrap_or_default()
+        ],
+    )
+    .await?
+    .into_iter()
+    .collect();
+    for edge in &edges {
+        let owner = if module_starts.contains(&edge.from) {
+            &edge.from
+        } else {
+            &edge.to
+        };
+        if !asked.contains(owner.as_str()) {
+            return Err(Error::invalid(format!(
+                "a derived edge belongs to the module it starts from, or else to the module it \
+                 ends at, and that module must be one asked about; {} -[{}]-> {} belongs to {owner}",
+                edge.from, edge.kind, edge.to
+            )));
+        }
     }
     for node in &mut nodes {
         node.layer = 2;
         node.source = GraphSource::Llm;
+        if let Some((_, source)) = node_id(conn, project_id, &node.key).await? {
+            if source != "llm" {
+                return Err(Error::Conflict(format!(
+                    "node {} was written by the {source} source; a deriver cannot replace it",
+                    node.key
+                )));
+            }
+        }
     }
     for edge in &mut edges {
         edge.layer = 2;
         edge.source = GraphSource::Llm;
+        let (Some((from, _)), Some((to, _))) = (
+            node_id(conn, project_id, &edge.from).await?,
+            node_id(conn, project_id, &edge.to).await?,
+        ) else {
+            continue;
+        };
+        if let Some(source) = edge_source(conn, from, to, &edge.kind).await? {
+            if source != "llm" {
+                return Err(Error::Conflict(format!(
+                    "edge {} -[{}]-> {} was written by the {source} source; a deriver cannot \
+                     replace it",
+                    edge.from, edge.kind, edge.to
+                )));
+            }
+        }
     }
     ensure_cap(conn, project_id, cap, now).await?;
     let mut module_ids = Vec::new();
@@ -194,8 +238,8 @@ pub(crate) async fn apply(
         }
     }
 
-    // The previous answer's edges that this one does not repeat go (repeated ones are
-    // upserted below and keep their closure rows).
+    // The previous answers' edges belonging to these modules that this one does not repeat
+    // go (repeated ones are upserted below and keep their closure rows).
     let keep: HashSet<(&str, &str, &str)> = edges
         .iter()
         .map(|e| (e.from.as_str(), e.to.as_str(), e.kind.as_str()))
@@ -206,7 +250,8 @@ pub(crate) async fn apply(
              JOIN graph_nodes f ON f.id = e.from_id JOIN graph_nodes t ON t.id = e.to_id
              WHERE e.source = 'llm'
                AND (e.from_id IN (SELECT value FROM json_each(?1))
-                    OR e.to_id IN (SELECT value FROM json_each(?1)))",
+                    OR (e.to_id IN (SELECT value FROM json_each(?1))
+                        AND NOT (f.kind = 'module' AND f.source = 'ast')))",
             [serde_json::to_string(&module_ids).unwrap_or_default()],
         )
         .await
@@ -242,12 +287,20 @@ pub(crate) async fn apply(
     hops.apply(conn, project_id, cap).await?;
 
     let written = inject(conn, project_id, cap, now, &nodes, &edges).await?;
+    // Derived nodes that only the dropped edges held, and that this answer does not name.
+    let ends: HashSet<NodeId> = gone.iter().flat_map(|(f, t, _)| [*f, *t]).collect();
+    let named: Vec<&str> = nodes.iter().map(|n| n.key.as_str()).collect();
     let nodes_removed = conn
         .execute(
-            "DELETE FROM graph_nodes WHERE project_id = ?1 AND source = 'llm' AND layer = 2
+            "DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?1))
+               AND source = 'llm' AND layer = 2
+               AND key NOT IN (SELECT value FROM json_each(?2))
                AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.from_id = graph_nodes.id)
                AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.to_id = graph_nodes.id)",
-            [project_id],
+            (
+                serde_json::to_string(&ends).unwrap_or_default(),
+                serde_json::to_string(&named).unwrap_or_default(),
+            ),
         )
         .await
         .ctx("deleting orphaned derived nodes")?;

@@ -395,7 +395,8 @@ async fn resolve(
     }
 }
 
-async fn edge_source(
+/// The source of the edge (from, to, kind), if it exists.
+pub(crate) async fn edge_source(
     conn: &Connection,
     from: NodeId,
     to: NodeId,

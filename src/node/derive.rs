@@ -20,8 +20,9 @@ use crate::graph as core;
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModuleSummary {
-    /// The module's key (`src/auth/`): each edge returned must start or end at one of the
-    /// modules asked about.
+    /// The module's key (`src/auth/`). An edge returned belongs to the module it starts
+    /// from, or (starting at a concept or other node) to the module it ends at; that module
+    /// must be one asked about.
     pub key: String,
     /// Its files (at most 100).
     pub files: Vec<String>,

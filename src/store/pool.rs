@@ -101,17 +101,24 @@ impl Reader<'_> {
             }
         };
         statement.reset();
+        // Declared before the rows, so dropped after them: also when the caller drops this
+        // future half-way, the statement is reset and releases its read snapshot.
+        let _reset = ResetOnDrop(Arc::clone(&statement));
         let mut out = Vec::new();
-        let answer = async {
-            let mut rows = statement.query(params).await.ctx("running a read")?;
-            while let Some(row) = rows.next().await.ctx("reading a row")? {
-                out.push(map(&row)?);
-            }
-            Ok(())
+        let mut rows = statement.query(params).await.ctx("running a read")?;
+        while let Some(row) = rows.next().await.ctx("reading a row")? {
+            out.push(map(&row)?);
         }
-        .await;
-        statement.reset();
-        answer.map(|()| out)
+        Ok(out)
+    }
+}
+
+/// Resets a cached statement when dropped.
+struct ResetOnDrop(Arc<Statement>);
+
+impl Drop for ResetOnDrop {
+    fn drop(&mut self) {
+        self.0.reset();
     }
 }
 
