@@ -2,6 +2,8 @@
 //! connection: validation happens before the lock is taken, and a failure anywhere rolls the
 //! whole call back (a batch is all or nothing).
 
+use std::sync::LazyLock;
+
 use libsql::{params, Connection, Transaction};
 
 use super::dedup::content_hash;
@@ -10,7 +12,7 @@ use super::model::{Memory, MemoryScope, MemorySource, ShareScope};
 use super::rows::{self, from_row, to_params, SELECT_BY_ID, SELECT_M};
 use super::Ctx;
 use crate::error::{DbContext, Error, Result};
-use crate::store::begin_write;
+use crate::store::{begin_write, Writer};
 
 /// How much a duplicate raises the existing memory's confidence (capped at 1.0).
 pub const REINFORCE_BOOST: f64 = 0.05;
@@ -88,6 +90,16 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
     Ok(Prepared { memory, hash })
 }
 
+/// The active memory of a project and scope with a content hash: `?1` project, `?2` scope,
+/// `?3` hash.
+static FIND_DUPLICATE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM memories m
+         WHERE m.project_id = ?1 AND m.scope = ?2 AND m.content_hash = ?3 AND m.deprecated = 0",
+        *SELECT_M
+    )
+});
+
 /// Remembers every input in one transaction, in order. Validation of all inputs happens first:
 /// one invalid input fails the call (its index is in the message) and nothing is written.
 /// A duplicate of an earlier input of the same batch reinforces it, like any duplicate.
@@ -108,17 +120,11 @@ pub(crate) async fn remember_many(
         })
         .collect::<Result<Vec<_>>>()?;
 
-    let conn = ctx.store.writer().await;
+    let mut conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
-    let find = tx
-        .prepare(&format!(
-            "SELECT {} FROM memories m
-             WHERE m.project_id = ?1 AND m.scope = ?2 AND m.content_hash = ?3 AND m.deprecated = 0",
-            *SELECT_M
-        ))
-        .await
-        .ctx("preparing dedup lookup")?;
-    let insert = tx.prepare(&rows::INSERT).await.ctx("preparing insert")?;
+    // The writer's cached statements: preparing these two costs more than a remember.
+    let find = conn.cached(&FIND_DUPLICATE).await?;
+    let insert = conn.cached(&rows::INSERT).await?;
 
     let mut out = Vec::with_capacity(prepared.len());
     // Rows inserted but not yet in the search index (see `index_for_search`).
@@ -141,7 +147,7 @@ pub(crate) async fn remember_many(
             Some(old) => {
                 // The update trigger removes the old row's terms from the index, so a row
                 // inserted earlier in this batch must be indexed before it changes.
-                index_for_search(&tx, &mut unindexed).await?;
+                index_for_search(&mut conn, &mut unindexed).await?;
                 let merged = reinforce(ctx, &old, p.memory, now);
                 save_version(&tx, &old, "reinforce", now).await?;
                 write_row(&tx, &merged).await?;
@@ -166,7 +172,7 @@ pub(crate) async fn remember_many(
     }
     drop(find);
     drop(insert);
-    index_for_search(&tx, &mut unindexed).await?;
+    index_for_search(&mut conn, &mut unindexed).await?;
     tx.commit().await.ctx("committing remember")?;
     Ok(out)
 }
@@ -175,19 +181,21 @@ pub(crate) async fn remember_many(
 /// from the table so that the index holds exactly what the update/delete triggers will later
 /// remove. One statement per batch keeps FTS5's pending terms in memory until commit
 /// (schema migration 003 explains why there is no insert trigger).
-async fn index_for_search(tx: &Transaction, seqs: &mut Vec<i64>) -> Result<()> {
+async fn index_for_search(writer: &mut Writer<'_>, seqs: &mut Vec<i64>) -> Result<()> {
     if seqs.is_empty() {
         return Ok(());
     }
     let list = serde_json::to_string(&seqs).expect("integers serialise");
-    tx.execute(
-        "INSERT INTO memories_fts(rowid, content, tags, related_files)
-         SELECT m.seq, m.content, m.tags, m.related_files
-         FROM json_each(?1) AS j CROSS JOIN memories m ON m.seq = j.value",
-        params![list],
-    )
-    .await
-    .ctx("indexing memories for search")?;
+    writer
+        .cached(
+            "INSERT INTO memories_fts(rowid, content, tags, related_files)
+             SELECT m.seq, m.content, m.tags, m.related_files
+             FROM json_each(?1) AS j CROSS JOIN memories m ON m.seq = j.value",
+        )
+        .await?
+        .execute(params![list])
+        .await
+        .ctx("indexing memories for search")?;
     seqs.clear();
     Ok(())
 }

@@ -81,6 +81,11 @@ const MAIN: &[Migration] = &[
         name: "memory_links",
         sql: include_str!("sql/main/004_memory_links.sql"),
     },
+    Migration {
+        version: 5,
+        name: "memory_links_split_insert",
+        sql: include_str!("sql/main/005_memory_links_split_insert.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[

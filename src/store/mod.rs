@@ -8,9 +8,11 @@
 mod migrations;
 mod pool;
 mod pragmas;
+mod statements;
 
 pub use migrations::{Home, SchemaStatus};
 pub use pool::Reader;
+pub use statements::Cached;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +22,7 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::error::{DbContext, Error, Result};
 use pool::ReaderPool;
+use statements::StatementCache;
 
 /// Tuning knobs for opening a store.
 #[derive(Debug, Clone)]
@@ -45,7 +48,7 @@ pub struct Store {
     path: PathBuf,
     // Kept alive for as long as connections exist; libSQL ties connections to it.
     _db: Database,
-    writer: Mutex<Connection>,
+    writer: Mutex<WriterConn>,
     readers: ReaderPool,
     schema: Vec<SchemaStatus>,
 }
@@ -87,7 +90,10 @@ impl Store {
         Ok(Store {
             path: path.to_path_buf(),
             _db: db,
-            writer: Mutex::new(writer),
+            writer: Mutex::new(WriterConn {
+                conn: writer,
+                statements: StatementCache::default(),
+            }),
             readers: ReaderPool::new(readers),
             schema,
         })
@@ -105,13 +111,40 @@ impl Store {
 
     /// Waits for the single writer connection. Hold the guard only for the duration of one
     /// write transaction: every other writer in the process queues behind it.
-    pub async fn writer(&self) -> MutexGuard<'_, Connection> {
-        self.writer.lock().await
+    pub async fn writer(&self) -> Writer<'_> {
+        Writer(self.writer.lock().await)
     }
 
     /// Takes a pooled read connection (waits when all are busy).
     pub async fn reader(&self) -> Reader<'_> {
         self.readers.get().await
+    }
+}
+
+/// The writer connection and its prepared statements.
+struct WriterConn {
+    conn: Connection,
+    statements: StatementCache,
+}
+
+/// The writer connection, held exclusively (see [`Store::writer`]).
+pub struct Writer<'a>(MutexGuard<'a, WriterConn>);
+
+impl std::ops::Deref for Writer<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        &self.0.conn
+    }
+}
+
+impl Writer<'_> {
+    /// The writer's cached statement for `sql`, usable inside a transaction begun on this
+    /// connection (it is the same connection). Hot write paths use it: preparing an insert
+    /// of every memory column costs more than running it.
+    pub async fn cached(&mut self, sql: &'static str) -> Result<Cached> {
+        let WriterConn { conn, statements } = &mut *self.0;
+        statements.get(conn, sql).await
     }
 }
 

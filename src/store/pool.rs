@@ -1,24 +1,20 @@
-//! A fixed pool of read connections, handed out one per concurrent read, each with a cache of
-//! prepared statements for the hot read paths (preparing a graph or memory query costs
-//! 30-60 µs, often more than running it).
+//! A fixed pool of read connections, handed out one per concurrent read, each with its cache
+//! of prepared statements for the hot read paths.
 
-use std::collections::HashMap;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use libsql::params::IntoParams;
-use libsql::{Connection, Row, Statement};
+use libsql::{Connection, Row};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::statements::StatementCache;
 use crate::error::{DbContext, Result};
 
-/// Most statements cached per connection (the hot paths use a handful).
-const MAX_CACHED: usize = 32;
-
-/// A read connection and the statements prepared on it, keyed by their SQL.
+/// A read connection and the statements prepared on it.
 pub(crate) struct PooledConn {
     conn: Connection,
-    statements: HashMap<&'static str, Arc<Statement>>,
+    statements: StatementCache,
 }
 
 /// Read connections plus a semaphore counting the free ones.
@@ -34,7 +30,7 @@ impl ReaderPool {
             .into_iter()
             .map(|conn| PooledConn {
                 conn,
-                statements: HashMap::new(),
+                statements: StatementCache::default(),
             })
             .collect();
         ReaderPool {
@@ -80,8 +76,8 @@ impl Reader<'_> {
     }
 
     /// Runs `sql` through this connection's cached prepared statement and maps every row.
-    /// The statement is reset before the answer is returned, so it never holds a read
-    /// snapshot while the connection sits in the pool.
+    /// The statement is reset before the answer is returned (or the future dropped), so it
+    /// never holds a read snapshot while the connection sits in the pool.
     pub async fn query_cached<T>(
         &mut self,
         sql: &'static str,
@@ -89,36 +85,14 @@ impl Reader<'_> {
         mut map: impl FnMut(&Row) -> Result<T>,
     ) -> Result<Vec<T>> {
         let pooled = self.conn.as_mut().expect("present until drop");
-        let statement = match pooled.statements.get(sql) {
-            Some(statement) => Arc::clone(statement),
-            None => {
-                let statement = Arc::new(pooled.conn.prepare(sql).await.ctx("preparing a read")?);
-                if pooled.statements.len() >= MAX_CACHED {
-                    pooled.statements.clear();
-                }
-                pooled.statements.insert(sql, Arc::clone(&statement));
-                statement
-            }
-        };
-        statement.reset();
-        // Declared before the rows, so dropped after them: also when the caller drops this
-        // future half-way, the statement is reset and releases its read snapshot.
-        let _reset = ResetOnDrop(Arc::clone(&statement));
+        // Declared before the rows, so dropped (and reset) after them.
+        let statement = pooled.statements.get(&pooled.conn, sql).await?;
         let mut out = Vec::new();
         let mut rows = statement.query(params).await.ctx("running a read")?;
         while let Some(row) = rows.next().await.ctx("reading a row")? {
             out.push(map(&row)?);
         }
         Ok(out)
-    }
-}
-
-/// Resets a cached statement when dropped.
-struct ResetOnDrop(Arc<Statement>);
-
-impl Drop for ResetOnDrop {
-    fn drop(&mut self) {
-        self.0.reset();
     }
 }
 
