@@ -204,6 +204,10 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
     let mut elsewhere = RememberInput::new(MemoryType::Pattern, "standalone() is a fixture");
     elsewhere.target_node_id = Some("src/other.ts:standalone".into());
     e.remember(elsewhere).await.unwrap();
+    // Each link column has its own insert trigger: an impacted node alone links too.
+    let mut on_orders = RememberInput::new(MemoryType::ErrorPattern, "renderOrder throws on NaN");
+    on_orders.impacted_node_ids = vec!["src/orders.ts:renderOrder".into(), "nope".into()];
+    let on_orders = e.remember(on_orders).await.unwrap().memory;
 
     let impact = e
         .impact("src/util.ts", &ImpactOptions::default())
@@ -218,6 +222,7 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
         got,
         vec![
             (on_util.id.clone(), "file".to_string(), 0),
+            (on_orders.id.clone(), "impacted".to_string(), 1),
             (on_handle.id.clone(), "target".to_string(), 2),
         ]
     );
@@ -227,7 +232,7 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
         .impact("src/util.ts", &ImpactOptions::default())
         .await
         .unwrap();
-    assert_eq!(impact.memories.len(), 1);
+    assert_eq!(impact.memories.len(), 2);
     // Unknown targets are a clear error.
     let err = e
         .impact("src/nope.ts", &ImpactOptions::default())
