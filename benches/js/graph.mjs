@@ -1,0 +1,109 @@
+// impact() across the JS boundary (the numbers an agent sees) on the same shape of synthetic
+// graph as benches/graph.rs: 5,000 files x 9 symbols (50,000 nodes), imports to nearby and
+// earlier files, calls along imports and within files, 5,000 memories attached. One run;
+// medians and tails of file and symbol targets, plus neighbours() of a file.
+//   node benches/js/graph.mjs
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { hrtime } from 'node:process'
+
+import { summary } from './corpus.mjs'
+
+const require = createRequire(import.meta.url)
+const { Engram } = require('../../index.js')
+const dir = mkdtempSync(join(tmpdir(), 'engram-graph-bench-'))
+
+const FILES = 5000
+const SYMBOLS = 9
+
+/** splitmix64 over BigInt: deterministic, like the Rust bench's generator (not the same stream). */
+function rng(seed) {
+  let state = BigInt(seed)
+  const mask = (1n << 64n) - 1n
+  return (n) => {
+    state = (state + 0x9e3779b97f4a7c15n) & mask
+    let z = state
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask
+    z ^= z >> 31n
+    return Number(z % BigInt(n))
+  }
+}
+
+const file = (f) => `m${Math.floor(f / 50)}/f${f}.ts`
+const symbol = (f, s) => `${file(f)}:S${s}`
+const edge = (from, to, kind) => ({ from, to, kind, layer: 1 })
+
+try {
+  const db = await Engram.open({ path: join(dir, 'graph.db') })
+  const below = rng(42)
+  const nodes = []
+  const edges = []
+  for (let f = 0; f < FILES; f++) {
+    nodes.push({ key: file(f), kind: 'file', layer: 1 })
+    for (let s = 0; s < SYMBOLS; s++) {
+      nodes.push({ key: symbol(f, s), kind: 'function', layer: 1 })
+      edges.push(edge(file(f), symbol(f, s), 'contains'))
+    }
+    const imported = []
+    for (let i = 0; i < Math.min(3, f); i++) {
+      const g = below(10) < 7 ? f - 1 - below(Math.min(f, 200)) : below(f)
+      if (!imported.includes(g)) {
+        imported.push(g)
+        edges.push(edge(file(f), file(g), 'imports'))
+      }
+    }
+    for (let s = 0; s < SYMBOLS; s++) {
+      if (imported.length && below(10) < 8) {
+        edges.push(edge(symbol(f, s), symbol(imported[below(imported.length)], below(SYMBOLS)), 'calls'))
+      }
+      if (s > 0 && below(10) < 3) edges.push(edge(symbol(f, s), symbol(f, below(s)), 'calls'))
+    }
+  }
+  let t = hrtime.bigint()
+  for (let i = 0; i < nodes.length; i += 10000) await db.injectGraph({ nodes: nodes.slice(i, i + 10000) })
+  for (let i = 0; i < edges.length; i += 50000) await db.injectGraph({ edges: edges.slice(i, i + 50000) })
+  const built = Number(hrtime.bigint() - t) / 1e9
+  const memories = []
+  for (let m = 0; m < 5000; m++) {
+    const [f, s] = [below(FILES), below(SYMBOLS)]
+    memories.push({
+      type: 'gotcha',
+      content: `S${s} of f${f} must be called after its setup (${m})`,
+      targetNodeId: symbol(f, s),
+      relatedFiles: [file(f)],
+      impactedNodeIds: m % 3 === 0 ? [symbol(below(FILES), below(SYMBOLS)), symbol(below(FILES), below(SYMBOLS))] : [],
+    })
+  }
+  for (let i = 0; i < memories.length; i += 1000) await db.rememberMany(memories.slice(i, i + 1000))
+
+  const results = { nodes: nodes.length, edges: edges.length, build_s: built, stats: await db.graphStats() }
+  const time = async (label, targets, call) => {
+    const lat = []
+    let items = 0
+    for (const target of targets) {
+      const start = hrtime.bigint()
+      items += await call(target)
+      lat.push(hrtime.bigint() - start)
+    }
+    results[label] = { ...summary(lat.slice(200)), mean_items: items / targets.length }
+  }
+  const pick = rng(7)
+  const files = Array.from({ length: 2200 }, () => file(pick(FILES)))
+  const symbols = Array.from({ length: 2200 }, () => symbol(pick(FILES), pick(SYMBOLS)))
+  await time('impact_file', files, async (k) => {
+    const r = await db.impact(k)
+    return r.affected.length + r.memories.length
+  })
+  await time('impact_symbol', symbols, async (k) => {
+    const r = await db.impact(k)
+    return r.affected.length + r.memories.length
+  })
+  await time('neighbours_file', files, async (k) => (await db.neighbours([k], { limit: 50 })).length)
+  console.log(JSON.stringify(results, null, 2))
+  db.close()
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
