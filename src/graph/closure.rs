@@ -436,33 +436,11 @@ impl RowWriter {
     }
 
     async fn set(&mut self, a: NodeId, d: NodeId, reach: &Reach) -> Result<()> {
-        self.upsert.reset();
-        self.upsert
-            .execute((
-                a,
-                d,
-                reach.depth,
-                reach.weight,
-                format_path(&reach.interior),
-            ))
-            .await
-            .ctx("writing a closure row")?;
-        Ok(())
+        write_row(&self.upsert, a, d, reach).await
     }
 
     async fn set_if_shorter(&mut self, a: NodeId, d: NodeId, reach: &Reach) -> Result<()> {
-        self.upsert_if_shorter.reset();
-        self.upsert_if_shorter
-            .execute((
-                a,
-                d,
-                reach.depth,
-                reach.weight,
-                format_path(&reach.interior),
-            ))
-            .await
-            .ctx("writing a closure row")?;
-        Ok(())
+        write_row(&self.upsert_if_shorter, a, d, reach).await
     }
 
     async fn delete(&mut self, a: NodeId, d: NodeId) -> Result<()> {
@@ -473,6 +451,22 @@ impl RowWriter {
             .ctx("deleting a closure row")?;
         Ok(())
     }
+}
+
+/// Runs one of the closure upserts for the row (a, d).
+async fn write_row(statement: &Statement, a: NodeId, d: NodeId, reach: &Reach) -> Result<()> {
+    statement.reset();
+    statement
+        .execute((
+            a,
+            d,
+            reach.depth,
+            reach.weight,
+            format_path(&reach.interior),
+        ))
+        .await
+        .ctx("writing a closure row")?;
+    Ok(())
 }
 
 /// `[1,2,3]` for the interior nodes of a path.
