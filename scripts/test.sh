@@ -15,6 +15,11 @@ cargo clippy --all-targets -- -D warnings
 step "build the addon (release)"
 npx napi build --platform --release --no-const-enum
 
+if [ -n "${ENGRAM_MODEL_WHEEL:-}" ]; then
+  step "install the embedding model from $ENGRAM_MODEL_WHEEL"
+  node bin/engram.js model install --from "$ENGRAM_MODEL_WHEEL"
+fi
+
 step "generated bindings match the checked-in ones"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   git diff --exit-code -- index.d.ts index.js || {

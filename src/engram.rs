@@ -9,6 +9,7 @@ use crate::code::indexer::{self, IndexCtx, IndexOptions, IndexProgress, IndexSum
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::code::walk::PathRules;
 use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
+use crate::embed::EmbeddingStatus;
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::graph::{
@@ -49,6 +50,9 @@ impl OpenOptions {
         }
     }
 }
+
+/// Most texts one [`Engram::embed`] call takes (a bound on one call's memory and latency).
+pub const MAX_TEXTS_PER_EMBED: usize = 4096;
 
 /// A handle on one project's memories in one database file.
 #[derive(Debug, Clone)]
@@ -178,6 +182,31 @@ impl Engram {
     /// Counts over the project's memories.
     pub async fn stats(&self) -> Result<Stats> {
         memory::stats(&self.ctx()).await
+    }
+
+    /// Embeds `texts` with the engine's embedder (loading it on first use), off the async
+    /// runtime's threads. One L2-normalised vector per text, in order. At most
+    /// [`MAX_TEXTS_PER_EMBED`] texts per call; longer texts are truncated to the model's limit.
+    pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+        if texts.len() > MAX_TEXTS_PER_EMBED {
+            return Err(Error::invalid(format!(
+                "embed takes at most {MAX_TEXTS_PER_EMBED} texts per call, got {}",
+                texts.len()
+            )));
+        }
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            let embedder = engine.embeddings.embedder()?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs)
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))?
+    }
+
+    /// Where the dense path stands (never loads the model).
+    pub fn embedding_status(&self) -> EmbeddingStatus {
+        self.engine.embeddings.status()
     }
 
     fn root_for_code(&self) -> Result<&Path> {

@@ -92,6 +92,13 @@ pub enum Error {
     /// something that is not what it must return.
     #[error("callback failed: {0}")]
     Callback(String),
+    /// No embedding model is available (not installed, files missing or not a supported model).
+    /// The engine keeps working without the dense path.
+    #[error("embedding model unavailable: {0}")]
+    ModelUnavailable(String),
+    /// The embedding provider failed (inference error, server error or malformed answer).
+    #[error("embedding failed: {0}")]
+    Embedding(String),
     /// A bug: an invariant broke or a panic was caught. Please report it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -113,6 +120,8 @@ impl Error {
             Error::Db { .. } => "ENGRAM_DB",
             Error::Aborted => "ENGRAM_ABORTED",
             Error::Callback(_) => "ENGRAM_CALLBACK",
+            Error::ModelUnavailable(_) => "ENGRAM_MODEL_UNAVAILABLE",
+            Error::Embedding(_) => "ENGRAM_EMBEDDING",
             Error::Internal(_) => "ENGRAM_INTERNAL",
         }
     }

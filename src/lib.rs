@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod code;
+pub mod embed;
 pub mod engine;
 mod engram;
 pub mod error;
@@ -20,5 +21,5 @@ pub mod store;
 mod node;
 
 pub use engine::{Engine, EngineOptions};
-pub use engram::{Engram, OpenOptions, DEFAULT_PROJECT_ID};
+pub use engram::{Engram, OpenOptions, DEFAULT_PROJECT_ID, MAX_TEXTS_PER_EMBED};
 pub use error::{Error, Result};

@@ -59,6 +59,8 @@ fn newest_dir(
 }
 
 /// Copies a directory tree (regular files only).
+// Not every bench that includes this module copies trees (the embed bench only reads them).
+#[allow(dead_code)]
 pub fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         let target = to.join(entry.file_name());

@@ -32,6 +32,8 @@ pub struct EngineOptions {
     /// How many hops the graph's closure table covers (1..=8, default 4). Deeper answers
     /// more impact questions from one lookup; the table grows with fan-in to this power.
     pub closure_depth: u32,
+    /// The embedding provider (default: the built-in local model, loaded on first use).
+    pub embeddings: crate::embed::EmbeddingProvider,
 }
 
 impl Default for EngineOptions {
@@ -41,6 +43,7 @@ impl Default for EngineOptions {
             limits: Limits::default(),
             clock: Arc::new(SystemClock),
             closure_depth: crate::graph::DEFAULT_CLOSURE_DEPTH,
+            embeddings: crate::embed::EmbeddingProvider::default(),
         }
     }
 }
@@ -61,6 +64,7 @@ pub struct Engine {
     pub(crate) limits: Limits,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) closure_depth: u32,
+    pub(crate) embeddings: crate::embed::EmbeddingService,
     /// Projects with an index run in progress.
     indexing: Mutex<HashSet<String>>,
 }
@@ -138,6 +142,7 @@ impl Engine {
             limits: options.limits,
             clock: options.clock,
             closure_depth: options.closure_depth,
+            embeddings: crate::embed::EmbeddingService::new(options.embeddings),
             indexing: Mutex::new(HashSet::new()),
         })
     }

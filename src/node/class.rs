@@ -82,6 +82,9 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
         }
         options.engine.store.read_connections = n as usize;
     }
+    if let Some(e) = o.embeddings {
+        options.engine.embeddings = super::embed::core_provider(e)?;
+    }
     if let Some(n) = o.max_content_bytes {
         if n == 0 {
             return Err(CoreError::invalid("maxContentBytes must be positive"));

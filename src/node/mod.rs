@@ -23,6 +23,7 @@ mod args;
 mod class;
 mod code_types;
 mod derive;
+mod embed;
 mod error;
 mod graph_class;
 mod graph_types;
@@ -74,6 +75,13 @@ pub enum ErrorCode {
     /// of the wrong shape; the message says which.
     #[napi(value = "ENGRAM_CALLBACK")]
     Callback,
+    /// No embedding model is available (not installed, files missing, unsupported); the engine
+    /// keeps working on BM25 and the graph. `engram model install` fixes it.
+    #[napi(value = "ENGRAM_MODEL_UNAVAILABLE")]
+    ModelUnavailable,
+    /// The embedding provider failed (inference error, server error, malformed answer).
+    #[napi(value = "ENGRAM_EMBEDDING")]
+    Embedding,
     /// A bug in engram (including a caught panic); please report it.
     #[napi(value = "ENGRAM_INTERNAL")]
     Internal,

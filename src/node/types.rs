@@ -164,6 +164,8 @@ pub struct OpenOptions {
     /// `descendants()` answer up to this depth from one indexed lookup. Changing it rebuilds
     /// the closure at the next graph write.
     pub closure_depth: Option<u32>,
+    /// The embedder (default: the built-in local model, loaded on first `embed()`).
+    pub embeddings: Option<super::embed::EmbeddingsOptions>,
 }
 
 /// The methodology unit a memory belongs to.

