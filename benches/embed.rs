@@ -66,6 +66,21 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
+/// Prints texts embedded per second over three runs of the whole set, and their median.
+fn report(model: &LocalEmbedder, what: &str, texts: &[&str]) {
+    let runs: Vec<f64> = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            model.embed(texts).unwrap();
+            texts.len() as f64 / t.elapsed().as_secs_f64()
+        })
+        .collect();
+    println!(
+        "embed: {what}/s over 3 runs {runs:.1?}, median {:.1}",
+        median(runs.clone())
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let files = match locate(None) {
         Ok(files) => files,
@@ -84,33 +99,12 @@ fn bench(c: &mut Criterion) {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     model.embed(&refs[..16]).unwrap(); // warm-up
-    let runs: Vec<f64> = (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            model.embed(&refs).unwrap();
-            refs.len() as f64 / t.elapsed().as_secs_f64()
-        })
-        .collect();
-    println!(
-        "embed: chunks/s over 3 runs {runs:.1?}, median {:.1}",
-        median(runs.clone())
-    );
-
+    report(&model, "chunks", &refs);
     // Every text at the full token limit: the target's stated condition (real chunks are often
     // shorter, so the corpus figure above is higher).
     let full = "fn main() { let x = compute(1, 2); println!(\"{x}\"); } ".repeat(20);
     let full_refs: Vec<&str> = (0..128).map(|_| full.as_str()).collect();
-    let runs: Vec<f64> = (0..3)
-        .map(|_| {
-            let t = Instant::now();
-            model.embed(&full_refs).unwrap();
-            full_refs.len() as f64 / t.elapsed().as_secs_f64()
-        })
-        .collect();
-    println!(
-        "embed: 128-token texts/s over 3 runs {runs:.1?}, median {:.1}",
-        median(runs.clone())
-    );
+    report(&model, "128-token texts", &full_refs);
 
     let query = "where do we retry the connection when the server goes away";
     let mut samples: Vec<f64> = (0..50)
