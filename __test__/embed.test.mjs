@@ -122,3 +122,18 @@ test('bad arguments are coded errors', async (t) => {
   await rejectsWithCode(assert, db.embed(['x']), 'ENGRAM_CLOSED')
   assert.throws(() => db.embeddingStatus(), (err) => err.code === 'ENGRAM_CLOSED')
 })
+
+test('installModel never replaces a directory that is not a model, and rejects bad arguments', async (t) => {
+  const work = tempDir(t)
+  const { mkdirSync, writeFileSync } = await import('node:fs')
+  const project = join(work, 'project')
+  mkdirSync(project)
+  writeFileSync(join(project, 'keep.txt'), 'mine')
+  const source = join(work, 'src-model')
+  mkdirSync(source)
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(source, f), '{}')
+  await rejectsWithCode(assert, addon.installModel(source, project), 'ENGRAM_INVALID_ARG')
+  assert.equal(readFileSync(join(project, 'keep.txt'), 'utf8'), 'mine')
+  await rejectsWithCode(assert, addon.installModel(42), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, addon.installModel(source, 7), 'ENGRAM_INVALID_ARG')
+})

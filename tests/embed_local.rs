@@ -94,6 +94,43 @@ fn batching_and_padding_do_not_change_vectors() {
 }
 
 #[test]
+fn many_batches_on_several_threads_keep_every_vector_with_its_text() {
+    let Some(files) = model_or_skip() else { return };
+    let options = LocalModelOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let model = LocalEmbedder::load(&files, &options).unwrap();
+    // 45 texts of ~40-128 tokens: well over one 2,048-token batch, so several workers run.
+    let texts: Vec<String> = (0..45)
+        .map(|i| {
+            format!("fn handler_{i}(request: Request{i}) -> Response {{ ")
+                + &"let value = compute(); ".repeat(3 + i % 6)
+        })
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let together = model.embed(&refs).unwrap();
+    for (i, text) in refs.iter().enumerate() {
+        let alone = model.embed(&[text]).unwrap();
+        let sim = cosine(&alone[0], &together[i]);
+        assert!(sim > 0.99999, "text {i}: cosine {sim} with its own vector");
+    }
+    // The texts differ, so a mix-up would show.
+    assert!(cosine(&together[0], &together[1]) < 0.9999);
+}
+
+#[test]
+fn a_long_run_of_whitespace_does_not_hide_the_text_after_it() {
+    let Some(files) = model_or_skip() else { return };
+    let model = LocalEmbedder::load(&files, &LocalModelOptions::default()).unwrap();
+    let padded = format!("{}open the database connection", " ".repeat(10_000));
+    let v = model
+        .embed(&[padded.as_str(), "open the database connection"])
+        .unwrap();
+    assert!(cosine(&v[0], &v[1]) > 0.9999);
+}
+
+#[test]
 fn an_out_of_range_token_limit_is_rejected() {
     let Some(files) = model_or_skip() else { return };
     let err = LocalEmbedder::load(

@@ -33,6 +33,8 @@ macro_rules! widest_simd {
                     $generic($($arg),*)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
                     && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("avx512dq")
                     && std::arch::is_x86_feature_detected!("avx512vl")
@@ -90,12 +92,12 @@ struct Linear {
 impl Linear {
     /// Writes `rows` outputs into `out` (`rows x outputs`).
     fn forward(&self, x: &[f32], rows: usize, out: &mut [f32], parallelism: Parallelism) {
-        debug_assert!(x.len() >= rows * self.inputs && out.len() >= rows * self.outputs);
+        assert!(x.len() >= rows * self.inputs && out.len() >= rows * self.outputs);
         for row in out[..rows * self.outputs].chunks_exact_mut(self.outputs) {
             row.copy_from_slice(&self.bias);
         }
         // SAFETY: the slices hold `rows x inputs`, `inputs x outputs` and `rows x outputs`
-        // elements (asserted above / by construction), with the strides given.
+        // elements (asserted above; `weight_t` by construction), with the strides given.
         unsafe {
             gemm::gemm(
                 rows,
@@ -433,6 +435,11 @@ impl BertEncoder {
                 "sequence of {longest} tokens exceeds the model's {} positions",
                 self.max_positions
             )));
+        }
+        if sequences.iter().any(|s| s.is_empty()) {
+            return Err(Error::Embedding(
+                "the tokenizer produced an empty sequence (it must add [CLS] and [SEP])".to_owned(),
+            ));
         }
         if let Some(bad) = sequences
             .iter()

@@ -26,10 +26,22 @@ pub fn install_model(source: &Path, dest: &Path) -> Result<ModelFiles> {
         .ok_or_else(|| Error::invalid(format!("{} has no parent directory", dest.display())))?;
     fs::create_dir_all(parent)
         .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
+    // Never replace a directory that is not a model: `--dest .` must not wipe the project.
+    if dest.exists() && !is_replaceable(dest) {
+        return Err(Error::invalid(format!(
+            "{} exists and is not a model directory; pass a new or model directory as dest",
+            dest.display()
+        )));
+    }
     let tag = dest.file_name().and_then(|n| n.to_str()).unwrap_or("model");
-    let pid = std::process::id();
-    let staging = parent.join(format!(".{tag}-staging-{pid}"));
-    let _ = fs::remove_dir_all(&staging);
+    // Unique per install, also between concurrent installs in one process.
+    static INSTALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        INSTALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let staging = parent.join(format!(".{tag}-staging-{unique}"));
     fs::create_dir_all(&staging)
         .map_err(|e| Error::io(format!("creating {}", staging.display()), e))?;
     let staged = if source.is_dir() {
@@ -47,11 +59,13 @@ pub fn install_model(source: &Path, dest: &Path) -> Result<ModelFiles> {
         return Err(err);
     }
     // Swap in: the old model moves aside first so a failed rename can be undone.
-    let previous = parent.join(format!(".{tag}-previous-{pid}"));
+    let previous = parent.join(format!(".{tag}-previous-{unique}"));
     let had_previous = dest.exists();
     if had_previous {
-        fs::rename(dest, &previous)
-            .map_err(|e| Error::io(format!("moving aside {}", dest.display()), e))?;
+        if let Err(e) = fs::rename(dest, &previous) {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(Error::io(format!("moving aside {}", dest.display()), e));
+        }
     }
     if let Err(e) = fs::rename(&staging, dest) {
         if had_previous {
@@ -64,6 +78,18 @@ pub fn install_model(source: &Path, dest: &Path) -> Result<ModelFiles> {
         let _ = fs::remove_dir_all(&previous);
     }
     ModelFiles::in_dir(dest)
+}
+
+/// An existing destination may be replaced only when it is empty or holds a model already.
+fn is_replaceable(dest: &Path) -> bool {
+    if !dest.is_dir() {
+        return false;
+    }
+    let mut entries = match fs::read_dir(dest) {
+        Ok(entries) => entries,
+        Err(_) => return false,
+    };
+    entries.next().is_none() || dest.join("model.safetensors").is_file()
 }
 
 /// Finds the shallowest directory under `root` (up to four levels) holding every required file.
@@ -241,6 +267,18 @@ mod tests {
             fs::read_to_string(dest.join("model.safetensors")).unwrap(),
             "old"
         );
+        // A destination that is not a model directory is never replaced.
+        let project = cache.path().join("project");
+        fs::create_dir_all(&project).unwrap();
+        fs::write(project.join("main.rs"), "fn main() {}").unwrap();
+        let mut good = tempfile::tempdir().unwrap().keep();
+        good.push("m");
+        write_fake_model(&good, "new");
+        assert_eq!(
+            install_model(&good, &project).unwrap_err().code(),
+            "ENGRAM_INVALID_ARG"
+        );
+        assert!(project.join("main.rs").is_file());
         let not_zip = cache.path().join("x.whl");
         fs::write(&not_zip, "not a zip").unwrap();
         assert_eq!(

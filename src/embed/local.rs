@@ -1,9 +1,8 @@
 //! The built-in embedder: all-MiniLM-L6-v2 (or any BERT sentence model in the same layout) run in
-//! process through candle, with no network.
+//! process by our own forward pass (`bert.rs`), with no network.
 //!
 //! Throughput comes from doing less work, not from approximations: inputs are cut to `max_tokens`,
-//! sorted by length so each batch pads only to its own longest member, and batched so every
-//! layer's matrix products are large enough for the GEMM kernels to use both cores.
+//! packed into ragged batches with no padding, and spread over one worker per core.
 
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -21,8 +20,9 @@ pub const DEFAULT_MAX_TOKENS: usize = 128;
 const BATCH_TOKEN_BUDGET: usize = 2048;
 
 /// A WordPiece token covers at most this many characters of ordinary text, so cutting a text to
-/// `max_tokens * CHARS_PER_TOKEN_BOUND` characters before tokenising never changes the first
-/// `max_tokens` tokens in practice, while a 1 MB string costs no more than a short one.
+/// `max_tokens * CHARS_PER_TOKEN_BOUND` characters before tokenising keeps its first `max_tokens`
+/// tokens while a 1 MB string costs no more than a short one; a cut text that comes out short is
+/// tokenised whole (see `tokenize`).
 const CHARS_PER_TOKEN_BOUND: usize = 24;
 
 /// Options of the built-in model.
@@ -104,14 +104,27 @@ impl LocalEmbedder {
     fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
         let limit = self.max_tokens * CHARS_PER_TOKEN_BOUND;
         let clipped: Vec<&str> = texts.iter().map(|t| clip_chars(t, limit)).collect();
-        let encodings = self
-            .tokenizer
-            .encode_batch_fast(clipped, true)
-            .map_err(|e| Error::Embedding(format!("tokenising failed: {e}")))?;
-        Ok(encodings
+        let encode = |inputs: Vec<&str>| {
+            self.tokenizer
+                .encode_batch_fast(inputs, true)
+                .map_err(|e| Error::Embedding(format!("tokenising failed: {e}")))
+        };
+        let mut ids: Vec<Vec<u32>> = encode(clipped.clone())?
             .into_iter()
             .map(|e| e.get_ids().to_vec())
-            .collect())
+            .collect();
+        // A clipped text that still came out short was mostly whitespace or giant words (a data
+        // URI, minified code): the clip may have dropped tokens, so tokenise it whole.
+        let redo: Vec<usize> = (0..texts.len())
+            .filter(|&i| clipped[i].len() < texts[i].len() && ids[i].len() < self.max_tokens)
+            .collect();
+        if !redo.is_empty() {
+            let whole = encode(redo.iter().map(|&i| texts[i]).collect())?;
+            for (&i, e) in redo.iter().zip(whole) {
+                ids[i] = e.get_ids().to_vec();
+            }
+        }
+        Ok(ids)
     }
 }
 

