@@ -4,6 +4,9 @@
 //! without Node); `src/node/` is the thin napi-rs binding behind the default `node` feature.
 //! See ARCHITECTURE.md for the code map and invariants.
 
+#[macro_use]
+mod simd;
+
 pub mod clock;
 pub mod code;
 pub mod embed;
@@ -14,6 +17,7 @@ pub mod graph;
 pub mod memory;
 pub mod retrieval;
 pub mod store;
+pub mod vector;
 
 // Not in the `cfg(test)` build: napi-derive registers exports only for the real addon, so the
 // binding's items would all look unused there. The binding is tested from JS (`__test__/`).
