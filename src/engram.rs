@@ -204,6 +204,68 @@ impl Engram {
         .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))?
     }
 
+    /// The engine's embedder, loaded on the blocking pool if this is its first use.
+    async fn loaded_embedder(&self) -> Result<Arc<dyn crate::embed::Embedder>> {
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || engine.embeddings.embedder())
+            .await
+            .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))?
+    }
+
+    /// Gives every chunk and memory of the project that has no vector for the current model one
+    /// (chunks first). Resumable: a cancelled or crashed run leaves what it stored, and the next
+    /// run starts where the vectors stop. Runs of one project queue behind each other.
+    /// `on_progress` is called after every step of about a second; raising `cancel` ends the run
+    /// with `ENGRAM_ABORTED`. `ENGRAM_MODEL_UNAVAILABLE` without a model.
+    pub async fn embed_pending(
+        &self,
+        on_progress: impl Fn(crate::vector::EmbedProgress) + Send + Sync,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<crate::vector::EmbedReport> {
+        let embedder = self.loaded_embedder().await?;
+        let run = self.engine.embed_run_lock(&self.project_id);
+        let _running = run.lock().await;
+        crate::vector::embed_pending(
+            &self.engine.store,
+            &*self.engine.clock,
+            &self.project_id,
+            embedder,
+            &on_progress,
+            cancel,
+        )
+        .await
+    }
+
+    /// Chunks and memories most similar in meaning to `query` (cosine similarity of the current
+    /// model's vectors; exact, not approximate). Items not embedded yet are not found: see
+    /// [`Engram::embed_pending`]. `ENGRAM_MODEL_UNAVAILABLE` without a model.
+    pub async fn dense_search(
+        &self,
+        query: &str,
+        options: crate::vector::DenseQuery,
+    ) -> Result<Vec<crate::vector::DenseHit>> {
+        if query.trim().is_empty() {
+            return Err(Error::invalid("query must not be empty"));
+        }
+        let embedder = self.loaded_embedder().await?;
+        let text = query.to_owned();
+        let model = embedder.id().clone();
+        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+            .await
+            .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))??
+            .pop()
+            .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))?;
+        crate::vector::dense_search(
+            &self.engine.store,
+            &self.engine.vectors,
+            &self.project_id,
+            &model,
+            vector,
+            &options,
+        )
+        .await
+    }
+
     /// Where the dense path stands (never loads the model).
     pub fn embedding_status(&self) -> EmbeddingStatus {
         self.engine.embeddings.status()

@@ -82,6 +82,27 @@ pub struct Chunk {
     /// `File: path | kind: name | Lines: a-b | In: <enclosing signature>`, prepended for
     /// embedding and indexed for BM25.
     pub context: String,
+    /// First 16 bytes of SHA-256 of [`embedding_text`]: the key of the chunk's vector.
+    pub embed_hash: [u8; 16],
+}
+
+/// The text a chunk is embedded as: its contextual prefix without the line range, a blank line,
+/// then its content. Line numbers carry no meaning for the model, and leaving them out means an
+/// edit above a function does not make it look new (which would re-embed everything below).
+pub fn embedding_text(context: &str, content: &str) -> String {
+    let prefix: Vec<&str> = context
+        .split(" | ")
+        .filter(|part| !part.starts_with("Lines: "))
+        .collect();
+    format!("{}\n\n{content}", prefix.join(" | "))
+}
+
+/// First 16 bytes of SHA-256 of `text`: how vectors are keyed.
+pub fn text_hash(text: &str) -> [u8; 16] {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut hash = [0u8; 16];
+    hash.copy_from_slice(&digest[..16]);
+    hash
 }
 
 /// Estimated tokens of `len` bytes of code or prose.
@@ -176,6 +197,7 @@ pub(crate) fn finish(
         end_byte: end,
         content_hash: content_hash(content.as_bytes()),
         token_estimate: estimate_tokens(content.len()) as u32,
+        embed_hash: text_hash(&embedding_text(&context, content)),
         content: content.to_owned(),
         context,
     })

@@ -159,7 +159,8 @@ pub(crate) async fn write_batch(
                         c.content_hash.as_str(),
                         c.token_estimate,
                         c.context.as_str(),
-                        c.content.as_str()
+                        c.content.as_str(),
+                        c.embed_hash.to_vec()
                     ],
                     "writing a chunk",
                 )
@@ -243,8 +244,8 @@ impl BatchStatements {
             chunk: prepare(
                 "INSERT INTO code_chunks
                    (file_id, ordinal, kind, name, qualified_name, symbols, start_line, end_line,
-                    start_byte, end_byte, content_hash, token_estimate, context, content)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    start_byte, end_byte, content_hash, token_estimate, context, content, embed_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )
             .await?,
             chunk_fts: prepare(

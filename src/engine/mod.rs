@@ -65,6 +65,10 @@ pub struct Engine {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) closure_depth: u32,
     pub(crate) embeddings: crate::embed::EmbeddingService,
+    /// In-memory vector indexes, kept current from the vector change logs.
+    pub(crate) vectors: crate::vector::VectorIndexes,
+    /// Per project, held while an embedding run is going (runs queue behind each other).
+    embed_runs: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Projects with an index run in progress.
     indexing: Mutex<HashSet<String>>,
 }
@@ -122,6 +126,13 @@ impl Engine {
         }
     }
 
+    /// The lock an embedding run of `project_id` holds, so that two runs never embed the same
+    /// items twice.
+    pub(crate) fn embed_run_lock(&self, project_id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut runs = self.embed_runs.lock().unwrap_or_else(|e| e.into_inner());
+        runs.entry(project_id.to_owned()).or_default().clone()
+    }
+
     /// Returns the process's engine for `path`, creating it (and the file) if none is open.
     pub async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
         registry::open(path, options).await
@@ -143,6 +154,8 @@ impl Engine {
             clock: options.clock,
             closure_depth: options.closure_depth,
             embeddings: crate::embed::EmbeddingService::new(options.embeddings),
+            vectors: crate::vector::VectorIndexes::default(),
+            embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
         })
     }

@@ -255,3 +255,22 @@ pub struct Memory {
     /// Free-form JSON object for the app.
     pub metadata: serde_json::Value,
 }
+
+/// The text a memory is embedded as: its files, first module and type, a blank line, then its
+/// content (the seed's contextual embedding for memories).
+pub fn embedding_text(
+    memory_type: &str,
+    content: &str,
+    related_files: &[String],
+    related_modules: &[String],
+) -> String {
+    let mut prefix = Vec::with_capacity(3);
+    if !related_files.is_empty() {
+        prefix.push(format!("Files: {}", related_files.join(", ")));
+    }
+    if let Some(module) = related_modules.first() {
+        prefix.push(format!("Module: {module}"));
+    }
+    prefix.push(format!("Type: {memory_type}"));
+    format!("{}\n\n{content}", prefix.join(" | "))
+}

@@ -86,6 +86,11 @@ const MAIN: &[Migration] = &[
         name: "memory_links_split_insert",
         sql: include_str!("sql/main/005_memory_links_split_insert.sql"),
     },
+    Migration {
+        version: 6,
+        name: "memory_vectors",
+        sql: include_str!("sql/main/006_memory_vectors.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
@@ -103,6 +108,11 @@ const CODE: &[Migration] = &[
         version: 3,
         name: "graph_read_paths",
         sql: include_str!("sql/code/003_graph_read_paths.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "chunk_vectors",
+        sql: include_str!("sql/code/004_chunk_vectors.sql"),
     },
 ];
 

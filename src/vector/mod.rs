@@ -1,7 +1,19 @@
-//! Vector search: the exact in-process index the dense retrieval path scans, its int8
-//! quantisation with error bounds, and (in `store.rs`) the vectors persisted in libSQL.
+//! Vector search: the exact in-process index the dense retrieval path scans (`index.rs`), its
+//! int8 quantisation with error bounds (`quant.rs`), vectors persisted in libSQL with their
+//! change logs (`store.rs`), the engine's indexes kept current from those logs (`service.rs`),
+//! the job that embeds everything that has no vector yet (`job.rs`), and dense search for a project
+//! with filters (`dense.rs`).
 
+mod dense;
 mod index;
+mod job;
 mod quant;
+mod service;
+mod store;
 
+pub(crate) use dense::dense_search;
+pub use dense::{DenseHit, DenseQuery, MAX_DENSE_LIMIT};
 pub use index::{SearchOutcome, VectorHit, VectorIndex};
+pub use job::{embed_pending, EmbedProgress, EmbedReport};
+pub use service::VectorIndexes;
+pub use store::ItemKind;

@@ -1,0 +1,227 @@
+//! Dense search for one project: the query vector against the chunk and memory indexes of the
+//! current model, with optional filters, hits described by what they point at.
+
+use std::collections::HashSet;
+
+use libsql::params;
+
+use super::index::VectorHit;
+use super::service::VectorIndexes;
+use super::store::ItemKind;
+use crate::embed::EmbedderId;
+use crate::error::{DbContext, Error, Result};
+use crate::store::{Reader, Store};
+
+/// Most hits one dense search returns.
+pub const MAX_DENSE_LIMIT: usize = 1000;
+
+/// What to search and how many hits to return.
+#[derive(Debug, Clone)]
+pub struct DenseQuery {
+    /// Hits wanted (1..=1000), over all kinds together.
+    pub limit: usize,
+    /// Which items to search (both when empty).
+    pub kinds: Vec<ItemKind>,
+    /// Chunks only under these paths (a file, or a directory with or without its trailing
+    /// `/`); all chunks when empty.
+    pub paths: Vec<String>,
+    /// Memories only of these types (`decision`, `gotcha`, ...); all types when empty.
+    pub memory_types: Vec<String>,
+}
+
+impl Default for DenseQuery {
+    fn default() -> Self {
+        DenseQuery {
+            limit: 10,
+            kinds: Vec::new(),
+            paths: Vec::new(),
+            memory_types: Vec::new(),
+        }
+    }
+}
+
+/// One dense hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DenseHit {
+    /// A chunk or a memory.
+    pub kind: ItemKind,
+    /// Cosine similarity to the query.
+    pub score: f32,
+    /// For chunks: `code_chunks.id`.
+    pub chunk_id: Option<i64>,
+    /// For chunks: the file, relative to the project root.
+    pub path: Option<String>,
+    /// For chunks: the qualified name of the definition (when the chunk is one).
+    pub symbol: Option<String>,
+    /// For chunks: first line, 1-based.
+    pub start_line: Option<u32>,
+    /// For chunks: last line, inclusive.
+    pub end_line: Option<u32>,
+    /// For memories: the memory's id.
+    pub memory_id: Option<String>,
+    /// For memories: its type.
+    pub memory_type: Option<String>,
+}
+
+/// Searches `project_id`'s indexes of `model` for `query_vector`.
+pub async fn dense_search(
+    store: &Store,
+    indexes: &VectorIndexes,
+    project_id: &str,
+    model: &EmbedderId,
+    query_vector: Vec<f32>,
+    query: &DenseQuery,
+) -> Result<Vec<DenseHit>> {
+    if !(1..=MAX_DENSE_LIMIT).contains(&query.limit) {
+        return Err(Error::invalid(format!(
+            "limit must be within 1..={MAX_DENSE_LIMIT}, got {}",
+            query.limit
+        )));
+    }
+    let kinds = if query.kinds.is_empty() {
+        vec![ItemKind::Chunk, ItemKind::Memory]
+    } else {
+        query.kinds.clone()
+    };
+    let query_vector = std::sync::Arc::new(query_vector);
+    let mut scored: Vec<(ItemKind, VectorHit)> = Vec::new();
+    for kind in kinds {
+        let allowed = allowed_ids(store, project_id, kind, query).await?;
+        let slot = indexes.current(store, project_id, kind, model).await?;
+        let (limit, vector) = (query.limit, query_vector.clone());
+        // The scan is CPU work of up to a few ms: keep it off the async workers.
+        let hits = tokio::task::spawn_blocking(move || {
+            let allow = allowed.map(|set| move |id: i64| set.contains(&id));
+            slot.with(|loaded| {
+                let filter = allow.as_ref().map(|f| f as &(dyn Fn(i64) -> bool + Sync));
+                loaded.index.search(&vector, limit, filter)
+            })
+            .unwrap_or_else(|| Ok(Default::default()))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("vector search task failed: {e}")))??;
+        scored.extend(hits.hits.into_iter().map(|hit| (kind, hit)));
+    }
+    scored.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    scored.truncate(query.limit);
+    describe(store, scored).await
+}
+
+/// The ids the filters allow for `kind` (`None`: no filter applies).
+async fn allowed_ids(
+    store: &Store,
+    project_id: &str,
+    kind: ItemKind,
+    query: &DenseQuery,
+) -> Result<Option<HashSet<i64>>> {
+    const UNDER_PATH: &str = "SELECT c.id FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+        WHERE f.project_id = ?1 AND (f.path = ?2 OR substr(f.path, 1, length(?3)) = ?3)";
+    const OF_TYPES: &str = "SELECT seq FROM memories
+        WHERE project_id = ?1 AND deprecated = 0 AND type IN (SELECT value FROM json_each(?2))";
+    let mut reader = store.reader().await;
+    match kind {
+        ItemKind::Chunk if !query.paths.is_empty() => {
+            let mut ids = HashSet::new();
+            for path in &query.paths {
+                let file = path.trim_end_matches('/');
+                let dir = format!("{file}/");
+                ids.extend(ids_of(&mut reader, UNDER_PATH, params![project_id, file, dir]).await?);
+            }
+            Ok(Some(ids))
+        }
+        ItemKind::Memory if !query.memory_types.is_empty() => {
+            let types = serde_json::to_string(&query.memory_types)
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            let ids = ids_of(&mut reader, OF_TYPES, params![project_id, types]).await?;
+            Ok(Some(ids.into_iter().collect()))
+        }
+        _ => Ok(None),
+    }
+}
+
+async fn ids_of(
+    reader: &mut Reader<'_>,
+    sql: &'static str,
+    params: impl libsql::params::IntoParams,
+) -> Result<Vec<i64>> {
+    reader
+        .query_cached(sql, params, |row| row.get::<i64>(0).ctx("item id"))
+        .await
+}
+
+/// Adds what each hit points at; hits whose item went away since the index was read drop out.
+async fn describe(store: &Store, scored: Vec<(ItemKind, VectorHit)>) -> Result<Vec<DenseHit>> {
+    const CHUNKS: &str = "SELECT c.id, f.path, coalesce(c.qualified_name, c.name), c.start_line, c.end_line
+        FROM json_each(?1) j JOIN code_chunks c ON c.id = j.value JOIN code_files f ON f.id = c.file_id";
+    const MEMORIES: &str =
+        "SELECT m.seq, m.id, m.type FROM json_each(?1) j JOIN memories m ON m.seq = j.value";
+    let ids_of_kind = |kind: ItemKind| -> Result<String> {
+        let ids: Vec<i64> = scored
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, hit)| hit.id)
+            .collect();
+        serde_json::to_string(&ids).map_err(|e| Error::Internal(e.to_string()))
+    };
+    let mut reader = store.reader().await;
+    let chunks = reader
+        .query_cached(CHUNKS, params![ids_of_kind(ItemKind::Chunk)?], |row| {
+            Ok((
+                row.get::<i64>(0).ctx("chunk id")?,
+                (
+                    row.get::<String>(1).ctx("path")?,
+                    row.get::<Option<String>>(2).ctx("symbol")?,
+                    row.get::<u32>(3).ctx("start line")?,
+                    row.get::<u32>(4).ctx("end line")?,
+                ),
+            ))
+        })
+        .await?
+        .into_iter()
+        .collect::<std::collections::HashMap<_, _>>();
+    let memories = reader
+        .query_cached(MEMORIES, params![ids_of_kind(ItemKind::Memory)?], |row| {
+            Ok((
+                row.get::<i64>(0).ctx("memory seq")?,
+                (
+                    row.get::<String>(1).ctx("memory id")?,
+                    row.get::<String>(2).ctx("memory type")?,
+                ),
+            ))
+        })
+        .await?
+        .into_iter()
+        .collect::<std::collections::HashMap<_, _>>();
+    Ok(scored
+        .into_iter()
+        .filter_map(|(kind, hit)| {
+            let mut out = DenseHit {
+                kind,
+                score: hit.score,
+                chunk_id: None,
+                path: None,
+                symbol: None,
+                start_line: None,
+                end_line: None,
+                memory_id: None,
+                memory_type: None,
+            };
+            match kind {
+                ItemKind::Chunk => {
+                    let (path, symbol, start, end) = chunks.get(&hit.id)?.clone();
+                    out.chunk_id = Some(hit.id);
+                    out.path = Some(path);
+                    out.symbol = symbol;
+                    out.start_line = Some(start);
+                    out.end_line = Some(end);
+                }
+                ItemKind::Memory => {
+                    let (id, memory_type) = memories.get(&hit.id)?.clone();
+                    out.memory_id = Some(id);
+                    out.memory_type = Some(memory_type);
+                }
+            }
+            Some(out)
+        })
+        .collect())
+}

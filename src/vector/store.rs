@@ -1,0 +1,375 @@
+//! Vectors in libSQL: reading what an in-memory index needs (everything, or what the change log
+//! says moved), finding items without a vector for a model, and writing vectors.
+//!
+//! Chunk vectors are keyed by (model, hash of the embedding text) in the `code` home; memory
+//! vectors by (memory, model) in the `main` home. Both homes keep a change log filled by
+//! triggers (`code_vector_log`, `memory_vector_log`) that indexes replay.
+
+use std::collections::HashMap;
+
+use libsql::{params, Row};
+
+use crate::code::chunk::{embedding_text, text_hash};
+use crate::error::{DbContext, Error, Result};
+use crate::store::{begin_write, Reader, Store};
+
+/// What a vector belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    /// A code chunk (id = `code_chunks.id`).
+    Chunk,
+    /// A memory (id = `memories.seq`).
+    Memory,
+}
+
+impl ItemKind {
+    /// `chunk` or `memory`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Chunk => "chunk",
+            ItemKind::Memory => "memory",
+        }
+    }
+}
+
+/// An item that has no vector for a model yet, with the text to embed.
+#[derive(Debug, Clone)]
+pub struct PendingItem {
+    /// Chunk id or memory seq.
+    pub id: i64,
+    /// The embedding text.
+    pub text: String,
+    /// Its hash (the key of a chunk's vector).
+    pub hash: [u8; 16],
+    /// True when the stored row had no hash yet (rows from before schema v4).
+    pub hash_missing: bool,
+    /// The memory's version when read (0 for chunks): its vector is stored only if the memory
+    /// is still at that version.
+    pub version: i64,
+}
+
+/// Little-endian f32 bytes.
+pub fn encode(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The inverse of [`encode`]; `None` for a blob of another size.
+pub fn decode(bytes: &[u8], dims: usize) -> Option<Vec<f32>> {
+    (bytes.len() == dims * 4).then(|| {
+        bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    })
+}
+
+/// The lowest and highest seq in a kind's change log (`None` when it is empty).
+pub async fn log_bounds(reader: &mut Reader<'_>, kind: ItemKind) -> Result<Option<(i64, i64)>> {
+    const CHUNK: &str = "SELECT min(seq), max(seq) FROM code_vector_log";
+    const MEMORY: &str = "SELECT min(seq), max(seq) FROM memory_vector_log";
+    let sql = match kind {
+        ItemKind::Chunk => CHUNK,
+        ItemKind::Memory => MEMORY,
+    };
+    let rows = reader
+        .query_cached(sql, (), |row| {
+            Ok((
+                row.get::<Option<i64>>(0).ctx("log min")?,
+                row.get::<Option<i64>>(1).ctx("log max")?,
+            ))
+        })
+        .await?;
+    Ok(match rows.first() {
+        Some((Some(min), Some(max))) => Some((*min, *max)),
+        _ => None,
+    })
+}
+
+/// Every vector of `project` for `embedder`, as (item id, vector).
+pub async fn load_all(
+    reader: &mut Reader<'_>,
+    kind: ItemKind,
+    project_id: &str,
+    embedder: &str,
+    dims: usize,
+) -> Result<Vec<(i64, Vec<f32>)>> {
+    const CHUNK: &str = "SELECT c.id, v.vector FROM code_files f
+        JOIN code_chunks c ON c.file_id = f.id
+        JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash
+        WHERE f.project_id = ?1";
+    const MEMORY: &str = "SELECT m.seq, v.vector FROM memories m
+        JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2
+        WHERE m.project_id = ?1 AND m.deprecated = 0";
+    let sql = match kind {
+        ItemKind::Chunk => CHUNK,
+        ItemKind::Memory => MEMORY,
+    };
+    let rows = reader
+        .query_cached(sql, params![project_id, embedder], |row| {
+            vector_row(row, dims)
+        })
+        .await?;
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// Items named in the change log after `after_seq` (up to `through_seq`), with their current
+/// vector for `embedder` in `project` when they have one. The caller removes the named items
+/// that come back without one.
+pub async fn load_changed(
+    reader: &mut Reader<'_>,
+    kind: ItemKind,
+    project_id: &str,
+    embedder: &str,
+    dims: usize,
+    after_seq: i64,
+    through_seq: i64,
+) -> Result<(Vec<i64>, Vec<(i64, Vec<f32>)>)> {
+    const CHUNK_IDS: &str =
+        "SELECT DISTINCT chunk_id FROM code_vector_log WHERE seq > ?1 AND seq <= ?2";
+    const MEMORY_IDS: &str =
+        "SELECT DISTINCT memory_seq FROM memory_vector_log WHERE seq > ?1 AND seq <= ?2";
+    const CHUNK: &str = "SELECT c.id, v.vector FROM json_each(?3) j
+        JOIN code_chunks c ON c.id = j.value
+        JOIN code_files f ON f.id = c.file_id AND f.project_id = ?1
+        JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash";
+    const MEMORY: &str = "SELECT m.seq, v.vector FROM json_each(?3) j
+        JOIN memories m ON m.seq = j.value AND m.project_id = ?1 AND m.deprecated = 0
+        JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2";
+    let (ids_sql, sql) = match kind {
+        ItemKind::Chunk => (CHUNK_IDS, CHUNK),
+        ItemKind::Memory => (MEMORY_IDS, MEMORY),
+    };
+    let changed = reader
+        .query_cached(ids_sql, params![after_seq, through_seq], |row| {
+            row.get::<i64>(0).ctx("changed id")
+        })
+        .await?;
+    if changed.is_empty() {
+        return Ok((changed, Vec::new()));
+    }
+    let ids = serde_json::to_string(&changed).map_err(|e| Error::Internal(e.to_string()))?;
+    let present = reader
+        .query_cached(sql, params![project_id, embedder, ids], |row| {
+            vector_row(row, dims)
+        })
+        .await?;
+    Ok((changed, present.into_iter().flatten().collect()))
+}
+
+fn vector_row(row: &Row, dims: usize) -> Result<Option<(i64, Vec<f32>)>> {
+    let id: i64 = row.get(0).ctx("item id")?;
+    let bytes: Vec<u8> = row.get(1).ctx("vector")?;
+    // A blob of another width cannot come from this model's key; skip it rather than misread.
+    Ok(decode(&bytes, dims).map(|v| (id, v)))
+}
+
+/// Up to `limit` items of `project` with no vector for `embedder`, ids above `after_id`, in id
+/// order, with their embedding texts.
+pub async fn pending(
+    reader: &mut Reader<'_>,
+    kind: ItemKind,
+    project_id: &str,
+    embedder: &str,
+    after_id: i64,
+    limit: i64,
+) -> Result<Vec<PendingItem>> {
+    const CHUNK: &str = "SELECT c.id, c.context, c.content, c.embed_hash FROM code_files f
+        JOIN code_chunks c ON c.file_id = f.id
+        WHERE f.project_id = ?1 AND c.id > ?3
+          AND (c.embed_hash IS NULL OR NOT EXISTS
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash))
+        ORDER BY c.id LIMIT ?4 + 0";
+    const MEMORY: &str =
+        "SELECT m.seq, m.type, m.content, m.related_files, m.related_modules, m.version FROM memories m
+        WHERE m.project_id = ?1 AND m.deprecated = 0 AND m.seq > ?3
+          AND NOT EXISTS
+               (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq AND v.embedder = ?2)
+        ORDER BY m.seq LIMIT ?4 + 0";
+    match kind {
+        ItemKind::Chunk => {
+            reader
+                .query_cached(
+                    CHUNK,
+                    params![project_id, embedder, after_id, limit],
+                    |row| {
+                        let text = embedding_text(
+                            &row.get::<String>(1).ctx("context")?,
+                            &row.get::<String>(2).ctx("content")?,
+                        );
+                        let stored: Option<Vec<u8>> = row.get(3).ctx("embed hash")?;
+                        let hash = text_hash(&text);
+                        Ok(PendingItem {
+                            id: row.get(0).ctx("chunk id")?,
+                            hash_missing: stored.as_deref() != Some(&hash[..]),
+                            text,
+                            hash,
+                            version: 0,
+                        })
+                    },
+                )
+                .await
+        }
+        ItemKind::Memory => {
+            reader
+                .query_cached(
+                    MEMORY,
+                    params![project_id, embedder, after_id, limit],
+                    |row| {
+                        let list = |i: i32, what: &str| -> Result<Vec<String>> {
+                            let json: String = row.get(i).ctx(what)?;
+                            Ok(serde_json::from_str(&json).unwrap_or_default())
+                        };
+                        let text = crate::memory::model::embedding_text(
+                            &row.get::<String>(1).ctx("type")?,
+                            &row.get::<String>(2).ctx("content")?,
+                            &list(3, "related files")?,
+                            &list(4, "related modules")?,
+                        );
+                        Ok(PendingItem {
+                            id: row.get(0).ctx("memory seq")?,
+                            hash: text_hash(&text),
+                            hash_missing: false,
+                            version: row.get(5).ctx("version")?,
+                            text,
+                        })
+                    },
+                )
+                .await
+        }
+    }
+}
+
+/// How many items of `project` have no vector for `embedder`.
+pub async fn count_pending(
+    reader: &mut Reader<'_>,
+    kind: ItemKind,
+    project_id: &str,
+    embedder: &str,
+) -> Result<u64> {
+    const CHUNK: &str = "SELECT count(*) FROM code_files f
+        JOIN code_chunks c ON c.file_id = f.id
+        WHERE f.project_id = ?1
+          AND (c.embed_hash IS NULL OR NOT EXISTS
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash))";
+    const MEMORY: &str = "SELECT count(*) FROM memories m
+        WHERE m.project_id = ?1 AND m.deprecated = 0
+          AND NOT EXISTS
+               (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq AND v.embedder = ?2)";
+    let sql = match kind {
+        ItemKind::Chunk => CHUNK,
+        ItemKind::Memory => MEMORY,
+    };
+    let rows = reader
+        .query_cached(sql, params![project_id, embedder], |row| {
+            row.get::<i64>(0).ctx("pending count")
+        })
+        .await?;
+    Ok(rows.first().copied().unwrap_or(0).max(0) as u64)
+}
+
+/// The stored chunk vectors of `embedder` among `hashes` (the embedding cache).
+pub async fn cached_chunk_vectors(
+    reader: &mut Reader<'_>,
+    embedder: &str,
+    dims: usize,
+    hashes: &[[u8; 16]],
+) -> Result<HashMap<[u8; 16], Vec<f32>>> {
+    const SQL: &str = "SELECT vector FROM code_vectors WHERE embedder = ?1 AND text_hash = ?2";
+    let mut found = HashMap::new();
+    for hash in hashes {
+        let rows = reader
+            .query_cached(SQL, params![embedder, hash.to_vec()], |row| {
+                Ok(decode(&row.get::<Vec<u8>>(0).ctx("vector")?, dims))
+            })
+            .await?;
+        if let Some(Some(vector)) = rows.into_iter().next() {
+            found.insert(*hash, vector);
+        }
+    }
+    Ok(found)
+}
+
+/// Stores the vectors of `items` (same order as `vectors`) for `embedder` in one transaction.
+/// A chunk whose row lacked its hash gets it too; a memory that changed or went away since
+/// it was read is skipped (the vector would describe its old text).
+pub async fn write_vectors(
+    store: &Store,
+    kind: ItemKind,
+    embedder: &str,
+    items: &[PendingItem],
+    vectors: &[Vec<f32>],
+    now_ms: i64,
+) -> Result<()> {
+    const CHUNK: &str = "INSERT INTO code_vectors (embedder, text_hash, vector, created_at)
+        VALUES (?1, ?2, ?3, ?4) ON CONFLICT (embedder, text_hash) DO NOTHING";
+    const CHUNK_HASH: &str = "UPDATE code_chunks SET embed_hash = ?2 WHERE id = ?1";
+    // Only while the memory is live and at the version that was read.
+    const MEMORY: &str =
+        "INSERT INTO memory_vectors (memory_seq, embedder, text_hash, vector, created_at)
+        SELECT ?1, ?2, ?3, ?4, ?5 FROM memories WHERE seq = ?1 AND deprecated = 0 AND version = ?6
+        ON CONFLICT (memory_seq, embedder) DO NOTHING";
+    let mut conn = store.writer().await;
+    let tx = begin_write(&conn).await?;
+    match kind {
+        ItemKind::Chunk => {
+            let insert = conn.cached(CHUNK).await?;
+            let rehash = conn.cached(CHUNK_HASH).await?;
+            for (item, vector) in items.iter().zip(vectors) {
+                if item.hash_missing {
+                    rehash
+                        .execute(params![item.id, item.hash.to_vec()])
+                        .await
+                        .ctx("storing a chunk's embedding hash")?;
+                    rehash.reset();
+                }
+                insert
+                    .execute(params![
+                        embedder,
+                        item.hash.to_vec(),
+                        encode(vector),
+                        now_ms
+                    ])
+                    .await
+                    .ctx("storing a chunk vector")?;
+                insert.reset();
+            }
+        }
+        ItemKind::Memory => {
+            let insert = conn.cached(MEMORY).await?;
+            for (item, vector) in items.iter().zip(vectors) {
+                insert
+                    .execute(params![
+                        item.id,
+                        embedder,
+                        item.hash.to_vec(),
+                        encode(vector),
+                        now_ms,
+                        item.version
+                    ])
+                    .await
+                    .ctx("storing a memory vector")?;
+                insert.reset();
+            }
+        }
+    }
+    tx.commit().await.ctx("committing vectors")?;
+    Ok(())
+}
+
+/// Keeps the last `keep` entries of a kind's change log (at least one, so a reader can always
+/// tell whether it fell behind the trim).
+pub async fn trim_log(store: &Store, kind: ItemKind, keep: i64) -> Result<()> {
+    const CHUNK: &str =
+        "DELETE FROM code_vector_log WHERE seq <= (SELECT max(seq) FROM code_vector_log) - ?1";
+    const MEMORY: &str =
+        "DELETE FROM memory_vector_log WHERE seq <= (SELECT max(seq) FROM memory_vector_log) - ?1";
+    let sql = match kind {
+        ItemKind::Chunk => CHUNK,
+        ItemKind::Memory => MEMORY,
+    };
+    let conn = store.writer().await;
+    conn.execute(sql, params![keep.max(1)])
+        .await
+        .ctx("trimming the vector change log")?;
+    Ok(())
+}
