@@ -252,6 +252,35 @@ export declare class Engram {
   deriveRelations(deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: { modules?: string[] }): Promise<DerivedSummary>
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
+  /**
+   * Gives every indexed chunk and every memory of the project that has no vector for the
+   * current model one, off the JS thread (chunks first). Resumable: an aborted or crashed run
+   * keeps what it stored and the next run starts where the vectors stop; changing the model
+   * (or its `maxTokens`) makes everything pending again. Chunks whose text was embedded
+   * before (an undo, a branch switch) take the stored vector without running the model.
+   * `onProgress` is called after every step (about a second of work); aborting `signal`
+   * rejects with `ENGRAM_ABORTED`. Await it when everything must be searchable (benchmarks,
+   * the CLI). Rejects with `ENGRAM_MODEL_UNAVAILABLE` without a model.
+   *
+   * ```ts
+   * await memory.index()
+   * const report = await memory.embedPending({ onProgress: (p) => console.log(p.kind, p.done, p.total) })
+   * ```
+   */
+  embedPending(options?: { onProgress?: (progress: EmbedProgress) => void; signal?: AbortSignal }): Promise<EmbedReport>
+  /**
+   * The chunks and memories closest in meaning to `query`: the query is embedded with the
+   * engine's model and compared (cosine, exact) with every vector of that model in the
+   * project. Only items `embedPending()` has reached are found. Filters: `paths` (chunks under
+   * these files or directories) and `memoryTypes`. Rejects with `ENGRAM_MODEL_UNAVAILABLE`
+   * without a model, `ENGRAM_INVALID_ARG` for an empty query or a bad option.
+   *
+   * ```ts
+   * const hits = await memory.denseSearch('where are passwords checked', { limit: 5, kinds: ['chunk'] })
+   * for (const h of hits) console.log(h.score.toFixed(3), h.path, h.symbol, h.startLine)
+   * ```
+   */
+  denseSearch(query: string, options?: DenseSearchOptions): Promise<DenseHit[]>
 }
 
 /** A memory attached to the impact's target or to an affected node. */
@@ -344,6 +373,40 @@ export interface CodeSearchOptions {
  */
 export declare function defaultModelDir(): string | null
 
+/** One `denseSearch()` hit. */
+export interface DenseHit {
+  /** `'chunk'` or `'memory'`. */
+  kind: string
+  /** Cosine similarity to the query (-1..1). */
+  score: number
+  /** Chunks: the chunk's id (as in `chunksOf()`). */
+  chunkId?: number
+  /** Chunks: the file, relative to the project root. */
+  path?: string
+  /** Chunks: the qualified name of the definition, when the chunk is one. */
+  symbol?: string
+  /** Chunks: first line, 1-based. */
+  startLine?: number
+  /** Chunks: last line, inclusive. */
+  endLine?: number
+  /** Memories: the memory's id. */
+  memoryId?: string
+  /** Memories: its type. */
+  memoryType?: string
+}
+
+/** Options of `denseSearch()`. */
+export interface DenseSearchOptions {
+  /** Hits wanted, over chunks and memories together (1..=1000, default 10). */
+  limit?: number
+  /** `['chunk']`, `['memory']` or both (the default). */
+  kinds?: Array<string>
+  /** Chunks only under these paths (files or directories, relative to the project root). */
+  paths?: Array<string>
+  /** Memories only of these types. */
+  memoryTypes?: Array<string>
+}
+
 /** What a derivation wrote. */
 export interface DerivedSummary {
   /** Modules the deriver was asked about. */
@@ -405,6 +468,31 @@ export interface EmbeddingStatus {
   modelDir?: string
   /** Why the dense path is unavailable, and how to fix it. */
   reason?: string
+}
+
+/** Where an `embedPending()` run stands. */
+export interface EmbedProgress {
+  /** `'chunk'` (embedded first) or `'memory'`. */
+  kind: string
+  /** Items of this kind given a vector so far in this run. */
+  done: number
+  /** Items of this kind without a vector when the run started (grows if more arrive). */
+  total: number
+}
+
+/** What an `embedPending()` run did. */
+export interface EmbedReport {
+  /** The model the vectors belong to (`local:all-minilm-l6-v2@128:384`). */
+  model: string
+  /** Chunks given a vector. */
+  chunks: number
+  /** Memories given a vector. */
+  memories: number
+  /**
+   * Texts that actually ran through the model (the rest came from the embedding cache or
+   * shared an identical text).
+   */
+  textsEmbedded: number
 }
 
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */

@@ -591,10 +591,10 @@ type AddEventListener<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>
 
 /// A weak (it never keeps the process alive), bounded threadsafe function: reports are best
 /// effort, a full queue drops one instead of blocking.
-type WeakCallback<T> = ThreadsafeFunction<T, (), T, Status, false, true, 64>;
+pub(super) type WeakCallback<T> = ThreadsafeFunction<T, (), T, Status, false, true, 64>;
 
 /// `options[name]` as a [`WeakCallback`], if it is a function.
-fn weak_callback<T: ToNapiValue + 'static>(
+pub(super) fn weak_callback<T: ToNapiValue + 'static>(
     options: &Object,
     name: &str,
 ) -> std::result::Result<Option<WeakCallback<T>>, CoreError> {
@@ -624,7 +624,7 @@ fn weak_callback<T: ToNapiValue + 'static>(
 }
 
 /// Raises `cancel` when `options.signal` (an AbortSignal) is or becomes aborted.
-fn watch_signal(
+pub(super) fn watch_signal(
     env: &Env,
     options: &Object,
     cancel: &Arc<AtomicBool>,

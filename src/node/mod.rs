@@ -29,6 +29,7 @@ mod graph_class;
 mod graph_types;
 mod json;
 mod types;
+mod vector;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
