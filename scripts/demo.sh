@@ -26,3 +26,11 @@ echo "== index this repository's code (tree-sitter chunks, symbols, references)"
 node bin/engram.js --db "$work/code.db" index .
 echo "== search-code: chunk boundaries"
 node bin/engram.js --db "$work/code.db" search-code "split oversized container signature" --limit 5
+if node bin/engram.js --db "$work/dense.db" model status --json | grep -q '"state":"unavailable"'; then
+  echo "== dense search skipped: no embedding model (see README: Embeddings)"
+else
+  echo "== embed the chunker's sources with the built-in model, then search by meaning"
+  node bin/engram.js --db "$work/dense.db" index src/code
+  node bin/engram.js --db "$work/dense.db" --root src/code embed
+  node bin/engram.js --db "$work/dense.db" --root src/code dense "split text into chunks at blank lines" --limit 5
+fi
