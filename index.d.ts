@@ -295,6 +295,14 @@ export interface AttachedMemory {
   depth: number
 }
 
+/** The automatic embedding runs of one project. */
+export interface BackgroundEmbedding {
+  /** A run is going. */
+  running: boolean
+  /** How the last run failed (`CODE: message`); absent when it succeeded. */
+  lastError?: string
+}
+
 /** Options of `centrality()`. */
 export interface CentralityOptions {
   /**
@@ -449,6 +457,14 @@ export interface EmbeddingsOptions {
   maxTokens?: number
   /** Threads one `embed()` call uses (default: the machine's available parallelism). */
   threads?: number
+  /**
+   * Embed new and changed chunks and memories in the background after `index()`,
+   * `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
+   * the cores busy for a while). One run per project at a time; `embeddingStatus().background`
+   * says whether one is going and how the last one ended; `embedPending()` waits for it and
+   * finishes what is left.
+   */
+  autoEmbed?: boolean
 }
 
 /** Where the dense path stands. */
@@ -468,6 +484,8 @@ export interface EmbeddingStatus {
   modelDir?: string
   /** Why the dense path is unavailable, and how to fix it. */
   reason?: string
+  /** This project's automatic embedding runs (only with `embeddings.autoEmbed`). */
+  background?: BackgroundEmbedding
 }
 
 /** Where an `embedPending()` run stands. */

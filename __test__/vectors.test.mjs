@@ -155,3 +155,29 @@ test('without a model the dense path says so and everything else works', async (
   await rejectsWithCode(assert, db.denseSearch('storage'), 'ENGRAM_MODEL_UNAVAILABLE')
   assert.equal((await db.search('libSQL')).length, 1)
 })
+
+test('autoEmbed embeds in the background after index() and reports it in embeddingStatus()', async (t) => {
+  const dir = modelDir()
+  if (!dir) return t.skip('no embedding model installed')
+  const root = join(tempDir(t), 'repo')
+  mkdirSync(join(root, 'src'), { recursive: true })
+  writeFileSync(join(root, 'src/distance.go'), FILES['src/geo/distance.go'])
+  const db = await Engram.open({
+    path: join(root, '..', 'auto.db'),
+    projectRoot: root,
+    embeddings: { modelDir: dir, autoEmbed: true },
+  })
+  t.after(() => db.close())
+  assert.deepEqual(db.embeddingStatus().background, { running: false })
+  await db.index()
+  assert.equal(db.embeddingStatus().background.running, true)
+  const deadline = Date.now() + 120_000
+  while (db.embeddingStatus().background.running) {
+    assert.ok(Date.now() < deadline, 'the background run never ended')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  assert.equal(db.embeddingStatus().background.lastError ?? null, null)
+  const [top] = await db.denseSearch('great-circle distance between two points', { limit: 1 })
+  assert.equal(top.path, 'src/distance.go')
+  assert.equal((await db.embedPending()).chunks, 0)
+})

@@ -136,12 +136,15 @@ impl Engram {
     /// Stores a memory (privacy-filtered, deduplicated within project and scope).
     pub async fn remember(&self, input: RememberInput) -> Result<Remembered> {
         let mut out = memory::remember_many(&self.ctx(), vec![input]).await?;
+        self.schedule_embedding();
         Ok(out.pop().expect("one input gives one result"))
     }
 
     /// Stores many memories in one transaction: all or nothing.
     pub async fn remember_many(&self, inputs: Vec<RememberInput>) -> Result<Vec<Remembered>> {
-        memory::remember_many(&self.ctx(), inputs).await
+        let out = memory::remember_many(&self.ctx(), inputs).await?;
+        self.schedule_embedding();
+        Ok(out)
     }
 
     /// One memory by id (forgotten ones included).
@@ -151,7 +154,9 @@ impl Engram {
 
     /// Changes fields of a memory; the previous state is kept in its history.
     pub async fn update(&self, id: &str, patch: MemoryPatch) -> Result<Memory> {
-        memory::update(&self.ctx(), id, patch).await
+        let out = memory::update(&self.ctx(), id, patch).await?;
+        self.schedule_embedding();
+        Ok(out)
     }
 
     /// Archives a memory (kept for audit and rollback; hidden from search and list).
@@ -271,6 +276,45 @@ impl Engram {
         self.engine.embeddings.status()
     }
 
+    /// This project's automatic embedding runs (`None` unless the engine has `auto_embed`).
+    pub fn background_embedding(&self) -> Option<crate::vector::BackgroundStatus> {
+        let auto = self.engine.auto_embed.as_ref()?;
+        Some(auto.status(&self.project_id))
+    }
+
+    /// With `auto_embed`, starts a background embedding run for this project (or asks the one
+    /// going to run once more). The run stops early when no handle on the engine is left.
+    fn schedule_embedding(&self) {
+        let Some(auto) = self.engine.auto_embed.as_ref() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if !auto.claim(&self.project_id) {
+            return;
+        }
+        let handle = self.clone();
+        runtime.spawn(async move {
+            loop {
+                let cancel = AtomicBool::new(false);
+                let engine = handle.engine.clone();
+                let stop_when_alone = |_: crate::vector::EmbedProgress| {
+                    // This task holds two references; none other means every handle closed.
+                    if Arc::strong_count(&engine) <= 2 {
+                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                };
+                let outcome = handle.embed_pending(stop_when_alone, &cancel).await;
+                let error = outcome.err().map(|e| format!("{}: {e}", e.code()));
+                let auto = handle.engine.auto_embed.as_ref().expect("checked above");
+                if !auto.finish(&handle.project_id, error) {
+                    break;
+                }
+            }
+        });
+    }
+
     fn root_for_code(&self) -> Result<&Path> {
         self.project_root.as_deref().ok_or_else(|| {
             Error::invalid("code indexing needs the handle to be opened with projectRoot")
@@ -290,7 +334,9 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let _running = self.engine.start_indexing(&self.project_id)?;
-        indexer::index(&self.index_ctx(root), options, on_progress, cancel).await
+        let summary = indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
+        self.schedule_embedding();
+        Ok(summary)
     }
 
     /// Like [`Engram::index`], but waits for a running index of the project instead of failing.
@@ -302,7 +348,9 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let _running = self.engine.wait_indexing(&self.project_id, cancel).await?;
-        indexer::index(&self.index_ctx(root), options, on_progress, cancel).await
+        let summary = indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
+        self.schedule_embedding();
+        Ok(summary)
     }
 
     /// Re-indexes some paths now (relative to the project root, or absolute inside it): files
@@ -339,7 +387,10 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let _running = self.engine.wait_indexing(&self.project_id, cancel).await?;
-        indexer::update_paths(&self.index_ctx(root), options, rules, paths, cancel).await
+        let summary =
+            indexer::update_paths(&self.index_ctx(root), options, rules, paths, cancel).await?;
+        self.schedule_embedding();
+        Ok(summary)
     }
 
     /// Watches the project root and keeps the index current: changed files are re-indexed

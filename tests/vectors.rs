@@ -448,3 +448,46 @@ async fn a_cancelled_run_keeps_its_vectors_and_the_next_run_finishes() {
         "ENGRAM_INVALID_ARG"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_embed_runs_in_the_background_after_index_and_remember() {
+    if !model_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir, "src/auth/password.ts", PASSWORD_TS);
+    write(&dir, "src/cache/lru.rs", LRU_RS);
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.project_root = Some(dir.path().join("repo"));
+    options.engine.auto_embed = true;
+    let e = Engram::open(options).await.unwrap();
+    assert_eq!(e.background_embedding().map(|b| b.running), Some(false));
+    index(&e).await;
+    // Claimed before index() returned.
+    assert_eq!(e.background_embedding().map(|b| b.running), Some(true));
+    e.remember(RememberInput::new(
+        MemoryType::Gotcha,
+        "Never log the password salt",
+    ))
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while e.background_embedding().unwrap().running {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "background run never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(e.background_embedding().unwrap().last_error, None);
+    let report = embed(&e).await;
+    assert_eq!(
+        (report.chunks, report.memories),
+        (0, 0),
+        "all done in the background"
+    );
+    assert_eq!(
+        top_paths(&e, "check that a password matches the stored hash", 1).await,
+        ["src/auth/password.ts"]
+    );
+}

@@ -34,6 +34,9 @@ pub struct EngineOptions {
     pub closure_depth: u32,
     /// The embedding provider (default: the built-in local model, loaded on first use).
     pub embeddings: crate::embed::EmbeddingProvider,
+    /// Embed new and changed chunks and memories in the background after each write that
+    /// leaves some without a vector (default off: a run keeps the cores busy).
+    pub auto_embed: bool,
 }
 
 impl Default for EngineOptions {
@@ -44,6 +47,7 @@ impl Default for EngineOptions {
             clock: Arc::new(SystemClock),
             closure_depth: crate::graph::DEFAULT_CLOSURE_DEPTH,
             embeddings: crate::embed::EmbeddingProvider::default(),
+            auto_embed: false,
         }
     }
 }
@@ -67,6 +71,8 @@ pub struct Engine {
     pub(crate) embeddings: crate::embed::EmbeddingService,
     /// In-memory vector indexes, kept current from the vector change logs.
     pub(crate) vectors: crate::vector::VectorIndexes,
+    /// Background embedding runs, when the engine was opened with `auto_embed`.
+    pub(crate) auto_embed: Option<crate::vector::AutoEmbed>,
     /// Per project, held while an embedding run is going (runs queue behind each other).
     embed_runs: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Projects with an index run in progress.
@@ -147,6 +153,12 @@ impl Engine {
             )));
         }
         let store = Store::open(&path, &options.store).await?;
+        let auto_embed = (options.auto_embed
+            && !matches!(
+                options.embeddings,
+                crate::embed::EmbeddingProvider::Disabled
+            ))
+        .then(crate::vector::AutoEmbed::default);
         Ok(Engine {
             path,
             store,
@@ -155,6 +167,7 @@ impl Engine {
             closure_depth: options.closure_depth,
             embeddings: crate::embed::EmbeddingService::new(options.embeddings),
             vectors: crate::vector::VectorIndexes::default(),
+            auto_embed,
             embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
         })

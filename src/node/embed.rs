@@ -25,6 +25,12 @@ pub struct EmbeddingsOptions {
     pub max_tokens: Option<u32>,
     /// Threads one `embed()` call uses (default: the machine's available parallelism).
     pub threads: Option<u32>,
+    /// Embed new and changed chunks and memories in the background after `index()`,
+    /// `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
+    /// the cores busy for a while). One run per project at a time; `embeddingStatus().background`
+    /// says whether one is going and how the last one ended; `embedPending()` waits for it and
+    /// finishes what is left.
+    pub auto_embed: Option<bool>,
 }
 
 /// Turns the JS option into the core provider.
@@ -73,6 +79,17 @@ pub struct EmbeddingStatus {
     pub model_dir: Option<String>,
     /// Why the dense path is unavailable, and how to fix it.
     pub reason: Option<String>,
+    /// This project's automatic embedding runs (only with `embeddings.autoEmbed`).
+    pub background: Option<BackgroundEmbedding>,
+}
+
+/// The automatic embedding runs of one project.
+#[napi(object)]
+pub struct BackgroundEmbedding {
+    /// A run is going.
+    pub running: bool,
+    /// How the last run failed (`CODE: message`); absent when it succeeded.
+    pub last_error: Option<String>,
 }
 
 /// A model put in place by `installModel`.
@@ -123,6 +140,10 @@ impl Engram {
     pub fn embedding_status(&self, env: &Env) -> Result<EmbeddingStatus> {
         let handle = self.handle().map_err(|e| to_js_error(env, &e))?;
         let s = handle.embedding_status();
+        let background = handle.background_embedding().map(|b| BackgroundEmbedding {
+            running: b.running,
+            last_error: b.last_error,
+        });
         Ok(EmbeddingStatus {
             provider: s.provider.to_owned(),
             state: s.state.as_str().to_owned(),
@@ -130,6 +151,7 @@ impl Engram {
             model: s.model.map(|m| m.key()),
             model_dir: s.model_dir.map(|d| d.display().to_string()),
             reason: s.reason,
+            background,
         })
     }
 }

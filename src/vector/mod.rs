@@ -2,8 +2,10 @@
 //! int8 quantisation with error bounds (`quant.rs`), vectors persisted in libSQL with their
 //! change logs (`store.rs`), the engine's indexes kept current from those logs (`service.rs`),
 //! the job that embeds everything that has no vector yet (`job.rs`), and dense search for a project
-//! with filters (`dense.rs`).
+//! with filters (`dense.rs`), and the automatic background runs of the `autoEmbed` option
+//! (`auto.rs`).
 
+mod auto;
 mod dense;
 mod index;
 mod job;
@@ -11,6 +13,7 @@ mod quant;
 mod service;
 mod store;
 
+pub use auto::{AutoEmbed, BackgroundStatus};
 pub(crate) use dense::dense_search;
 pub use dense::{DenseHit, DenseQuery, MAX_DENSE_LIMIT};
 pub use index::{SearchOutcome, VectorHit, VectorIndex};
