@@ -37,10 +37,7 @@ fn first_sentence(doc: &[String]) -> Option<String> {
     let text = paragraph.join(" ");
     let end = text
         .char_indices()
-        .find(|(i, c)| {
-            *c == '.' && text[i + 1..].starts_with(|n: char| n == ' ')
-                || *c == '.' && i + 1 == text.len()
-        })
+        .find(|(i, c)| *c == '.' && (i + 1 == text.len() || text[i + 1..].starts_with(' ')))
         .map_or(text.len(), |(i, _)| i);
     let sentence: String = text[..end]
         .chars()
