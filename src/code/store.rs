@@ -138,6 +138,9 @@ pub(crate) async fn write_batch(
         }
     }
     let mut written = Written::default();
+    // The chunk ids this batch inserts, for the vector change log (one row per batch: a
+    // trigger per chunk cost ~15% of a cold index).
+    let mut inserted: Option<(i64, i64)> = None;
     for (file, file_id) in batch.iter().zip(file_ids) {
         let Some(file_id) = file_id else { continue };
         let a = &file.analysis;
@@ -169,7 +172,13 @@ pub(crate) async fn write_batch(
                 .run(
                     &statements.chunk_fts,
                     params![
-                        tx.last_insert_rowid(),
+                        {
+                            let id = tx.last_insert_rowid();
+                            inserted = Some(
+                                inserted.map_or((id, id), |(lo, hi)| (lo.min(id), hi.max(id))),
+                            );
+                            id
+                        },
                         symbol_words(&c.symbols, c.name.as_deref()),
                         c.context.as_str(),
                         c.content.as_str()
@@ -218,7 +227,22 @@ pub(crate) async fn write_batch(
         written.symbols += a.definitions.len() as u64;
         written.references += a.references.len() as u64;
     }
+    if let Some((first, last)) = inserted {
+        log_chunk_range(tx, first, last).await?;
+    }
     Ok(written)
+}
+
+/// Tells the vector indexes that chunks `first..=last` were inserted, deleted or changed
+/// (invariant 18: the batch writer and `delete_contents` are the only places chunks change).
+async fn log_chunk_range(tx: &Transaction, first: i64, last: i64) -> Result<()> {
+    tx.execute(
+        "INSERT INTO code_vector_log (first_chunk, last_chunk) VALUES (?1, ?2)",
+        params![first, last],
+    )
+    .await
+    .ctx("logging chunk changes for the vector index")?;
+    Ok(())
 }
 
 /// The row inserts of a batch, prepared once and run per row: binding values directly costs
@@ -327,6 +351,15 @@ async fn delete_contents(tx: &Transaction, file_ids: &[i64]) -> Result<()> {
         return Ok(());
     }
     let ids = json!(file_ids).to_string();
+    // Before the rows go: the ids of each file's chunks, as one range per file.
+    tx.execute(
+        "INSERT INTO code_vector_log (first_chunk, last_chunk)
+           SELECT min(c.id), max(c.id) FROM json_each(?1) AS j
+           CROSS JOIN code_chunks c ON c.file_id = j.value GROUP BY c.file_id",
+        params![ids.as_str()],
+    )
+    .await
+    .ctx("logging chunk deletions for the vector index")?;
     for (sql, what) in [
         (
             "DELETE FROM code_chunks_fts WHERE rowid IN

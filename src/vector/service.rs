@@ -1,13 +1,15 @@
 //! The engine's in-memory vector indexes, one per (project, item kind, model), loaded on first
 //! search and brought up to date before every search by replaying the change log from the last
-//! seq they saw. The log is written by triggers, so every writer (the indexer, memory updates,
-//! the embedding job, another thread or process on the same file) reaches the indexes.
+//! seq they saw. Every writer logs there (the indexer's batch writer, triggers on vectors and
+//! memories), so every write, from any thread or process on the file, reaches the indexes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::index::VectorIndex;
-use super::store::{load_all, load_changed, log_bounds, ItemKind};
+use super::store::{
+    cached_chunk_vectors, load_items, load_project, log_bounds, read_changes, ItemKind, ItemState,
+};
 use crate::embed::EmbedderId;
 use crate::error::Result;
 use crate::store::Store;
@@ -26,6 +28,50 @@ pub struct LoadedIndex {
     pub index: VectorIndex,
     /// Every log entry up to here is reflected.
     pub seen_seq: i64,
+    /// Chunks without a vector yet, by text hash: when the log says a hash got its vector,
+    /// these join the index (the log names the hash, not every chunk that shares it).
+    waiting: HashMap<[u8; 16], Vec<i64>>,
+    waiting_hash: HashMap<i64, [u8; 16]>,
+}
+
+impl LoadedIndex {
+    fn new(dims: usize, seen_seq: i64) -> Self {
+        LoadedIndex {
+            index: VectorIndex::new(dims),
+            seen_seq,
+            waiting: HashMap::new(),
+            waiting_hash: HashMap::new(),
+        }
+    }
+
+    /// Drops whatever the index knew about `id`.
+    fn forget(&mut self, id: i64) {
+        self.index.remove(id);
+        if let Some(hash) = self.waiting_hash.remove(&id) {
+            if let Some(ids) = self.waiting.get_mut(&hash) {
+                ids.retain(|other| *other != id);
+                if ids.is_empty() {
+                    self.waiting.remove(&hash);
+                }
+            }
+        }
+    }
+
+    /// Takes in an item's current state.
+    fn apply(&mut self, item: ItemState) {
+        self.forget(item.id);
+        match (item.vector, item.hash) {
+            // A zero or non-finite vector has no direction: it stays out of the index.
+            (Some(vector), _) => {
+                let _ = self.index.upsert(item.id, &vector);
+            }
+            (None, Some(hash)) => {
+                self.waiting.entry(hash).or_default().push(item.id);
+                self.waiting_hash.insert(item.id, hash);
+            }
+            (None, None) => {}
+        }
+    }
 }
 
 /// A slot for one index: refreshes are serialised, searches share a read lock.
@@ -83,37 +129,57 @@ impl VectorIndexes {
             (Some(seen), Some((min, _))) => min > seen + 1,
         };
         if full_reload {
-            let vectors = load_all(&mut reader, kind, &key.project_id, &key.embedder, dims).await?;
-            let mut index = VectorIndex::new(dims);
-            for (id, vector) in vectors {
-                // A zero or non-finite vector has no direction: leave it out of the index.
-                let _ = index.upsert(id, &vector);
+            let items =
+                load_project(&mut reader, kind, &key.project_id, &key.embedder, dims).await?;
+            let mut loaded = LoadedIndex::new(dims, through);
+            for item in items {
+                loaded.apply(item);
             }
-            *slot.state.write().unwrap_or_else(|e| e.into_inner()) = Some(LoadedIndex {
-                index,
-                seen_seq: through,
-            });
+            *slot.state.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded);
             return Ok(slot.clone());
         }
         let seen = seen.unwrap_or(0);
         if through > seen {
-            let (changed, present) = load_changed(
+            let changes = read_changes(&mut reader, kind, seen, through).await?;
+            let items = load_items(
                 &mut reader,
                 kind,
                 &key.project_id,
                 &key.embedder,
                 dims,
-                seen,
-                through,
+                &changes.ids,
             )
             .await?;
+            let hashes = {
+                let state = slot.state.read().unwrap_or_else(|e| e.into_inner());
+                let waiting = &state.as_ref().expect("loaded above").waiting;
+                let wanted: Vec<[u8; 16]> = changes
+                    .hashes
+                    .iter()
+                    .filter(|h| waiting.contains_key(*h))
+                    .copied()
+                    .collect();
+                wanted
+            };
+            let vectors = cached_chunk_vectors(&mut reader, &key.embedder, dims, &hashes).await?;
             let mut state = slot.state.write().unwrap_or_else(|e| e.into_inner());
             let loaded = state.as_mut().expect("loaded above");
-            for id in changed {
-                loaded.index.remove(id);
+            let present: std::collections::HashSet<i64> = items.iter().map(|i| i.id).collect();
+            for id in &changes.ids {
+                if !present.contains(id) {
+                    loaded.forget(*id);
+                }
             }
-            for (id, vector) in present {
-                let _ = loaded.index.upsert(id, &vector);
+            for item in items {
+                loaded.apply(item);
+            }
+            // Hashes that got a vector: their waiting chunks join. (A hash whose vector was
+            // dropped meanwhile finds none and its chunks keep waiting.)
+            for (hash, vector) in vectors {
+                for id in loaded.waiting.remove(&hash).unwrap_or_default() {
+                    loaded.waiting_hash.remove(&id);
+                    let _ = loaded.index.upsert(id, &vector);
+                }
             }
             loaded.seen_seq = through;
         }

@@ -2,8 +2,9 @@
 //! says moved), finding items without a vector for a model, and writing vectors.
 //!
 //! Chunk vectors are keyed by (model, hash of the embedding text) in the `code` home; memory
-//! vectors by (memory, model) in the `main` home. Both homes keep a change log filled by
-//! triggers (`code_vector_log`, `memory_vector_log`) that indexes replay.
+//! vectors by (memory, model) in the `main` home. Both homes keep a change log that indexes
+//! replay (`code_vector_log`: chunk id ranges from the indexer, text hashes by trigger;
+//! `memory_vector_log`: memories, by trigger).
 
 use std::collections::HashMap;
 
@@ -85,82 +86,139 @@ pub async fn log_bounds(reader: &mut Reader<'_>, kind: ItemKind) -> Result<Optio
     })
 }
 
-/// Every vector of `project` for `embedder`, as (item id, vector).
-pub async fn load_all(
+/// An item's current state for an index: its hash (chunks) and its vector for the model, if any.
+#[derive(Debug, Clone)]
+pub struct ItemState {
+    /// Chunk id or memory seq.
+    pub id: i64,
+    /// A chunk's embedding-text hash (`None` for memories and pre-v4 chunks).
+    pub hash: Option<[u8; 16]>,
+    /// The vector, when the item has one for the model.
+    pub vector: Option<Vec<f32>>,
+}
+
+/// What the change log names after a seq: items to re-read, and chunk text hashes whose vector
+/// was stored or dropped.
+#[derive(Debug, Default)]
+pub struct ChangeSet {
+    /// Items to re-read (deduplicated).
+    pub ids: Vec<i64>,
+    /// Chunk text hashes whose vector changed.
+    pub hashes: Vec<[u8; 16]>,
+}
+
+/// Every item of `project` an index of `kind` holds or waits for: chunks with or without a
+/// vector for `embedder`, live memories with one.
+pub async fn load_project(
     reader: &mut Reader<'_>,
     kind: ItemKind,
     project_id: &str,
     embedder: &str,
     dims: usize,
-) -> Result<Vec<(i64, Vec<f32>)>> {
-    const CHUNK: &str = "SELECT c.id, v.vector FROM code_files f
+) -> Result<Vec<ItemState>> {
+    const CHUNK: &str = "SELECT c.id, c.embed_hash, v.vector FROM code_files f
         JOIN code_chunks c ON c.file_id = f.id
-        JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash
+        LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash
         WHERE f.project_id = ?1";
-    const MEMORY: &str = "SELECT m.seq, v.vector FROM memories m
+    const MEMORY: &str = "SELECT m.seq, NULL, v.vector FROM memories m
         JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2
         WHERE m.project_id = ?1 AND m.deprecated = 0";
     let sql = match kind {
         ItemKind::Chunk => CHUNK,
         ItemKind::Memory => MEMORY,
     };
-    let rows = reader
+    reader
         .query_cached(sql, params![project_id, embedder], |row| {
-            vector_row(row, dims)
+            item_row(row, dims)
         })
-        .await?;
-    Ok(rows.into_iter().flatten().collect())
+        .await
 }
 
-/// Items named in the change log after `after_seq` (up to `through_seq`), with their current
-/// vector for `embedder` in `project` when they have one. The caller removes the named items
-/// that come back without one.
-pub async fn load_changed(
+/// The log entries after `after_seq` up to `through_seq`.
+pub async fn read_changes(
+    reader: &mut Reader<'_>,
+    kind: ItemKind,
+    after_seq: i64,
+    through_seq: i64,
+) -> Result<ChangeSet> {
+    const CHUNK: &str = "SELECT first_chunk, last_chunk, text_hash FROM code_vector_log
+        WHERE seq > ?1 AND seq <= ?2";
+    const MEMORY: &str =
+        "SELECT DISTINCT memory_seq FROM memory_vector_log WHERE seq > ?1 AND seq <= ?2";
+    let mut changes = ChangeSet::default();
+    match kind {
+        ItemKind::Chunk => {
+            let rows = reader
+                .query_cached(CHUNK, params![after_seq, through_seq], |row| {
+                    Ok((
+                        row.get::<Option<i64>>(0).ctx("first chunk")?,
+                        row.get::<Option<i64>>(1).ctx("last chunk")?,
+                        row.get::<Option<Vec<u8>>>(2).ctx("text hash")?,
+                    ))
+                })
+                .await?;
+            let mut ids = std::collections::HashSet::new();
+            for (first, last, hash) in rows {
+                if let (Some(first), Some(last)) = (first, last) {
+                    ids.extend(first..=last);
+                }
+                if let Some(hash) = hash.and_then(|h| <[u8; 16]>::try_from(h.as_slice()).ok()) {
+                    changes.hashes.push(hash);
+                }
+            }
+            changes.ids = ids.into_iter().collect();
+        }
+        ItemKind::Memory => {
+            changes.ids = reader
+                .query_cached(MEMORY, params![after_seq, through_seq], |row| {
+                    row.get::<i64>(0).ctx("memory seq")
+                })
+                .await?;
+        }
+    }
+    Ok(changes)
+}
+
+/// The current state of `ids` in `project` (items gone, or of another project, are absent).
+pub async fn load_items(
     reader: &mut Reader<'_>,
     kind: ItemKind,
     project_id: &str,
     embedder: &str,
     dims: usize,
-    after_seq: i64,
-    through_seq: i64,
-) -> Result<(Vec<i64>, Vec<(i64, Vec<f32>)>)> {
-    const CHUNK_IDS: &str =
-        "SELECT DISTINCT chunk_id FROM code_vector_log WHERE seq > ?1 AND seq <= ?2";
-    const MEMORY_IDS: &str =
-        "SELECT DISTINCT memory_seq FROM memory_vector_log WHERE seq > ?1 AND seq <= ?2";
-    const CHUNK: &str = "SELECT c.id, v.vector FROM json_each(?3) j
+    ids: &[i64],
+) -> Result<Vec<ItemState>> {
+    const CHUNK: &str = "SELECT c.id, c.embed_hash, v.vector FROM json_each(?3) j
         JOIN code_chunks c ON c.id = j.value
         JOIN code_files f ON f.id = c.file_id AND f.project_id = ?1
-        JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash";
-    const MEMORY: &str = "SELECT m.seq, v.vector FROM json_each(?3) j
+        LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash";
+    const MEMORY: &str = "SELECT m.seq, NULL, v.vector FROM json_each(?3) j
         JOIN memories m ON m.seq = j.value AND m.project_id = ?1 AND m.deprecated = 0
         JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2";
-    let (ids_sql, sql) = match kind {
-        ItemKind::Chunk => (CHUNK_IDS, CHUNK),
-        ItemKind::Memory => (MEMORY_IDS, MEMORY),
-    };
-    let changed = reader
-        .query_cached(ids_sql, params![after_seq, through_seq], |row| {
-            row.get::<i64>(0).ctx("changed id")
-        })
-        .await?;
-    if changed.is_empty() {
-        return Ok((changed, Vec::new()));
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
-    let ids = serde_json::to_string(&changed).map_err(|e| Error::Internal(e.to_string()))?;
-    let present = reader
+    let sql = match kind {
+        ItemKind::Chunk => CHUNK,
+        ItemKind::Memory => MEMORY,
+    };
+    let ids = serde_json::to_string(ids).map_err(|e| Error::Internal(e.to_string()))?;
+    reader
         .query_cached(sql, params![project_id, embedder, ids], |row| {
-            vector_row(row, dims)
+            item_row(row, dims)
         })
-        .await?;
-    Ok((changed, present.into_iter().flatten().collect()))
+        .await
 }
 
-fn vector_row(row: &Row, dims: usize) -> Result<Option<(i64, Vec<f32>)>> {
-    let id: i64 = row.get(0).ctx("item id")?;
-    let bytes: Vec<u8> = row.get(1).ctx("vector")?;
-    // A blob of another width cannot come from this model's key; skip it rather than misread.
-    Ok(decode(&bytes, dims).map(|v| (id, v)))
+fn item_row(row: &Row, dims: usize) -> Result<ItemState> {
+    let hash: Option<Vec<u8>> = row.get(1).ctx("embed hash")?;
+    let vector: Option<Vec<u8>> = row.get(2).ctx("vector")?;
+    Ok(ItemState {
+        id: row.get(0).ctx("item id")?,
+        hash: hash.and_then(|h| <[u8; 16]>::try_from(h.as_slice()).ok()),
+        // A blob of another width cannot come from this model's key; treat it as missing.
+        vector: vector.and_then(|v| decode(&v, dims)),
+    })
 }
 
 /// Up to `limit` items of `project` with no vector for `embedder`, ids above `after_id`, in id

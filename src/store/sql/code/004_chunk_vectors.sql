@@ -4,9 +4,9 @@
 -- refers to any more stay until pruned.
 
 -- First 16 bytes of SHA-256 of the chunk's embedding text (`code::embedding_text`); NULL for
--- rows written before v4 (the embedding job fills them in).
+-- rows written before v4 (the embedding job fills them in). Not indexed: an index on random
+-- hashes cost ~8% of a cold index (every batch dirtied most of its pages).
 ALTER TABLE code_chunks ADD COLUMN embed_hash BLOB;
-CREATE INDEX code_chunks_embed_hash ON code_chunks(embed_hash);
 
 CREATE TABLE code_vectors (
   id          INTEGER PRIMARY KEY,
@@ -17,30 +17,27 @@ CREATE TABLE code_vectors (
   UNIQUE (embedder, text_hash)
 );
 
--- Every chunk whose vector may have changed: inserted, deleted, re-hashed, or its text given
--- (or denied) a vector. In-memory indexes replay it from the last seq they saw, so writes from
--- any path, thread or process reach them. Trimmed from the bottom only, so seqs stay
--- contiguous and a reader can tell when it fell behind the trim (it then reloads).
+-- What changed for the in-memory vector indexes, replayed from the last seq they saw, so
+-- writes from any path, thread or process reach them. A row names either a range of chunk ids
+-- (inserted, deleted or re-hashed: the indexer's batch writer logs one range per file, because
+-- a trigger per chunk cost ~15% of a cold index) or a text hash whose vector was stored or
+-- dropped (by trigger). Ranges may over-cover: readers re-read whatever a range names.
+-- Trimmed from the bottom only (the newest row always stays), so seqs only grow and a reader
+-- can tell when it fell behind the trim (it then reloads).
 CREATE TABLE code_vector_log (
-  seq       INTEGER PRIMARY KEY AUTOINCREMENT,
-  chunk_id  INTEGER NOT NULL
+  seq          INTEGER PRIMARY KEY,
+  first_chunk  INTEGER,
+  last_chunk   INTEGER,
+  text_hash    BLOB
 );
 
-CREATE TRIGGER code_chunks_log_insert AFTER INSERT ON code_chunks BEGIN
-  INSERT INTO code_vector_log (chunk_id) VALUES (new.id);
-END;
-CREATE TRIGGER code_chunks_log_delete AFTER DELETE ON code_chunks BEGIN
-  INSERT INTO code_vector_log (chunk_id) VALUES (old.id);
-END;
 CREATE TRIGGER code_chunks_log_rehash AFTER UPDATE OF embed_hash ON code_chunks
 WHEN old.embed_hash IS NOT new.embed_hash BEGIN
-  INSERT INTO code_vector_log (chunk_id) VALUES (new.id);
+  INSERT INTO code_vector_log (first_chunk, last_chunk) VALUES (new.id, new.id);
 END;
 CREATE TRIGGER code_vectors_log_insert AFTER INSERT ON code_vectors BEGIN
-  INSERT INTO code_vector_log (chunk_id)
-    SELECT id FROM code_chunks WHERE embed_hash = new.text_hash;
+  INSERT INTO code_vector_log (text_hash) VALUES (new.text_hash);
 END;
 CREATE TRIGGER code_vectors_log_delete AFTER DELETE ON code_vectors BEGIN
-  INSERT INTO code_vector_log (chunk_id)
-    SELECT id FROM code_chunks WHERE embed_hash = old.text_hash;
+  INSERT INTO code_vector_log (text_hash) VALUES (old.text_hash);
 END;
