@@ -9,57 +9,10 @@
 #[path = "source_trees/mod.rs"]
 mod source_trees;
 
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use engram::code::{analyze, AnalyzeOptions, FileKind};
 use engram::embed::{locate, Embedder, LocalEmbedder, LocalModelOptions};
-
-/// Contextual texts of up to `limit` chunks from the rust corpus (tokio), in file order.
-fn chunk_texts(limit: usize) -> Vec<String> {
-    let (_, root) = source_trees::corpora()
-        .into_iter()
-        .find(|(name, _)| name == "rust" || name == "custom")
-        .expect("a rust corpus (tokio in the cargo registry)");
-    let mut files: Vec<_> = ignore::Walk::new(&root)
-        .flatten()
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort();
-    let mut parser = tree_sitter::Parser::new();
-    let cancel = AtomicBool::new(false);
-    let mut texts = Vec::new();
-    for path in files {
-        let Some(kind) = FileKind::of(&path) else {
-            continue;
-        };
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        let rel = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let analysis = analyze(
-            &mut parser,
-            &rel,
-            &bytes,
-            kind,
-            &AnalyzeOptions::default(),
-            &cancel,
-        );
-        for chunk in analysis.chunks {
-            texts.push(format!("{}\n\n{}", chunk.context, chunk.content));
-            if texts.len() == limit {
-                return texts;
-            }
-        }
-    }
-    texts
-}
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -90,7 +43,7 @@ fn bench(c: &mut Criterion) {
         }
     };
     let model = LocalEmbedder::load(&files, &LocalModelOptions::default()).unwrap();
-    let texts = chunk_texts(512);
+    let texts = source_trees::tokio_chunk_texts(512);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     println!(
         "embed: {} chunks of tokio, model {}, {} threads",

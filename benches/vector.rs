@@ -10,11 +10,9 @@
 #[path = "source_trees/mod.rs"]
 mod source_trees;
 
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use engram::code::{analyze, AnalyzeOptions, FileKind};
 use engram::embed::{locate, Embedder, LocalEmbedder, LocalModelOptions};
 use engram::vector::VectorIndex;
 
@@ -48,53 +46,11 @@ impl Xorshift {
     }
 }
 
-/// Contextual texts of the first `limit` chunks of the rust corpus (tokio).
-fn chunk_texts(limit: usize) -> Vec<String> {
-    let (_, root) = source_trees::corpora()
-        .into_iter()
-        .find(|(name, _)| name == "rust" || name == "custom")
-        .expect("a rust corpus (tokio in the cargo registry)");
-    let mut files: Vec<_> = ignore::Walk::new(&root)
-        .flatten()
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort();
-    let mut parser = tree_sitter::Parser::new();
-    let cancel = AtomicBool::new(false);
-    let mut texts = Vec::new();
-    for path in files {
-        let (Some(kind), Ok(bytes)) = (FileKind::of(&path), std::fs::read(&path)) else {
-            continue;
-        };
-        let rel = path
-            .strip_prefix(&root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let analysis = analyze(
-            &mut parser,
-            &rel,
-            &bytes,
-            kind,
-            &AnalyzeOptions::default(),
-            &cancel,
-        );
-        for chunk in analysis.chunks {
-            texts.push(format!("{}\n\n{}", chunk.context, chunk.content));
-            if texts.len() == limit {
-                return texts;
-            }
-        }
-    }
-    texts
-}
-
 /// (base vectors, query vectors, what they are).
 fn base_vectors(dims: usize) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, &'static str) {
     if let Ok(files) = locate(None) {
         let model = LocalEmbedder::load(&files, &LocalModelOptions::default()).unwrap();
-        let texts = chunk_texts(1500);
+        let texts = source_trees::tokio_chunk_texts(1500);
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let base = model.embed(&refs).unwrap();
         let queries = model.embed(&QUERIES).unwrap();

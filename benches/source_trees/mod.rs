@@ -75,3 +75,51 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Contextual texts (prefix, blank line, code) of up to `limit` chunks of the rust corpus
+/// (tokio), chunked by our own AST chunker, in file order.
+// Only the embedding benches use it.
+#[allow(dead_code)]
+pub fn tokio_chunk_texts(limit: usize) -> Vec<String> {
+    let (_, root) = corpora()
+        .into_iter()
+        .find(|(name, _)| name == "rust" || name == "custom")
+        .expect("a rust corpus (tokio in the cargo registry)");
+    let mut files: Vec<_> = ignore::Walk::new(&root)
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    let mut parser = tree_sitter::Parser::new();
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let mut texts = Vec::new();
+    for path in files {
+        let Some(kind) = engram::code::FileKind::of(&path) else {
+            continue;
+        };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let rel = path
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let analysis = engram::code::analyze(
+            &mut parser,
+            &rel,
+            &bytes,
+            kind,
+            &engram::code::AnalyzeOptions::default(),
+            &cancel,
+        );
+        for chunk in analysis.chunks {
+            texts.push(format!("{}\n\n{}", chunk.context, chunk.content));
+            if texts.len() == limit {
+                return texts;
+            }
+        }
+    }
+    texts
+}

@@ -291,19 +291,8 @@ impl Ord for TotalF32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::quant::pseudo_random;
     use super::*;
-
-    fn pseudo_random(seed: u64, n: usize) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .collect()
-    }
 
     /// Vectors clustered around a few centres, so many scores sit close together (the hard
     /// case for a quantised scan).
