@@ -78,6 +78,9 @@ pub async fn dense_search(
             query.limit
         )));
     }
+    for memory_type in &query.memory_types {
+        crate::memory::MemoryType::parse(memory_type)?;
+    }
     let kinds = if query.kinds.is_empty() {
         vec![ItemKind::Chunk, ItemKind::Memory]
     } else {
