@@ -437,26 +437,85 @@ export interface DeriveOptions {
 
 /**
  * The `embeddings` option of `Engram.open`: which embedder the engine uses. The first open of a
- * file decides (like every engine option).
+ * file decides (like every engine option). Models load on first use, never at open; a server
+ * is first called then too.
+ *
+ * ```ts
+ * // Ollama, falling back to the built-in model when Ollama is not running
+ * embeddings: { provider: 'ollama', model: 'nomic-embed-text', fallback: [{ provider: 'local' }] }
+ * // OpenAI (or any compatible server: set baseUrl)
+ * embeddings: { provider: 'openai', model: 'text-embedding-3-small', dimensions: 1024,
+ *               apiKey: process.env.OPENAI_API_KEY }
+ * // Your own function
+ * embeddings: { model: 'my-model-v1', embed: async (texts) => myModel.embed(texts) }
+ * ```
  */
 export interface EmbeddingsOptions {
   /**
-   * `'local'` (default: the built-in all-MiniLM-L6-v2, no network) or `'none'` (no dense
-   * path; retrieval runs on BM25 and the graph).
+   * `'local'` (default: the built-in all-MiniLM-L6-v2, no network), `'ollama'`
+   * (`POST {baseUrl}/api/embed`), `'openai'` (`POST {baseUrl}/embeddings`, OpenAI or any
+   * compatible server), `'callback'` (the `embed` function; the default when `embed` is
+   * given) or `'none'` (no dense path; retrieval runs on BM25 and the graph).
    */
-  provider?: string
+  provider?: 'local' | 'ollama' | 'openai' | 'callback' | 'none'
   /**
-   * Directory holding the model files (`config.json`, `tokenizer.json`, `model.safetensors`).
-   * Default: `ENGRAM_MODEL_DIR`, else the per-user cache where `engram model install` puts it.
+   * The model's name: required for `'ollama'`, `'openai'` and `'callback'`. Stored with every
+   * vector (`provider:model:dims`): vectors of different models are never compared, and a
+   * new name re-embeds. Name a callback's model so that it changes when the model does.
+   */
+  model?: string
+  /**
+   * Server root: default `http://localhost:11434` for `'ollama'`,
+   * `https://api.openai.com/v1` for `'openai'` (point it at vLLM, llama.cpp, LM Studio...).
+   */
+  baseUrl?: string
+  /**
+   * `'openai'`: sent as `Authorization: Bearer`. Default: `OPENAI_API_KEY`, only when
+   * `baseUrl` is OpenAI's own (a key is never sent to another server unasked). Never stored
+   * or shown in errors.
+   */
+  apiKey?: string
+  /**
+   * Vector width to ask the server for (`text-embedding-3-*`, Matryoshka models). Answers of
+   * another width are an error (`ENGRAM_MODEL_UNAVAILABLE` at first use): leave it unset for
+   * servers that ignore it.
+   */
+  dimensions?: number
+  /** Texts per request or callback call (default 64; at most 2048). */
+  batchSize?: number
+  /** Whole-request timeout of the HTTP providers in ms (default 60000). */
+  timeoutMs?: number
+  /**
+   * Retries of an HTTP request answered 408, 429 or 5xx, after the wait the server asks
+   * (`retry-after-ms`, `Retry-After`; at most 60 s) or 0.5 s doubling (default 3, at most 10).
+   */
+  maxRetries?: number
+  /**
+   * `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
+   * width, normalised for you). Called with at most `batchSize` texts at a time, from the
+   * thread that opened the engine. A throw or rejection fails the embedding with
+   * `ENGRAM_CALLBACK`.
+   */
+  embed?: (texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>
+  /**
+   * `'local'`: directory holding the model files (`config.json`, `tokenizer.json`,
+   * `model.safetensors`). Default: `ENGRAM_MODEL_DIR`, else the per-user cache where
+   * `engram model install` puts it.
    */
   modelDir?: string
   /**
-   * Tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the model's 512).
-   * Part of the model's identity: vectors made with another limit are not compared.
+   * `'local'`: tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the
+   * model's 512). Part of the model's identity.
    */
   maxTokens?: number
-  /** Threads one `embed()` call uses (default: the machine's available parallelism). */
+  /** `'local'`: threads one `embed()` call uses (default: the machine's available parallelism). */
   threads?: number
+  /**
+   * Providers to try, in order, when this one cannot be loaded at first use (server down,
+   * model not pulled, no key). The first that works is used for the engine's life and named
+   * in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`.
+   */
+  fallback?: Array<EmbeddingsOptions>
   /**
    * Embed new and changed chunks and memories in the background after `index()`,
    * `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
@@ -469,7 +528,10 @@ export interface EmbeddingsOptions {
 
 /** Where the dense path stands. */
 export interface EmbeddingStatus {
-  /** `'local'` or `'disabled'`. */
+  /**
+   * The loaded provider (`'local'`, `'ollama'`, `'openai'`, `'callback'`), else the
+   * configured one (`'disabled'`, or a fallback list such as `'ollama,local'`).
+   */
   provider: string
   /**
    * `'ready'` (loaded), `'available'` (found, loads on first use), `'unavailable'` (see

@@ -3,6 +3,7 @@
 import {
   Engram,
   type CodeHit,
+  type EmbeddingsOptions,
   type ErrorCode,
   type GraphNode,
   type Impact,
@@ -101,4 +102,21 @@ export async function knowledgeGraph(memory: Engram): Promise<Impact> {
   const indexed = await memory.index({ deriveRelations: () => null })
   console.log(derived.edgesWritten, indexed.derivedRelations?.modules, indexed.derivedRelationsError)
   return impact
+}
+
+/** The embedding providers type-check as the README shows them. */
+export async function providers(embedWithMyModel: (texts: string[]) => Promise<Float32Array[]>): Promise<string[]> {
+  const options: EmbeddingsOptions[] = [
+    { provider: 'ollama', model: 'nomic-embed-text', fallback: [{ provider: 'local' }] },
+    { provider: 'openai', model: 'text-embedding-3-small', dimensions: 1024, apiKey: 'sk-...', maxRetries: 5 },
+    { provider: 'openai', model: 'bge-m3', baseUrl: 'http://localhost:8000/v1', batchSize: 32, timeoutMs: 120_000 },
+    { model: 'my-model-v1', embed: embedWithMyModel },
+    { provider: 'callback', model: 'plain', embed: (texts) => texts.map(() => [0.1, 0.2]) },
+    // @ts-expect-error provider names are checked
+    { provider: 'word2vec' },
+  ]
+  const opened = await Promise.all(
+    options.map((embeddings, i) => Engram.open({ path: `.engram/p${i}.db`, embeddings })),
+  )
+  return opened.map((memory) => memory.embeddingStatus().provider)
 }

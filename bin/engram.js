@@ -31,6 +31,11 @@ Options:
   --db <path>        database file (default: .engram/memory.db under the current directory)
   --project <id>     project id inside the file (default: "default")
   --root <dir>       project root for file paths (default: the current directory)
+  --provider <name>  embedder: local (default), ollama, openai or none (env ENGRAM_EMBED_PROVIDER)
+  --model <name>     the provider's model, e.g. nomic-embed-text (env ENGRAM_EMBED_MODEL)
+  --base-url <url>   the provider's server (env ENGRAM_EMBED_URL); the API key of an openai
+                     server comes from ENGRAM_EMBED_API_KEY (or OPENAI_API_KEY for OpenAI itself)
+  --dimensions <n>   vector width to ask the server for
   --json             machine-readable output
   -h, --help         this help
 
@@ -52,6 +57,10 @@ const OPTIONS = {
   from: { type: 'string' },
   dest: { type: 'string' },
   kind: { type: 'string' },
+  provider: { type: 'string' },
+  model: { type: 'string' },
+  'base-url': { type: 'string' },
+  dimensions: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -80,6 +89,20 @@ function progress(done, total, unit = '') {
   const filled = Math.round((done / total) * width)
   process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}${unit ? ' ' + unit : ''}`)
   if (done === total) process.stderr.write('\n')
+}
+
+/** The `embeddings` open option from the flags and environment (undefined: the default). */
+function embeddingsOption(values) {
+  const env = process.env
+  const provider = values.provider ?? env.ENGRAM_EMBED_PROVIDER
+  if (!provider) return undefined
+  return {
+    provider,
+    model: values.model ?? env.ENGRAM_EMBED_MODEL,
+    baseUrl: values['base-url'] ?? env.ENGRAM_EMBED_URL,
+    apiKey: provider === 'openai' ? env.ENGRAM_EMBED_API_KEY : undefined,
+    dimensions: number(values.dimensions, 'dimensions'),
+  }
 }
 
 async function rememberFile(db, path, json) {
@@ -129,6 +152,7 @@ async function main(argv) {
     path: resolve(values.db ?? resolve(root, '.engram', 'memory.db')),
     projectRoot: root,
     projectId: values.project,
+    embeddings: embeddingsOption(values),
   })
   try {
     const json = values.json

@@ -1,17 +1,28 @@
-//! Embeddings: the [`Embedder`] trait, the built-in local model and its installation.
+//! Embeddings: the [`Embedder`] trait, the built-in local model and its installation, and the
+//! providers that run elsewhere (Ollama, OpenAI-compatible servers, an application's callback).
 //!
 //! Every vector is L2-normalised, so cosine similarity is a dot product, and carries the
 //! [`EmbedderId`] that produced it: vectors of different models are never compared.
 
 mod bert;
+pub mod callback;
+mod http;
 pub mod install;
 pub mod local;
 pub mod model_files;
+pub mod ollama;
+pub mod openai;
+pub mod remote;
 pub mod service;
 
+pub use callback::{CallbackOptions, EmbedFn};
+pub use http::HttpOptions;
 pub use install::install_model;
 pub use local::{LocalEmbedder, LocalModelOptions};
 pub use model_files::{locate, ModelFiles};
+pub use ollama::OllamaOptions;
+pub use openai::OpenAiOptions;
+pub use remote::RemoteEmbedder;
 pub use service::{EmbeddingProvider, EmbeddingService, EmbeddingState, EmbeddingStatus};
 
 use crate::error::Result;

@@ -1,16 +1,24 @@
 //! The engine's embedding service: which provider the engine was opened with, loading it on first
-//! use (never at open: the local model is ~90 MB and open must stay fast), and what `status()`
-//! reports.
+//! use (never at open: the local model is ~90 MB, a server may be down, and open must stay fast),
+//! and what `status()` reports.
 //!
 //! Loaded local models are shared process-wide: every engine (one per database file) asking for
 //! the same model directory and settings gets the same weights, so two open files do not hold two
-//! copies. A failed load is not remembered: installing the model later makes the next call work.
+//! copies. A failed load is not remembered: installing the model or starting the server later
+//! makes the next call work. A fallback list loads the first of its providers that works.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::embed::{locate, Embedder, EmbedderId, LocalEmbedder, LocalModelOptions};
+use crate::embed::callback::Callback;
+use crate::embed::ollama::Ollama;
+use crate::embed::openai::{OpenAi, DEFAULT_OPENAI_URL};
+use crate::embed::remote::{Backend, RemoteEmbedder};
+use crate::embed::{
+    locate, CallbackOptions, Embedder, EmbedderId, LocalEmbedder, LocalModelOptions, OllamaOptions,
+    OpenAiOptions,
+};
 use crate::error::{Error, Result};
 
 /// Which embedder an engine uses.
@@ -25,6 +33,15 @@ pub enum EmbeddingProvider {
         /// Token limit and threads.
         options: LocalModelOptions,
     },
+    /// A model served by Ollama (`/api/embed`).
+    Ollama(OllamaOptions),
+    /// A model served over the OpenAI embeddings API (OpenAI itself or a compatible server).
+    OpenAi(OpenAiOptions),
+    /// The application's own function.
+    Callback(CallbackOptions),
+    /// The first of these that loads, tried in order at first use (for example Ollama, then
+    /// the built-in model). The one chosen stays for the engine's life; vectors record which.
+    Fallback(Vec<EmbeddingProvider>),
 }
 
 impl Default for EmbeddingProvider {
@@ -32,6 +49,25 @@ impl Default for EmbeddingProvider {
         EmbeddingProvider::Local {
             model_dir: None,
             options: LocalModelOptions::default(),
+        }
+    }
+}
+
+impl EmbeddingProvider {
+    /// The provider's name as `status()` reports it before loading: `local`, `ollama`,
+    /// `openai`, `callback`, `disabled`, or the names of a fallback list joined by `,`.
+    pub fn name(&self) -> String {
+        match self {
+            EmbeddingProvider::Disabled => "disabled".to_owned(),
+            EmbeddingProvider::Local { .. } => "local".to_owned(),
+            EmbeddingProvider::Ollama(_) => "ollama".to_owned(),
+            EmbeddingProvider::OpenAi(_) => "openai".to_owned(),
+            EmbeddingProvider::Callback(_) => "callback".to_owned(),
+            EmbeddingProvider::Fallback(list) => list
+                .iter()
+                .map(EmbeddingProvider::name)
+                .collect::<Vec<_>>()
+                .join(","),
         }
     }
 }
@@ -64,13 +100,13 @@ impl EmbeddingState {
 /// What [`EmbeddingService::status`] reports.
 #[derive(Debug, Clone)]
 pub struct EmbeddingStatus {
-    /// `local` or `disabled`.
-    pub provider: &'static str,
+    /// The loaded provider, else the configured one (see [`EmbeddingProvider::name`]).
+    pub provider: String,
     /// Where the dense path stands.
     pub state: EmbeddingState,
     /// The loaded model's identity (only when `Ready`).
     pub model: Option<EmbedderId>,
-    /// The model directory found (when `Available` or `Ready`).
+    /// The local model directory found (when `Available` or `Ready`).
     pub model_dir: Option<PathBuf>,
     /// Why the dense path is unavailable (when `Unavailable`).
     pub reason: Option<String>,
@@ -104,10 +140,95 @@ fn shared_local_model(
     Ok((model, dir))
 }
 
+/// An embedder and, for the local model, the directory it came from.
+type Loaded = (Arc<dyn Embedder>, Option<PathBuf>);
+
+/// Loads `provider` (connecting to a server, or reading the weights). Blocking.
+fn load(provider: &EmbeddingProvider) -> Result<Loaded> {
+    let remote = |backend: Box<dyn Backend>| -> Result<Loaded> {
+        Ok((Arc::new(RemoteEmbedder::connect(backend)?), None))
+    };
+    match provider {
+        EmbeddingProvider::Disabled => Err(Error::ModelUnavailable(
+            "embeddings are disabled for this engine (open option embeddings.provider = 'none')"
+                .to_owned(),
+        )),
+        EmbeddingProvider::Local { model_dir, options } => {
+            let (model, dir) = shared_local_model(model_dir.as_deref(), options)?;
+            Ok((model, Some(dir)))
+        }
+        EmbeddingProvider::Ollama(options) => remote(Box::new(Ollama::new(options.clone()))),
+        EmbeddingProvider::OpenAi(options) => {
+            if let Some(reason) = missing_key(options) {
+                return Err(Error::ModelUnavailable(reason));
+            }
+            remote(Box::new(OpenAi::new(options.clone())))
+        }
+        EmbeddingProvider::Callback(options) => remote(Box::new(Callback(options.clone()))),
+        EmbeddingProvider::Fallback(list) => {
+            let mut reasons = Vec::with_capacity(list.len());
+            for candidate in list {
+                match load(candidate) {
+                    Ok(loaded) => return Ok(loaded),
+                    Err(e) => reasons.push(format!("{}: {e}", candidate.name())),
+                }
+            }
+            Err(Error::ModelUnavailable(format!(
+                "no provider of the fallback list loaded ({})",
+                reasons.join("; ")
+            )))
+        }
+    }
+}
+
+/// Why OpenAI itself cannot be asked: it needs a key (compatible servers often do not).
+fn missing_key(options: &OpenAiOptions) -> Option<String> {
+    let official = options.base_url.trim_end_matches('/') == DEFAULT_OPENAI_URL;
+    (official && options.api_key.is_none())
+        .then(|| "OpenAI needs an API key: set embeddings.apiKey (or OPENAI_API_KEY)".to_owned())
+}
+
+/// Where an unloaded `provider` stands, without loading it or calling a server: the local model
+/// is looked for on disk; a server or callback is assumed reachable until first use says.
+fn unloaded_state(
+    provider: &EmbeddingProvider,
+) -> (EmbeddingState, Option<PathBuf>, Option<String>) {
+    match provider {
+        EmbeddingProvider::Disabled => (EmbeddingState::Disabled, None, None),
+        EmbeddingProvider::Local { model_dir, .. } => match locate(model_dir.as_deref()) {
+            Ok(files) => (EmbeddingState::Available, Some(files.dir), None),
+            Err(err) => (EmbeddingState::Unavailable, None, Some(err.to_string())),
+        },
+        EmbeddingProvider::OpenAi(options) => match missing_key(options) {
+            Some(reason) => (EmbeddingState::Unavailable, None, Some(reason)),
+            None => (EmbeddingState::Available, None, None),
+        },
+        EmbeddingProvider::Ollama(_) | EmbeddingProvider::Callback(_) => {
+            (EmbeddingState::Available, None, None)
+        }
+        EmbeddingProvider::Fallback(list) => {
+            let mut reasons = Vec::new();
+            for candidate in list {
+                match unloaded_state(candidate) {
+                    (EmbeddingState::Available, dir, _) => {
+                        return (EmbeddingState::Available, dir, None)
+                    }
+                    (_, _, reason) => reasons.push(format!(
+                        "{}: {}",
+                        candidate.name(),
+                        reason.unwrap_or_else(|| "disabled".to_owned())
+                    )),
+                }
+            }
+            (EmbeddingState::Unavailable, None, Some(reasons.join("; ")))
+        }
+    }
+}
+
 /// One engine's embedder, loaded on first use.
 pub struct EmbeddingService {
     provider: EmbeddingProvider,
-    loaded: Mutex<Option<(Arc<dyn Embedder>, PathBuf)>>,
+    loaded: Mutex<Option<Loaded>>,
 }
 
 impl std::fmt::Debug for EmbeddingService {
@@ -127,58 +248,40 @@ impl EmbeddingService {
         }
     }
 
-    /// The embedder, loading it if this is the first use. Blocking (reads and hashes the
-    /// weights): call from a worker thread. `ENGRAM_MODEL_UNAVAILABLE` when disabled or missing.
+    /// The embedder, loading it if this is the first use. Blocking (reads the weights, or
+    /// makes one probe call to a server): call from a worker thread. `ENGRAM_MODEL_UNAVAILABLE`
+    /// when disabled, missing or unreachable.
     pub fn embedder(&self) -> Result<Arc<dyn Embedder>> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((embedder, _)) = loaded.as_ref() {
             return Ok(embedder.clone());
         }
-        match &self.provider {
-            EmbeddingProvider::Disabled => Err(Error::ModelUnavailable(
-                "embeddings are disabled for this engine (open option embeddings.provider = 'none')"
-                    .to_owned(),
-            )),
-            EmbeddingProvider::Local { model_dir, options } => {
-                let (model, dir) = shared_local_model(model_dir.as_deref(), options)?;
-                let embedder: Arc<dyn Embedder> = model;
-                *loaded = Some((embedder.clone(), dir));
-                Ok(embedder)
-            }
-        }
+        let (embedder, dir) = load(&self.provider)?;
+        *loaded = Some((embedder.clone(), dir));
+        Ok(embedder)
     }
 
-    /// Where the dense path stands, without loading anything.
+    /// Where the dense path stands, without loading anything or calling a server.
     pub fn status(&self) -> EmbeddingStatus {
-        let provider = match self.provider {
-            EmbeddingProvider::Disabled => "disabled",
-            EmbeddingProvider::Local { .. } => "local",
-        };
-        // A load in progress holds the lock for up to a second: report "available" rather than
-        // wait for it.
+        // A load in progress holds the lock for up to a second (or a server's answer): report
+        // "available" rather than wait for it.
         let loaded = match self.loaded.try_lock() {
             Ok(guard) => guard.clone(),
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().clone(),
             Err(std::sync::TryLockError::WouldBlock) => None,
         };
-        if let Some((embedder, dir)) = loaded.as_ref() {
+        if let Some((embedder, dir)) = loaded {
             return EmbeddingStatus {
-                provider,
+                provider: embedder.id().provider.clone(),
                 state: EmbeddingState::Ready,
                 model: Some(embedder.id().clone()),
-                model_dir: Some(dir.clone()),
+                model_dir: dir,
                 reason: None,
             };
         }
-        let (state, model_dir, reason) = match &self.provider {
-            EmbeddingProvider::Disabled => (EmbeddingState::Disabled, None, None),
-            EmbeddingProvider::Local { model_dir, .. } => match locate(model_dir.as_deref()) {
-                Ok(files) => (EmbeddingState::Available, Some(files.dir), None),
-                Err(err) => (EmbeddingState::Unavailable, None, Some(err.to_string())),
-            },
-        };
+        let (state, model_dir, reason) = unloaded_state(&self.provider);
         EmbeddingStatus {
-            provider,
+            provider: self.provider.name(),
             state,
             model: None,
             model_dir,

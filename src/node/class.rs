@@ -84,7 +84,7 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     }
     if let Some(e) = o.embeddings {
         options.engine.auto_embed = e.auto_embed.unwrap_or(false);
-        options.engine.embeddings = super::embed::core_provider(e)?;
+        options.engine.embeddings = super::embed_options::core_provider(e)?;
     }
     if let Some(n) = o.max_content_bytes {
         if n == 0 {

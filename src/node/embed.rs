@@ -1,5 +1,5 @@
-//! The embedding surface of the binding: `embed()`, `embeddingStatus()`, the `embeddings` open
-//! option, and the model installer.
+//! The embedding surface of the binding: `embed()`, `embeddingStatus()` and the model installer
+//! (the `embeddings` open option is `embed_options.rs`).
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -7,66 +7,13 @@ use napi_derive::napi;
 use super::args::required;
 use super::class::Engram;
 use super::error::{promise, rejected, to_js_error};
-use crate::embed::{EmbeddingProvider, LocalModelOptions};
 use crate::error::Error as CoreError;
-
-/// The `embeddings` option of `Engram.open`: which embedder the engine uses. The first open of a
-/// file decides (like every engine option).
-#[napi(object)]
-pub struct EmbeddingsOptions {
-    /// `'local'` (default: the built-in all-MiniLM-L6-v2, no network) or `'none'` (no dense
-    /// path; retrieval runs on BM25 and the graph).
-    pub provider: Option<String>,
-    /// Directory holding the model files (`config.json`, `tokenizer.json`, `model.safetensors`).
-    /// Default: `ENGRAM_MODEL_DIR`, else the per-user cache where `engram model install` puts it.
-    pub model_dir: Option<String>,
-    /// Tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the model's 512).
-    /// Part of the model's identity: vectors made with another limit are not compared.
-    pub max_tokens: Option<u32>,
-    /// Threads one `embed()` call uses (default: the machine's available parallelism).
-    pub threads: Option<u32>,
-    /// Embed new and changed chunks and memories in the background after `index()`,
-    /// `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
-    /// the cores busy for a while). One run per project at a time; `embeddingStatus().background`
-    /// says whether one is going and how the last one ended; `embedPending()` waits for it and
-    /// finishes what is left.
-    pub auto_embed: Option<bool>,
-}
-
-/// Turns the JS option into the core provider.
-pub(super) fn core_provider(
-    o: EmbeddingsOptions,
-) -> std::result::Result<EmbeddingProvider, CoreError> {
-    match o.provider.as_deref().unwrap_or("local") {
-        "none" => Ok(EmbeddingProvider::Disabled),
-        "local" => {
-            let mut options = LocalModelOptions::default();
-            if let Some(n) = o.max_tokens {
-                options.max_tokens = n as usize;
-            }
-            if let Some(n) = o.threads {
-                if n == 0 || n > 256 {
-                    return Err(CoreError::invalid(
-                        "embeddings.threads must be between 1 and 256",
-                    ));
-                }
-                options.threads = n as usize;
-            }
-            Ok(EmbeddingProvider::Local {
-                model_dir: o.model_dir.map(Into::into),
-                options,
-            })
-        }
-        other => Err(CoreError::invalid(format!(
-            "embeddings.provider must be 'local' or 'none', got '{other}'"
-        ))),
-    }
-}
 
 /// Where the dense path stands.
 #[napi(object)]
 pub struct EmbeddingStatus {
-    /// `'local'` or `'disabled'`.
+    /// The loaded provider (`'local'`, `'ollama'`, `'openai'`, `'callback'`), else the
+    /// configured one (`'disabled'`, or a fallback list such as `'ollama,local'`).
     pub provider: String,
     /// `'ready'` (loaded), `'available'` (found, loads on first use), `'unavailable'` (see
     /// `reason`) or `'disabled'`.
@@ -145,7 +92,7 @@ impl Engram {
             last_error: b.last_error,
         });
         Ok(EmbeddingStatus {
-            provider: s.provider.to_owned(),
+            provider: s.provider,
             state: s.state.as_str().to_owned(),
             dims: s.model.as_ref().map(|m| m.dims as u32),
             model: s.model.map(|m| m.key()),

@@ -24,6 +24,7 @@ mod class;
 mod code_types;
 mod derive;
 mod embed;
+mod embed_options;
 mod error;
 mod graph_class;
 mod graph_types;

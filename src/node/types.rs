@@ -145,7 +145,7 @@ mirror_enum!(
 );
 
 /// Options of `Engram.open`.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
 pub struct OpenOptions {
     /// Database file; created with its directory if missing. Every open of the same file in
     /// this process (any thread) shares one engine.
@@ -165,7 +165,7 @@ pub struct OpenOptions {
     /// the closure at the next graph write.
     pub closure_depth: Option<u32>,
     /// The embedder (default: the built-in local model, loaded on first `embed()`).
-    pub embeddings: Option<super::embed::EmbeddingsOptions>,
+    pub embeddings: Option<super::embed_options::EmbeddingsOptions>,
 }
 
 /// The methodology unit a memory belongs to.

@@ -1,0 +1,267 @@
+//! Embedders that run somewhere else (an HTTP server, a JS function): what they share.
+//!
+//! A [`Backend`] makes one raw call; [`RemoteEmbedder`] learns the model's width from a probe
+//! call when it connects, splits work into calls the provider accepts, and checks every answer
+//! (one vector per text, the same width, finite, not zero) before L2-normalising it. Providers
+//! differ in wire format only.
+
+use crate::embed::{Embedder, EmbedderId};
+use crate::error::{Error, Result};
+
+/// What one call of a provider may carry.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchLimits {
+    /// Texts per call.
+    pub max_texts: usize,
+    /// Bytes of text per call (a batch is cut before this is passed, unless one text does).
+    pub max_bytes: usize,
+}
+
+/// One provider's raw call.
+pub trait Backend: Send + Sync {
+    /// `ollama`, `openai` or `callback`: the provider part of the model's identity.
+    fn provider(&self) -> &'static str;
+    /// The model's name as the provider knows it.
+    fn model(&self) -> &str;
+    /// The width asked of the provider, which its answers must have.
+    fn dimensions(&self) -> Option<usize>;
+    /// How much one call may carry.
+    fn limits(&self) -> BatchLimits;
+    /// Where the provider is, for messages (a URL, or `a JS function`).
+    fn location(&self) -> String;
+    /// One vector per text, in order, as the provider gave them (not yet checked).
+    fn call(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// The text of the call that learns a model's width when it connects.
+const PROBE_TEXT: &str = "engram embedding probe";
+
+/// An embedder backed by a remote provider.
+pub struct RemoteEmbedder {
+    id: EmbedderId,
+    backend: Box<dyn Backend>,
+}
+
+impl RemoteEmbedder {
+    /// Connects: one probe call learns the width (and proves the provider answers).
+    /// `ENGRAM_MODEL_UNAVAILABLE` when it does not. Blocking.
+    pub fn connect(backend: Box<dyn Backend>) -> Result<Self> {
+        let what = format!(
+            "{} model '{}' at {}",
+            backend.provider(),
+            backend.model(),
+            backend.location()
+        );
+        let unusable = |cause: &Error| match cause {
+            // Already says what to do (pull the model, set the key).
+            Error::ModelUnavailable(why) => Error::ModelUnavailable(why.clone()),
+            _ => Error::ModelUnavailable(format!("{what} is not usable: {cause}")),
+        };
+        let probe = backend.call(&[PROBE_TEXT]).map_err(|e| unusable(&e))?;
+        // The width asked for is the identity even if the server answered another one: the
+        // check below then reports that it ignored the request.
+        let dims = match probe.as_slice() {
+            [vector] if !vector.is_empty() => backend.dimensions().unwrap_or(vector.len()),
+            _ => {
+                return Err(unusable(&Error::Embedding(format!(
+                    "answered {} vectors for one text",
+                    probe.len()
+                ))))
+            }
+        };
+        let id = EmbedderId {
+            provider: backend.provider().to_owned(),
+            model: backend.model().to_owned(),
+            dims,
+        };
+        let embedder = Self { id, backend };
+        // The probe's answer passes the checks every answer must pass.
+        embedder.check(probe, 1).map_err(|e| unusable(&e))?;
+        Ok(embedder)
+    }
+
+    /// Checks a call's answer for `expected` texts and normalises it.
+    fn check(&self, mut vectors: Vec<Vec<f32>>, expected: usize) -> Result<Vec<Vec<f32>>> {
+        let what = || {
+            format!(
+                "{} model '{}' at {}",
+                self.id.provider,
+                self.id.model,
+                self.backend.location()
+            )
+        };
+        if vectors.len() != expected {
+            return Err(Error::Embedding(format!(
+                "{} answered {} vectors for {expected} texts",
+                what(),
+                vectors.len()
+            )));
+        }
+        for vector in &mut vectors {
+            if vector.len() != self.id.dims {
+                let hint = match self.backend.dimensions() {
+                    Some(asked) if asked != vector.len() => format!(
+                        " although {asked} were asked for (the server may not support \
+                         `dimensions`: leave it unset)"
+                    ),
+                    _ => String::new(),
+                };
+                return Err(Error::Embedding(format!(
+                    "{} answered a vector of {} dimensions, expected {}{hint}",
+                    what(),
+                    vector.len(),
+                    self.id.dims
+                )));
+            }
+            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !norm.is_finite() || norm == 0.0 {
+                return Err(Error::Embedding(format!(
+                    "{} answered a zero or non-finite vector",
+                    what()
+                )));
+            }
+            vector.iter_mut().for_each(|x| *x /= norm);
+        }
+        Ok(vectors)
+    }
+}
+
+impl Embedder for RemoteEmbedder {
+    fn id(&self) -> &EmbedderId {
+        &self.id
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut out = Vec::with_capacity(texts.len());
+        for batch in batches(texts, self.backend.limits()) {
+            let answer = self.backend.call(batch)?;
+            out.extend(self.check(answer, batch.len())?);
+        }
+        Ok(out)
+    }
+}
+
+/// Consecutive runs of `texts` within `limits` (a text larger than the byte limit goes alone).
+fn batches<'a, 't>(texts: &'a [&'t str], limits: BatchLimits) -> Vec<&'a [&'t str]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, text) in texts.iter().enumerate() {
+        let full = i - start >= limits.max_texts.max(1) || bytes + text.len() > limits.max_bytes;
+        if full && i > start {
+            out.push(&texts[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += text.len();
+    }
+    if start < texts.len() {
+        out.push(&texts[start..]);
+    }
+    out
+}
+
+/// A JSON array of numbers as a vector (`None` for anything else).
+pub(crate) fn number_array(value: &serde_json::Value) -> Option<Vec<f32>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|x| x.as_f64().map(|x| x as f32))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A backend answering `[len, 1, 0...]` per text (or a fixed wrong answer).
+    struct Lengths {
+        dims: usize,
+        calls: AtomicUsize,
+        wrong_after_probe: Option<Vec<Vec<f32>>>,
+    }
+
+    impl Backend for Lengths {
+        fn provider(&self) -> &'static str {
+            "callback"
+        }
+        fn model(&self) -> &str {
+            "lengths"
+        }
+        fn dimensions(&self) -> Option<usize> {
+            None
+        }
+        fn limits(&self) -> BatchLimits {
+            BatchLimits {
+                max_texts: 2,
+                max_bytes: 1000,
+            }
+        }
+        fn location(&self) -> String {
+            "a test".into()
+        }
+        fn call(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+            let n = self.calls.fetch_add(1, Ordering::Relaxed);
+            if let (Some(wrong), true) = (&self.wrong_after_probe, n > 0) {
+                return Ok(wrong.clone());
+            }
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0.0; self.dims];
+                    v[0] = t.len() as f32;
+                    v[1] = 1.0;
+                    v
+                })
+                .collect())
+        }
+    }
+
+    fn lengths(wrong: Option<Vec<Vec<f32>>>) -> RemoteEmbedder {
+        RemoteEmbedder::connect(Box::new(Lengths {
+            dims: 3,
+            calls: AtomicUsize::new(0),
+            wrong_after_probe: wrong,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn answers_are_split_checked_and_normalised_in_order() {
+        let embedder = lengths(None);
+        assert_eq!(embedder.id().key(), "callback:lengths:3");
+        let vectors = embedder.embed(&["abc", "a", "abcd", "ab", "x"]).unwrap();
+        assert_eq!(vectors.len(), 5);
+        for (v, len) in vectors.iter().zip([3.0f32, 1.0, 4.0, 2.0, 1.0]) {
+            let norm = (len * len + 1.0).sqrt();
+            assert!((v[0] - len / norm).abs() < 1e-6 && (v[1] - 1.0 / norm).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn wrong_answers_are_errors() {
+        for wrong in [
+            vec![vec![1.0, 0.0, 0.0]],                    // too few
+            vec![vec![1.0, 0.0], vec![1.0, 0.0]],         // too narrow
+            vec![vec![0.0; 3], vec![1.0, 0.0, 0.0]],      // zero
+            vec![vec![f32::NAN, 0.0, 0.0], vec![1.0; 3]], // not finite
+        ] {
+            let err = lengths(Some(wrong)).embed(&["a", "b"]).unwrap_err();
+            assert_eq!(err.code(), "ENGRAM_EMBEDDING", "{err}");
+        }
+    }
+
+    #[test]
+    fn batches_respect_both_limits() {
+        let limits = BatchLimits {
+            max_texts: 3,
+            max_bytes: 10,
+        };
+        let texts = ["aaaa", "bbbb", "cc", "d", "e", "f", "gggggggggggggg", "h"];
+        let sizes: Vec<usize> = batches(&texts, limits).iter().map(|b| b.len()).collect();
+        // 4+4 fits, +2 would reach 10 (allowed), then the count limit; the long text goes alone.
+        assert_eq!(sizes, vec![3, 3, 1, 1]);
+        assert!(batches(&[], limits).is_empty());
+    }
+}

@@ -1,0 +1,347 @@
+//! The `embeddings` open option: which provider an engine embeds with (the built-in model, an
+//! Ollama or OpenAI-compatible server, or the app's own function), validated into the core's
+//! [`EmbeddingProvider`], and the bridge that lets the core call a JS `embed` function.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi_derive::napi;
+
+use crate::embed::{
+    CallbackOptions, EmbedFn, EmbeddingProvider, HttpOptions, LocalModelOptions, OllamaOptions,
+    OpenAiOptions,
+};
+use crate::error::Error as CoreError;
+
+type Converted<T> = std::result::Result<T, CoreError>;
+
+/// What a JS `embed` function may return: vectors or a Promise of them.
+type EmbedReturn = Either<Promise<JsVectors>, JsVectors>;
+
+/// A JS `embed` function callable from the embedding threads. Weak: it does not keep the
+/// process alive on its own (a running `embedPending()` or `embed()` does).
+pub type EmbedCallback =
+    ThreadsafeFunction<Vec<String>, EmbedReturn, Vec<String>, Status, false, true, 0>;
+
+/// The `embeddings` option of `Engram.open`: which embedder the engine uses. The first open of a
+/// file decides (like every engine option). Models load on first use, never at open; a server
+/// is first called then too.
+///
+/// ```ts
+/// // Ollama, falling back to the built-in model when Ollama is not running
+/// embeddings: { provider: 'ollama', model: 'nomic-embed-text', fallback: [{ provider: 'local' }] }
+/// // OpenAI (or any compatible server: set baseUrl)
+/// embeddings: { provider: 'openai', model: 'text-embedding-3-small', dimensions: 1024,
+///               apiKey: process.env.OPENAI_API_KEY }
+/// // Your own function
+/// embeddings: { model: 'my-model-v1', embed: async (texts) => myModel.embed(texts) }
+/// ```
+#[napi(object, object_to_js = false)]
+pub struct EmbeddingsOptions {
+    /// `'local'` (default: the built-in all-MiniLM-L6-v2, no network), `'ollama'`
+    /// (`POST {baseUrl}/api/embed`), `'openai'` (`POST {baseUrl}/embeddings`, OpenAI or any
+    /// compatible server), `'callback'` (the `embed` function; the default when `embed` is
+    /// given) or `'none'` (no dense path; retrieval runs on BM25 and the graph).
+    #[napi(ts_type = "'local' | 'ollama' | 'openai' | 'callback' | 'none'")]
+    pub provider: Option<String>,
+    /// The model's name: required for `'ollama'`, `'openai'` and `'callback'`. Stored with every
+    /// vector (`provider:model:dims`): vectors of different models are never compared, and a
+    /// new name re-embeds. Name a callback's model so that it changes when the model does.
+    pub model: Option<String>,
+    /// Server root: default `http://localhost:11434` for `'ollama'`,
+    /// `https://api.openai.com/v1` for `'openai'` (point it at vLLM, llama.cpp, LM Studio...).
+    pub base_url: Option<String>,
+    /// `'openai'`: sent as `Authorization: Bearer`. Default: `OPENAI_API_KEY`, only when
+    /// `baseUrl` is OpenAI's own (a key is never sent to another server unasked). Never stored
+    /// or shown in errors.
+    pub api_key: Option<String>,
+    /// Vector width to ask the server for (`text-embedding-3-*`, Matryoshka models). Answers of
+    /// another width are an error (`ENGRAM_MODEL_UNAVAILABLE` at first use): leave it unset for
+    /// servers that ignore it.
+    pub dimensions: Option<u32>,
+    /// Texts per request or callback call (default 64; at most 2048).
+    pub batch_size: Option<u32>,
+    /// Whole-request timeout of the HTTP providers in ms (default 60000).
+    pub timeout_ms: Option<u32>,
+    /// Retries of an HTTP request answered 408, 429 or 5xx, after the wait the server asks
+    /// (`retry-after-ms`, `Retry-After`; at most 60 s) or 0.5 s doubling (default 3, at most 10).
+    pub max_retries: Option<u32>,
+    /// `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
+    /// width, normalised for you). Called with at most `batchSize` texts at a time, from the
+    /// thread that opened the engine. A throw or rejection fails the embedding with
+    /// `ENGRAM_CALLBACK`.
+    #[napi(
+        ts_type = "(texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>"
+    )]
+    pub embed: Option<EmbedFunction>,
+    /// `'local'`: directory holding the model files (`config.json`, `tokenizer.json`,
+    /// `model.safetensors`). Default: `ENGRAM_MODEL_DIR`, else the per-user cache where
+    /// `engram model install` puts it.
+    pub model_dir: Option<String>,
+    /// `'local'`: tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the
+    /// model's 512). Part of the model's identity.
+    pub max_tokens: Option<u32>,
+    /// `'local'`: threads one `embed()` call uses (default: the machine's available parallelism).
+    pub threads: Option<u32>,
+    /// Providers to try, in order, when this one cannot be loaded at first use (server down,
+    /// model not pulled, no key). The first that works is used for the engine's life and named
+    /// in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`.
+    pub fallback: Option<Vec<EmbeddingsOptions>>,
+    /// Embed new and changed chunks and memories in the background after `index()`,
+    /// `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
+    /// the cores busy for a while). One run per project at a time; `embeddingStatus().background`
+    /// says whether one is going and how the last one ended; `embedPending()` waits for it and
+    /// finishes what is left.
+    pub auto_embed: Option<bool>,
+}
+
+/// Turns the JS option into the core provider (a fallback list when `fallback` is given).
+pub(super) fn core_provider(mut o: EmbeddingsOptions) -> Converted<EmbeddingProvider> {
+    let rest = o.fallback.take();
+    let first = one_provider(o, "embeddings")?;
+    let Some(rest) = rest else {
+        return Ok(first);
+    };
+    if matches!(first, EmbeddingProvider::Disabled) {
+        return Err(CoreError::invalid(
+            "embeddings.fallback makes no sense with provider 'none'",
+        ));
+    }
+    let mut list = vec![first];
+    for (i, entry) in rest.into_iter().enumerate() {
+        let name = format!("embeddings.fallback[{i}]");
+        if entry.fallback.is_some() {
+            return Err(CoreError::invalid(format!(
+                "{name}.fallback: fallback lists do not nest"
+            )));
+        }
+        match one_provider(entry, &name)? {
+            EmbeddingProvider::Disabled => {
+                return Err(CoreError::invalid(format!(
+                    "{name}: 'none' cannot be a fallback (leave the list shorter)"
+                )))
+            }
+            provider => list.push(provider),
+        }
+    }
+    Ok(EmbeddingProvider::Fallback(list))
+}
+
+/// One provider from its fields; `name` prefixes errors.
+fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider> {
+    let default = if o.embed.is_some() {
+        "callback"
+    } else {
+        "local"
+    };
+    let provider = o.provider.clone().unwrap_or_else(|| default.to_owned());
+    if o.embed.is_some() && provider != "callback" {
+        return Err(CoreError::invalid(format!(
+            "{name}.embed is only used with provider 'callback', not '{provider}'"
+        )));
+    }
+    let model = |o: &EmbeddingsOptions| -> Converted<String> {
+        match o.model.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => Ok(m.to_owned()),
+            _ => Err(CoreError::invalid(format!(
+                "{name}.model is required for provider '{provider}'"
+            ))),
+        }
+    };
+    let batch_size = in_range(o.batch_size, 1, 2048, name, "batchSize")?.unwrap_or(64) as usize;
+    let dimensions = in_range(o.dimensions, 1, 65_536, name, "dimensions")?.map(|d| d as usize);
+    let mut http = HttpOptions::default();
+    if let Some(ms) = in_range(o.timeout_ms, 1, 3_600_000, name, "timeoutMs")? {
+        http.timeout = Duration::from_millis(ms as u64);
+    }
+    if let Some(n) = in_range(o.max_retries, 0, 10, name, "maxRetries")? {
+        http.max_retries = n;
+    }
+    match provider.as_str() {
+        "none" => Ok(EmbeddingProvider::Disabled),
+        "local" => {
+            let mut options = LocalModelOptions::default();
+            if let Some(n) = o.max_tokens {
+                options.max_tokens = n as usize;
+            }
+            if let Some(n) = in_range(o.threads, 1, 256, name, "threads")? {
+                options.threads = n as usize;
+            }
+            Ok(EmbeddingProvider::Local {
+                model_dir: o.model_dir.map(Into::into),
+                options,
+            })
+        }
+        "ollama" => {
+            let mut options = OllamaOptions::new(model(&o)?);
+            if let Some(url) = o.base_url {
+                options.base_url = base_url(url, name)?;
+            }
+            options.dimensions = dimensions;
+            options.batch_size = batch_size;
+            options.http = http;
+            Ok(EmbeddingProvider::Ollama(options))
+        }
+        "openai" => {
+            let mut options = OpenAiOptions::new(model(&o)?);
+            if let Some(url) = o.base_url {
+                options.base_url = base_url(url, name)?;
+            }
+            let official = options.base_url == crate::embed::openai::DEFAULT_OPENAI_URL;
+            options.api_key = o
+                .api_key
+                .filter(|k| !k.trim().is_empty())
+                .or_else(|| official.then(|| std::env::var("OPENAI_API_KEY").ok()).flatten());
+            options.dimensions = dimensions;
+            options.batch_size = batch_size;
+            options.http = http;
+            Ok(EmbeddingProvider::OpenAi(options))
+        }
+        "callback" => {
+            let model = model(&o)?;
+            let Some(function) = o.embed else {
+                return Err(CoreError::invalid(format!(
+                    "{name}.embed (a function) is required for provider 'callback'"
+                )));
+            };
+            Ok(EmbeddingProvider::Callback(CallbackOptions {
+                model,
+                batch_size,
+                embed: embed_fn(function),
+            }))
+        }
+        other => Err(CoreError::invalid(format!(
+            "{name}.provider must be 'local', 'ollama', 'openai', 'callback' or 'none', got '{other}'"
+        ))),
+    }
+}
+
+/// `value` when within `min..=max`.
+fn in_range(
+    value: Option<u32>,
+    min: u32,
+    max: u32,
+    name: &str,
+    field: &str,
+) -> Converted<Option<u32>> {
+    match value {
+        Some(v) if v < min || v > max => Err(CoreError::invalid(format!(
+            "{name}.{field} must be between {min} and {max}, got {v}"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// An `http://` or `https://` URL without its trailing slashes.
+fn base_url(url: String, name: &str) -> Converted<String> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let scheme_ok = trimmed.starts_with("http://") || trimmed.starts_with("https://");
+    if !scheme_ok || trimmed.len() <= "https://".len() {
+        return Err(CoreError::invalid(format!(
+            "{name}.baseUrl must be an http:// or https:// URL, got '{url}'"
+        )));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// A JS `embed` function, checked to be one before it is wrapped.
+pub struct EmbedFunction(EmbedCallback);
+
+impl TypeName for EmbedFunction {
+    fn type_name() -> &'static str {
+        "Function"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Function
+    }
+}
+
+impl ValidateNapiValue for EmbedFunction {}
+
+impl FromNapiValue for EmbedFunction {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        // SAFETY (both calls): the caller hands a live value of `env`'s current scope.
+        let kind = unsafe { Unknown::from_napi_value(env, value) }?.get_type()?;
+        if kind != ValueType::Function {
+            return Err(Error::new(
+                Status::InvalidArg,
+                format!("embed must be a function, got {kind}"),
+            ));
+        }
+        unsafe { EmbedCallback::from_napi_value(env, value) }.map(EmbedFunction)
+    }
+}
+
+/// The core's view of a JS `embed` function.
+fn embed_fn(EmbedFunction(function): EmbedFunction) -> EmbedFn {
+    let function = Arc::new(function);
+    Arc::new(move |texts: Vec<String>| {
+        let function = Arc::clone(&function);
+        Box::pin(async move {
+            let answer = function
+                .call_async_catch(texts)
+                .await
+                .map_err(|e| failed("threw or returned something else than vectors", e))?;
+            let vectors = match answer {
+                Either::A(promise) => promise.await.map_err(|e| {
+                    failed("rejected or resolved to something else than vectors", e)
+                })?,
+                Either::B(vectors) => vectors,
+            };
+            Ok(vectors.0)
+        })
+    })
+}
+
+fn failed(how: &str, e: napi::Error) -> CoreError {
+    CoreError::Callback(format!("embeddings.embed {how}: {}", e.reason))
+}
+
+/// An array of `Float32Array` or `number[]`, copied out on the JS thread.
+pub struct JsVectors(Vec<Vec<f32>>);
+
+impl TypeName for JsVectors {
+    fn type_name() -> &'static str {
+        "Array<Float32Array | number[]>"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::Object
+    }
+}
+
+impl ValidateNapiValue for JsVectors {}
+
+impl FromNapiValue for JsVectors {
+    unsafe fn from_napi_value(
+        env: napi::sys::napi_env,
+        value: napi::sys::napi_value,
+    ) -> Result<Self> {
+        // SAFETY: the caller hands a live value of `env`'s current scope.
+        let items: Vec<Either<Float32Array, Vec<f64>>> =
+            unsafe { Vec::from_napi_value(env, value) }.map_err(|e| {
+                Error::new(
+                    Status::InvalidArg,
+                    format!(
+                        "expected an array of Float32Array or number[] ({})",
+                        e.reason
+                    ),
+                )
+            })?;
+        Ok(JsVectors(
+            items
+                .into_iter()
+                .map(|item| match item {
+                    Either::A(typed) => typed.to_vec(),
+                    Either::B(numbers) => numbers.into_iter().map(|x| x as f32).collect(),
+                })
+                .collect(),
+        ))
+    }
+}
