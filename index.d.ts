@@ -517,9 +517,10 @@ export interface EmbeddingsOptions {
    */
   fallback?: Array<EmbeddingsOptions>
   /**
-   * Embed new and changed chunks and memories in the background after `index()`,
-   * `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
-   * the cores busy for a while). One run per project at a time; `embeddingStatus().background`
+   * Embed new and changed chunks and memories in the background at open (whatever an
+   * earlier process or another model left) and after `index()`, `indexPaths()`, watch
+   * updates, `remember()` and `update()` (default `false`: a run keeps the cores busy for a
+   * while). One run per project at a time; `embeddingStatus().background`
    * says whether one is going and how the last one ended; `embedPending()` waits for it and
    * finishes what is left.
    */

@@ -95,6 +95,9 @@ impl Engram {
             project_root,
         };
         graph::align_closure_depth(&handle.graph_ctx()).await?;
+        // With auto-embedding, what a previous process left unembedded (a crash, a cancelled
+        // run, a new model) is picked up now rather than at the next write.
+        handle.schedule_embedding();
         Ok(handle)
     }
 

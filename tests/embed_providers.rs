@@ -644,3 +644,55 @@ async fn a_callback_with_a_wrong_answer_is_an_embedding_error() {
     assert_eq!(err.code(), "ENGRAM_EMBEDDING");
     assert!(err.to_string().contains("1 vectors for 2 texts"), "{err}");
 }
+
+/// Waits for this project's background embedding run to end.
+async fn background_settles(e: &Engram) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while e.background_embedding().unwrap().running {
+        assert!(std::time::Instant::now() < deadline, "run never ended");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(e.background_embedding().unwrap().last_error, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_embed_resumes_at_open_and_re_embeds_for_a_new_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    // A first process embeds with model A and stops.
+    let e = open(
+        &dir,
+        EmbeddingProvider::Callback(bow_callback("model-a", calls.clone())),
+    )
+    .await;
+    let (found, expected) = remember_embed_and_search(&e).await;
+    assert_eq!(found, expected);
+    drop(e);
+
+    // The next opens with model B and auto-embedding: with no write at all, a run starts at
+    // open and gives every memory a model-B vector.
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.engine.embeddings = EmbeddingProvider::Callback(bow_callback("model-b", calls));
+    options.engine.auto_embed = true;
+    let e = Engram::open(options).await.unwrap();
+    assert!(e.background_embedding().unwrap().running, "started at open");
+    background_settles(&e).await;
+    assert_eq!(
+        e.embedding_status().model.unwrap().key(),
+        "callback:model-b:24"
+    );
+    let report = e
+        .embed_pending(|_| {}, &AtomicBool::new(false))
+        .await
+        .unwrap();
+    assert_eq!(report.memories, 0, "the background run did them all");
+    let hits = e
+        .dense_search(
+            "how are flaky upload requests retried",
+            DenseQuery::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 3);
+    assert_eq!(hits[0].memory_id.as_deref(), Some(found.as_str()));
+}

@@ -461,7 +461,8 @@ async fn auto_embed_runs_in_the_background_after_index_and_remember() {
     options.project_root = Some(dir.path().join("repo"));
     options.engine.auto_embed = true;
     let e = Engram::open(options).await.unwrap();
-    assert_eq!(e.background_embedding().map(|b| b.running), Some(false));
+    // Open starts a run (for anything a previous process left).
+    assert_eq!(e.background_embedding().map(|b| b.running), Some(true));
     index(&e).await;
     // Claimed before index() returned.
     assert_eq!(e.background_embedding().map(|b| b.running), Some(true));

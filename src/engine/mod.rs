@@ -35,7 +35,8 @@ pub struct EngineOptions {
     /// The embedding provider (default: the built-in local model, loaded on first use).
     pub embeddings: crate::embed::EmbeddingProvider,
     /// Embed new and changed chunks and memories in the background after each write that
-    /// leaves some without a vector (default off: a run keeps the cores busy).
+    /// leaves some without a vector, and at open for whatever an earlier process left (a
+    /// cancelled run, a new model) (default off: a run keeps the cores busy).
     pub auto_embed: bool,
 }
 

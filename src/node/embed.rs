@@ -67,8 +67,10 @@ impl Engram {
         env: &'env Env,
         texts: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, Vec<Float32Array>>> {
-        let texts: std::result::Result<Vec<String>, CoreError> =
-            self.handle().and_then(|_| required(env, &texts, "texts"));
+        let texts: std::result::Result<Vec<String>, CoreError> = self
+            .handle()
+            .and_then(|_| text_count_within_limit(&texts))
+            .and_then(|_| required(env, &texts, "texts"));
         let handle = self.handle();
         // Argument errors reject the Promise too (never a synchronous throw from an async method).
         promise(
@@ -101,6 +103,25 @@ impl Engram {
             background,
         })
     }
+}
+
+/// Refuses an array over [`crate::engram::MAX_TEXTS_PER_EMBED`] before converting (and copying)
+/// its strings; anything else is left to the conversion's own checks.
+fn text_count_within_limit(texts: &Unknown) -> std::result::Result<(), CoreError> {
+    if !texts.is_array().unwrap_or(false) {
+        return Ok(());
+    }
+    // SAFETY: checked to be an array handle of this scope.
+    let array = unsafe { Array::from_napi_value(texts.env(), texts.raw()) }
+        .map_err(|e| CoreError::invalid(format!("texts: {}", e.reason)))?;
+    let max = crate::engram::MAX_TEXTS_PER_EMBED;
+    if array.len() as usize > max {
+        return Err(CoreError::invalid(format!(
+            "embed takes at most {max} texts per call, got {}",
+            array.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Installs the built-in model from `from` (a directory holding the model files at any depth,

@@ -89,9 +89,10 @@ pub struct EmbeddingsOptions {
     /// model not pulled, no key). The first that works is used for the engine's life and named
     /// in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`.
     pub fallback: Option<Vec<EmbeddingsOptions>>,
-    /// Embed new and changed chunks and memories in the background after `index()`,
-    /// `indexPaths()`, watch updates, `remember()` and `update()` (default `false`: a run keeps
-    /// the cores busy for a while). One run per project at a time; `embeddingStatus().background`
+    /// Embed new and changed chunks and memories in the background at open (whatever an
+    /// earlier process or another model left) and after `index()`, `indexPaths()`, watch
+    /// updates, `remember()` and `update()` (default `false`: a run keeps the cores busy for a
+    /// while). One run per project at a time; `embeddingStatus().background`
     /// says whether one is going and how the last one ended; `embedPending()` waits for it and
     /// finishes what is left.
     pub auto_embed: Option<bool>,
@@ -163,7 +164,8 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
         "none" => Ok(EmbeddingProvider::Disabled),
         "local" => {
             let mut options = LocalModelOptions::default();
-            if let Some(n) = o.max_tokens {
+            // The model's own ceiling (512 for MiniLM) is checked when it loads.
+            if let Some(n) = in_range(o.max_tokens, 2, 8192, name, "maxTokens")? {
                 options.max_tokens = n as usize;
             }
             if let Some(n) = in_range(o.threads, 1, 256, name, "threads")? {

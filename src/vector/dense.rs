@@ -121,9 +121,17 @@ async fn allowed_ids(
         WHERE f.project_id = ?1 AND (f.path = ?2 OR substr(f.path, 1, length(?3)) = ?3)";
     const OF_TYPES: &str = "SELECT seq FROM memories
         WHERE project_id = ?1 AND deprecated = 0 AND type IN (SELECT value FROM json_each(?2))";
+    let filtered = match kind {
+        ItemKind::Chunk => !query.paths.is_empty(),
+        ItemKind::Memory => !query.memory_types.is_empty(),
+    };
+    if !filtered {
+        // No reader taken: an unfiltered search does not wait for a pooled connection.
+        return Ok(None);
+    }
     let mut reader = store.reader().await;
     match kind {
-        ItemKind::Chunk if !query.paths.is_empty() => {
+        ItemKind::Chunk => {
             let mut ids = HashSet::new();
             for path in &query.paths {
                 let file = path.trim_end_matches('/');
@@ -132,13 +140,12 @@ async fn allowed_ids(
             }
             Ok(Some(ids))
         }
-        ItemKind::Memory if !query.memory_types.is_empty() => {
+        ItemKind::Memory => {
             let types = serde_json::to_string(&query.memory_types)
                 .map_err(|e| Error::Internal(e.to_string()))?;
             let ids = ids_of(&mut reader, OF_TYPES, params![project_id, types]).await?;
             Ok(Some(ids.into_iter().collect()))
         }
-        _ => Ok(None),
     }
 }
 
