@@ -2,8 +2,9 @@
 //! indexed with every `///` and `//!` line stripped; each documented function gives one query,
 //! the first sentence of its doc, whose right answer is the chunk holding the function's
 //! definition line. Reports Recall@1, Recall@10 and MRR@10 per retrieval path (BM25 through
-//! `search_code`, dense through `dense_search`), the table the retrieval issue extends with the
-//! hybrid paths.
+//! `search_code`, dense through `dense_search`, each 50 deep) and for their fusions (the
+//! default, the seed's settings, the graph neighbourhood boost). `EVAL_GRID=1` adds the grid of
+//! RRF constants, keyword weights per query kind and boost shares the defaults were chosen from.
 //! Needs the model for the dense path (`engram model install`); without it only BM25 is scored.
 //! Run: `cargo bench --no-default-features --bench retrieval_eval`
 
@@ -14,9 +15,16 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use engram::code::IndexOptions;
+use engram::retrieval::fusion::{self, CandidatePath, ItemRef, RankedList};
+use engram::retrieval::query_kind;
 use engram::vector::{DenseQuery, ItemKind};
 use engram::{Engram, OpenOptions};
+
+/// Candidates each path contributes to the fusion (the pipeline's stage-1 depth).
+const CANDIDATES: u32 = 50;
 
 /// One query and where its answer is.
 struct Case {
@@ -180,35 +188,159 @@ async fn main() {
             false
         }
     };
-    let (mut bm25, mut dense_score) = (Score::default(), Score::default());
+    let mut scores: Vec<(&str, Score)> = [
+        "BM25 (search_code)",
+        "dense (all-MiniLM-L6-v2, exact)",
+        "hybrid (default): RRF k=10, keyword-led weights by query kind",
+        "hybrid, the seed's settings: RRF k=60, its weights by query kind",
+        "hybrid (default) + graph neighbourhood boost (share 0.1)",
+    ]
+    .into_iter()
+    .map(|name| (name, Score::default()))
+    .collect();
+    let mut kinds = std::collections::BTreeMap::new();
+    let mut grid: std::collections::BTreeMap<String, Score> = Default::default();
+    // Where each chunk is, for scoring fused lists of ids.
+    let mut spans: HashMap<i64, (String, u32, u32)> = HashMap::new();
     for case in &cases {
-        let hits: Vec<_> = e
-            .search_code(&case.query, 10)
+        let keyword: Vec<i64> = e
+            .search_code(&case.query, CANDIDATES)
             .await
             .unwrap()
             .into_iter()
-            .map(|h| (h.chunk.path, h.chunk.start_line, h.chunk.end_line))
+            .map(|h| {
+                let c = h.chunk;
+                spans.insert(c.id, (c.path, c.start_line, c.end_line));
+                c.id
+            })
             .collect();
-        bm25.add(rank_of(case, &hits));
-        if dense {
+        let semantic: Vec<i64> = if dense {
             let query = DenseQuery {
-                limit: 10,
+                limit: CANDIDATES as usize,
                 kinds: vec![ItemKind::Chunk],
                 ..DenseQuery::default()
             };
-            let hits: Vec<_> = e
-                .dense_search(&case.query, query)
+            e.dense_search(&case.query, query)
                 .await
                 .unwrap()
                 .into_iter()
-                .map(|h| (h.path.unwrap(), h.start_line.unwrap(), h.end_line.unwrap()))
-                .collect();
-            dense_score.add(rank_of(case, &hits));
+                .map(|h| {
+                    let id = h.chunk_id.unwrap();
+                    spans.insert(
+                        id,
+                        (h.path.unwrap(), h.start_line.unwrap(), h.end_line.unwrap()),
+                    );
+                    id
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let kind = query_kind::detect(&case.query, &[]);
+        *kinds.entry(kind.as_str()).or_insert(0) += 1;
+        let lists = |keyword_weight: f64, dense_weight: f64| {
+            let as_items = |ids: &[i64]| ids.iter().map(|&id| ItemRef::Chunk(id)).collect();
+            vec![
+                RankedList {
+                    path: CandidatePath::Keyword,
+                    weight: keyword_weight,
+                    items: as_items(&keyword),
+                },
+                RankedList {
+                    path: CandidatePath::Dense,
+                    weight: dense_weight,
+                    items: as_items(&semantic),
+                },
+            ]
+        };
+        let weights = kind.path_weights();
+        let by_kind = fusion::weighted_rrf(&lists(weights.keyword, weights.dense));
+        // The seed's rows (identifier / semantic / structural), keyword:dense without a graph path.
+        let (seed_keyword, seed_dense) = match kind {
+            query_kind::QueryKind::Identifier => (0.5, 0.2),
+            query_kind::QueryKind::Semantic => (0.25, 0.5),
+            query_kind::QueryKind::Structural => (0.25, 0.15),
+        };
+        let seed = fusion::weighted_rrf_with(&lists(seed_keyword, seed_dense), 60.0);
+        let mut boosted = by_kind.clone();
+        let chunk_file = |item: &ItemRef| match item {
+            ItemRef::Chunk(id) => spans[id].0.clone(),
+            ItemRef::Memory(_) => unreachable!("chunks only"),
+        };
+        let top_files: Vec<String> = boosted
+            .iter()
+            .take(10)
+            .map(|f| chunk_file(&f.item))
+            .collect();
+        let neighbours = e.file_neighbours(&top_files).await.unwrap();
+        fusion::neighbourhood_boost(&mut boosted, |top, candidate| {
+            let (top, candidate) = (chunk_file(top), chunk_file(candidate));
+            neighbours.get(&top).is_some_and(|n| n.contains(&candidate))
+        });
+        let ids = |fused: &[fusion::Fused]| -> Vec<(String, u32, u32)> {
+            fused
+                .iter()
+                .take(10)
+                .map(|f| match &f.item {
+                    ItemRef::Chunk(id) => spans[id].clone(),
+                    ItemRef::Memory(_) => unreachable!("chunks only"),
+                })
+                .collect()
+        };
+        let top10 = |list: &[i64]| -> Vec<(String, u32, u32)> {
+            list.iter().take(10).map(|id| spans[id].clone()).collect()
+        };
+        let ranked = [
+            top10(&keyword),
+            top10(&semantic),
+            ids(&by_kind),
+            ids(&seed),
+            ids(&boosted),
+        ];
+        if std::env::var_os("EVAL_GRID").is_some() {
+            for k in [5.0, 10.0] {
+                for w in [0.5, 0.6, 0.7, 0.8, 0.9] {
+                    let fused = fusion::weighted_rrf_with(&lists(w, 1.0 - w), k);
+                    let hit = rank_of(case, &ids(&fused));
+                    grid.entry(format!("{} rrf k={k} keyword={w}", kind.as_str()))
+                        .or_default()
+                        .add(hit);
+                    grid.entry(format!("all rrf k={k} keyword={w}"))
+                        .or_default()
+                        .add(hit);
+                }
+            }
+            let base = fusion::weighted_rrf_with(&lists(0.7, 0.3), 10.0);
+            for share in [0.05, 0.1, 0.2] {
+                for cross_file_only in [false, true] {
+                    let mut b = base.clone();
+                    fusion::neighbourhood_boost_with(&mut b, share, |top, candidate| {
+                        let (top, candidate) = (chunk_file(top), chunk_file(candidate));
+                        (!cross_file_only && top == candidate)
+                            || neighbours.get(&top).is_some_and(|n| n.contains(&candidate))
+                    });
+                    grid.entry(format!(
+                        "all k=10 kw=0.7 boost {share} cross_file_only={cross_file_only}"
+                    ))
+                    .or_default()
+                    .add(rank_of(case, &ids(&b)));
+                }
+            }
+        }
+        for ((_, score), hits) in scores.iter_mut().zip(ranked) {
+            if !hits.is_empty() || dense {
+                score.add(rank_of(case, &hits));
+            }
         }
     }
+    println!("eval: query kinds {kinds:?}");
+    for (name, score) in &grid {
+        println!("{}", score.row(name));
+    }
     println!("| path | Recall@1 | Recall@10 | MRR@10 |\n| --- | --- | --- | --- |");
-    println!("{}", bm25.row("BM25 (search_code)"));
-    if dense {
-        println!("{}", dense_score.row("dense (all-MiniLM-L6-v2, exact)"));
+    for (name, score) in &scores {
+        if dense || *name == "BM25 (search_code)" {
+            println!("{}", score.row(name));
+        }
     }
 }

@@ -499,6 +499,20 @@ impl Engram {
         graph::neighbours(&self.graph_ctx(), keys, options).await
     }
 
+    /// For each of `files` (project-relative paths, at most 200), the other files one graph edge
+    /// away (imports, calls, inheritance, agent or LLM relations; not containment).
+    pub async fn file_neighbours(
+        &self,
+        files: &[String],
+    ) -> Result<std::collections::HashMap<String, std::collections::BTreeSet<String>>> {
+        crate::retrieval::neighbourhood::file_neighbours(
+            &self.engine.store,
+            &self.project_id,
+            files,
+        )
+        .await
+    }
+
     /// Degree or PageRank centrality of the nodes named by `keys` within the subgraph they
     /// induce, best first.
     pub async fn centrality(

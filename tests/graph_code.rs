@@ -826,3 +826,23 @@ async fn impact_limit_keeps_the_nearest_and_paths_read_from_the_target() {
         levels(&cut)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn file_neighbours_are_one_edge_apart_in_either_direction() {
+    let (_dir, e) = indexed("ts").await;
+    let files = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    let near = e
+        .file_neighbours(&files(&["src/orders.ts", "src/main.ts", "src/nowhere.ts"]))
+        .await
+        .unwrap();
+    let of = |file: &str| -> Vec<String> {
+        near.get(file)
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default()
+    };
+    // orders.ts imports util.ts and is imported by api.ts; main.ts imports api.ts only.
+    assert_eq!(of("src/orders.ts"), ["src/api.ts", "src/util.ts"]);
+    assert_eq!(of("src/main.ts"), ["src/api.ts"]);
+    assert!(!near.contains_key("src/nowhere.ts"));
+    assert!(e.file_neighbours(&[]).await.unwrap().is_empty());
+}
