@@ -5,3 +5,4 @@ pub mod fts_query;
 pub mod fusion;
 pub mod neighbourhood;
 pub mod query_kind;
+pub mod scoring;
