@@ -249,11 +249,18 @@ async fn remember_embed_and_search(e: &Engram) -> (String, String) {
             .memory;
         ids.push(memory.id);
     }
+    let (embedded, hits) = embed_and_search(e).await;
+    assert_eq!(embedded, 3);
+    (hits[0].memory_id.clone().unwrap(), ids[0].clone())
+}
+
+/// Embeds what is pending, then searches for the memory about retries: (memories embedded,
+/// hits, of which there must be one per memory).
+async fn embed_and_search(e: &Engram) -> (u64, Vec<engram::vector::DenseHit>) {
     let report = e
         .embed_pending(|_| {}, &AtomicBool::new(false))
         .await
         .unwrap();
-    assert_eq!(report.memories, 3);
     let hits = e
         .dense_search(
             "how are flaky upload requests retried",
@@ -261,8 +268,8 @@ async fn remember_embed_and_search(e: &Engram) -> (String, String) {
         )
         .await
         .unwrap();
-    assert_eq!(hits.len(), 3);
-    (hits[0].memory_id.clone().unwrap(), ids[0].clone())
+    assert_eq!(hits.len(), MEMORIES.len());
+    (report.memories, hits)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -681,18 +688,7 @@ async fn auto_embed_resumes_at_open_and_re_embeds_for_a_new_model() {
         e.embedding_status().model.unwrap().key(),
         "callback:model-b:24"
     );
-    let report = e
-        .embed_pending(|_| {}, &AtomicBool::new(false))
-        .await
-        .unwrap();
-    assert_eq!(report.memories, 0, "the background run did them all");
-    let hits = e
-        .dense_search(
-            "how are flaky upload requests retried",
-            DenseQuery::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(hits.len(), 3);
+    let (embedded, hits) = embed_and_search(&e).await;
+    assert_eq!(embedded, 0, "the background run did them all");
     assert_eq!(hits[0].memory_id.as_deref(), Some(found.as_str()));
 }
