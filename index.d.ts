@@ -483,10 +483,16 @@ export interface EmbeddingsOptions {
   dimensions?: number
   /** Texts per request or callback call (default 64; at most 2048). */
   batchSize?: number
+  /**
+   * `'openai'`: bytes of one text sent (default 8000, below OpenAI's 8,192-token input cap
+   * for any tokenizer). Lower it for servers whose model has a shorter context (a 512-token
+   * model: ~2000), which otherwise answer 400 to long chunks.
+   */
+  maxTextBytes?: number
   /** Whole-request timeout of the HTTP providers in ms (default 60000). */
   timeoutMs?: number
   /**
-   * Retries of an HTTP request answered 408, 429 or 5xx, after the wait the server asks
+   * Retries of an HTTP request answered 408, 429, 500, 502, 503 or 504, after the wait the server asks
    * (`retry-after-ms`, `Retry-After`; at most 60 s) or 0.5 s doubling (default 3, at most 10).
    */
   maxRetries?: number

@@ -4,6 +4,7 @@
 // Ollama server that is down with a fallback, and option validation.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { dirname, join } from 'node:path'
 import { test } from 'node:test'
@@ -247,4 +248,46 @@ test('the CLI embeds and searches through a server chosen by flags and environme
   const first = JSON.parse((await run('get', hits[0].memoryId, '--json')).stdout)
   assert.equal(first.content, MEMORIES[0])
   assert.ok(server.seen.every((r) => r.auth === 'Bearer sk-local'))
+})
+
+test('unwatch() and close() return while a background run waits on a JS embed callback', async (t) => {
+  // Background runs are spawned on the engine's runtime, never on the watcher thread's (whose
+  // drop in unwatch() would wait for a callback that waits for the JS thread).
+  const dir = tempDir(t)
+  const root = join(dir, 'repo')
+  mkdirSync(root)
+  writeFileSync(join(root, 'a.py'), 'def first():\n    return 1\n')
+  let entered
+  const inCallback = new Promise((resolve) => (entered = resolve))
+  let release
+  const released = new Promise((resolve) => (release = resolve))
+  const memory = await Engram.open({
+    path: join(dir, 'e.db'),
+    projectRoot: root,
+    embeddings: {
+      model: 'slow',
+      autoEmbed: true,
+      embed: async (texts) => {
+        if (texts.some((text) => text.includes('second'))) {
+          entered()
+          await released
+        }
+        return texts.map((text) => bagOfWords(text, 16))
+      },
+    },
+  })
+  // The callback's threadsafe function is weak (it never keeps a process alive by itself):
+  // hold the loop open as an app's own work would.
+  const keepAlive = setInterval(() => {}, 1000)
+  t.after(() => clearInterval(keepAlive))
+  await memory.index()
+  // No run going, so that the watch update starts the next one itself.
+  while (memory.embeddingStatus().background.running) await new Promise((resolve) => setTimeout(resolve, 10))
+  await memory.watch({ debounceMs: 20 })
+  writeFileSync(join(root, 'b.py'), 'def second():\n    return 2\n')
+  await inCallback
+  // The callback is mid-call on a background run started by the watch update.
+  assert.equal(memory.unwatch(), true)
+  memory.close()
+  release()
 })

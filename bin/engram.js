@@ -95,7 +95,12 @@ function progress(done, total, unit = '') {
 function embeddingsOption(values) {
   const env = process.env
   const provider = values.provider ?? env.ENGRAM_EMBED_PROVIDER
-  if (!provider) return undefined
+  if (!provider) {
+    for (const flag of ['model', 'base-url', 'dimensions']) {
+      if (values[flag] !== undefined) throw new UsageError(`--${flag} needs --provider (or ENGRAM_EMBED_PROVIDER)`)
+    }
+    return undefined
+  }
   return {
     provider,
     model: values.model ?? env.ENGRAM_EMBED_MODEL,

@@ -291,7 +291,10 @@ impl Engram {
         let Some(auto) = self.engine.auto_embed.as_ref() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        // The engine's runtime, not the caller's: a watch update runs on the watcher thread's
+        // own runtime, whose drop at `unwatch()`/`close()` would wait for this run (and a JS
+        // embed callback in it would wait for the JS thread blocked in that very call).
+        let Some(runtime) = auto.runtime().cloned() else {
             return;
         };
         if !auto.claim(&self.project_id) {

@@ -360,6 +360,15 @@ async fn a_model_ollama_has_not_pulled_is_unavailable_with_the_fix() {
         message.contains("not found, try pulling it first"),
         "{message}"
     );
+    // Status now says why, and the next calls fail at once without asking the server again.
+    let status = e.embedding_status();
+    assert_eq!(status.state.as_str(), "unavailable");
+    assert!(status.reason.unwrap().contains("ollama pull"));
+    let asked = server.requests().len();
+    let again = e.embed(vec!["x".into()]).await.unwrap_err();
+    assert_eq!(again.code(), "ENGRAM_MODEL_UNAVAILABLE");
+    assert!(again.to_string().contains("next try after"), "{again}");
+    assert_eq!(server.requests().len(), asked);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -571,14 +580,13 @@ async fn an_unreachable_server_makes_the_dense_path_unavailable_and_nothing_else
 
 /// A callback provider computing [`bag_of_words`] in Rust, counting its calls.
 fn bow_callback(model: &str, calls: Arc<AtomicUsize>) -> CallbackOptions {
-    CallbackOptions {
-        model: model.to_owned(),
-        batch_size: 64,
-        embed: Arc::new(move |texts: Vec<String>| {
+    CallbackOptions::new(
+        model,
+        Arc::new(move |texts: Vec<String>| {
             calls.fetch_add(1, Ordering::Relaxed);
             Box::pin(async move { Ok(texts.iter().map(|t| bag_of_words(t, 24)).collect()) })
         }),
-    }
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -635,16 +643,15 @@ async fn a_callback_with_a_wrong_answer_is_an_embedding_error() {
     let counter = calls.clone();
     let e = open(
         &dir,
-        EmbeddingProvider::Callback(CallbackOptions {
-            model: "short".into(),
-            batch_size: 64,
-            // Right for the probe, one vector short afterwards.
-            embed: Arc::new(move |texts: Vec<String>| {
+        // Right for the probe, one vector short afterwards.
+        EmbeddingProvider::Callback(CallbackOptions::new(
+            "short",
+            Arc::new(move |texts: Vec<String>| {
                 let n = counter.fetch_add(1, Ordering::Relaxed);
                 let count = if n == 0 { texts.len() } else { texts.len() - 1 };
                 Box::pin(async move { Ok(vec![vec![1.0, 2.0]; count]) })
             }),
-        }),
+        )),
     )
     .await;
     let err = e.embed(vec!["a".into(), "b".into()]).await.unwrap_err();
@@ -679,11 +686,16 @@ async fn auto_embed_resumes_at_open_and_re_embeds_for_a_new_model() {
     // The next opens with model B and auto-embedding: with no write at all, a run starts at
     // open and gives every memory a model-B vector.
     let mut options = OpenOptions::new(dir.path().join("engram.db"));
-    options.engine.embeddings = EmbeddingProvider::Callback(bow_callback("model-b", calls));
+    options.engine.embeddings = EmbeddingProvider::Callback(bow_callback("model-b", calls.clone()));
     options.engine.auto_embed = true;
+    let before = calls.load(Ordering::Relaxed);
     let e = Engram::open(options).await.unwrap();
-    assert!(e.background_embedding().unwrap().running, "started at open");
     background_settles(&e).await;
+    // No write happened: only a run started at open can have called model B.
+    assert!(
+        calls.load(Ordering::Relaxed) > before,
+        "a run started at open"
+    );
     assert_eq!(
         e.embedding_status().model.unwrap().key(),
         "callback:model-b:24"
@@ -691,4 +703,26 @@ async fn auto_embed_resumes_at_open_and_re_embeds_for_a_new_model() {
     let (embedded, hits) = embed_and_search(&e).await;
     assert_eq!(embedded, 0, "the background run did them all");
     assert_eq!(hits[0].memory_id.as_deref(), Some(found.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callback_that_never_answers_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = CallbackOptions::new(
+        "silent",
+        Arc::new(|texts: Vec<String>| {
+            Box::pin(async move {
+                if texts.iter().any(|t| t == "hang") {
+                    futures::future::pending::<()>().await;
+                }
+                Ok(texts.iter().map(|t| bag_of_words(t, 8)).collect())
+            })
+        }),
+    );
+    options.timeout = Duration::from_millis(200);
+    let e = open(&dir, EmbeddingProvider::Callback(options)).await;
+    assert_eq!(e.embed(vec!["fine".into()]).await.unwrap().len(), 1);
+    let err = e.embed(vec!["hang".into()]).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_CALLBACK");
+    assert!(err.to_string().contains("200 ms"), "{err}");
 }

@@ -1,13 +1,15 @@
 //! The callback provider: an application's own function computes the vectors (a JS function in
-//! the binding; any async closure in Rust). The embedder's thread waits for its future, so the
-//! function may run anywhere, including on the JS thread while this one blocks.
+//! the binding; any async closure in Rust). The embedder's thread (on the blocking pool) waits
+//! for its future, within a timeout, so the function may run anywhere, including on the JS
+//! thread; nothing on the JS thread may wait for an embedding run (see `schedule_embedding`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use crate::embed::remote::{Backend, BatchLimits};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// The function: texts in, one vector per text out (any width, normalised for it).
 pub type EmbedFn =
@@ -21,8 +23,23 @@ pub struct CallbackOptions {
     pub model: String,
     /// Texts per call (default 64).
     pub batch_size: usize,
+    /// How long one call may take before it fails with `ENGRAM_CALLBACK` (default 60 s): a
+    /// promise that never settles must not hold an embedding thread forever.
+    pub timeout: Duration,
     /// The function.
     pub embed: EmbedFn,
+}
+
+impl CallbackOptions {
+    /// Options for `embed`, naming its model `model`.
+    pub fn new(model: impl Into<String>, embed: EmbedFn) -> Self {
+        Self {
+            model: model.into(),
+            batch_size: 64,
+            timeout: Duration::from_secs(60),
+            embed,
+        }
+    }
 }
 
 impl std::fmt::Debug for CallbackOptions {
@@ -30,6 +47,7 @@ impl std::fmt::Debug for CallbackOptions {
         f.debug_struct("CallbackOptions")
             .field("model", &self.model)
             .field("batch_size", &self.batch_size)
+            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
@@ -63,7 +81,19 @@ impl Backend for Callback {
 
     fn call(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let owned = texts.iter().map(|t| (*t).to_owned()).collect();
-        // Blocking is the embedder's contract: this runs on the blocking pool.
-        futures::executor::block_on((self.0.embed)(owned))
+        let answer = (self.0.embed)(owned);
+        // Blocking is the embedder's contract: this runs on the blocking pool, whose runtime
+        // gives the timer; a caller outside any runtime waits without one.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .block_on(tokio::time::timeout(self.0.timeout, answer))
+                .unwrap_or_else(|_| {
+                    Err(Error::Callback(format!(
+                        "the embed callback did not answer within {} ms",
+                        self.0.timeout.as_millis()
+                    )))
+                }),
+            Err(_) => futures::executor::block_on(answer),
+        }
     }
 }

@@ -133,6 +133,17 @@ impl JsonClient {
                 .lossy_utf8(true)
                 .read_to_string()
                 .unwrap_or_default();
+            if (300..400).contains(&status) {
+                let to = response
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("nowhere");
+                return Err(HttpFailure::Status {
+                    status,
+                    message: format!("redirected to {to}: use that as the base URL"),
+                });
+            }
             let retryable = matches!(status, 408 | 429 | 500 | 502 | 503 | 504);
             match wait {
                 Some(wait) if retryable && attempt < self.max_retries => {
@@ -174,13 +185,14 @@ fn retry_wait(headers: &ureq::http::HeaderMap, attempt: u32) -> Option<Duration>
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|v| v.is_finite() && *v >= 0.0)
     };
+    // Seconds; an HTTP-date Retry-After does not parse as a number and falls back to back-off.
     let asked = header("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        // An HTTP-date Retry-After does not parse as a number and falls back to back-off.
-        .or_else(|| header("retry-after").map(Duration::from_secs_f64));
+        .map(|ms| ms / 1000.0)
+        .or_else(|| header("retry-after"));
     match asked {
-        Some(wait) if wait > MAX_RETRY_WAIT => None,
-        Some(wait) => Some(wait),
+        // Compared before converting: a huge number would overflow a Duration.
+        Some(secs) if secs > MAX_RETRY_WAIT.as_secs_f64() => None,
+        Some(secs) => Some(Duration::from_secs_f64(secs)),
         None => Some(FIRST_BACKOFF * 2u32.saturating_pow(attempt.min(6))),
     }
 }
@@ -197,14 +209,12 @@ pub(crate) fn error_message(body: &str) -> String {
             .or_else(|| v.get("message").and_then(text))
             .or_else(|| v.get("detail").and_then(text))
     });
-    from_json.unwrap_or_else(|| {
-        let trimmed = body.trim();
-        if trimmed.is_empty() {
-            "(empty body)".to_owned()
-        } else {
-            clip_bytes(trimmed, MAX_ERROR_TEXT).to_owned()
-        }
-    })
+    let text = from_json.unwrap_or_else(|| body.trim().to_owned());
+    if text.is_empty() {
+        "(empty body)".to_owned()
+    } else {
+        clip_bytes(&text, MAX_ERROR_TEXT).to_owned()
+    }
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
@@ -242,6 +252,8 @@ mod tests {
         assert_eq!(error_message(r#"{"detail":"Not Found"}"#), "Not Found");
         assert_eq!(error_message("  "), "(empty body)");
         assert_eq!(error_message(&"x".repeat(1000)).len(), MAX_ERROR_TEXT);
+        let long = serde_json::json!({"error": {"message": "y".repeat(5000)}}).to_string();
+        assert_eq!(error_message(&long).len(), MAX_ERROR_TEXT);
     }
 
     #[test]
@@ -261,6 +273,11 @@ mod tests {
             "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap(),
         );
         assert_eq!(retry_wait(&headers, 1), Some(FIRST_BACKOFF * 2));
+        // Numbers no Duration holds are a long wait, not a panic.
+        headers.insert("retry-after", "1e20".parse().unwrap());
+        assert_eq!(retry_wait(&headers, 0), None);
+        headers.insert("retry-after-ms", "99999999999999999999999".parse().unwrap());
+        assert_eq!(retry_wait(&headers, 0), None);
     }
 
     #[test]

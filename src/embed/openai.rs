@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 /// OpenAI's own endpoint.
 pub const DEFAULT_OPENAI_URL: &str = "https://api.openai.com/v1";
 
-/// Bytes of one text sent (below the 8,192-token input cap for any tokenizer).
-const MAX_TEXT_BYTES: usize = 8_000;
+/// Bytes of one text sent unless told otherwise (below the 8,192-token input cap for any
+/// tokenizer).
+pub const DEFAULT_MAX_TEXT_BYTES: usize = 8_000;
 
 /// Bytes of one request (below the 300,000-token request cap for any tokenizer).
 const MAX_REQUEST_BYTES: usize = 290_000;
@@ -40,6 +41,9 @@ pub struct OpenAiOptions {
     pub dimensions: Option<usize>,
     /// Texts per request (default 64, at most [`MAX_BATCH`]).
     pub batch_size: usize,
+    /// Bytes of one text sent (default [`DEFAULT_MAX_TEXT_BYTES`]); lower for short-context
+    /// models.
+    pub max_text_bytes: usize,
     /// Timeouts and retries.
     pub http: HttpOptions,
 }
@@ -53,6 +57,7 @@ impl std::fmt::Debug for OpenAiOptions {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("dimensions", &self.dimensions)
             .field("batch_size", &self.batch_size)
+            .field("max_text_bytes", &self.max_text_bytes)
             .field("http", &self.http)
             .finish()
     }
@@ -67,6 +72,7 @@ impl OpenAiOptions {
             api_key: None,
             dimensions: None,
             batch_size: 64,
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
             http: HttpOptions::default(),
         }
     }
@@ -106,6 +112,13 @@ impl OpenAi {
                 "{at} has no model '{}' or no /embeddings endpoint ({message})",
                 self.options.model
             )),
+            HttpFailure::Status {
+                status: status @ (400 | 413),
+                message,
+            } => Error::Embedding(format!(
+                "{at}: HTTP {status}: {message} (if a text is too long for the model, lower \
+                 embeddings.maxTextBytes)"
+            )),
             other => Error::Embedding(format!("{at}: {other}")),
         }
     }
@@ -138,7 +151,7 @@ impl Backend for OpenAi {
     fn call(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let input: Vec<&str> = texts
             .iter()
-            .map(|t| clip_bytes(t, MAX_TEXT_BYTES))
+            .map(|t| clip_bytes(t, self.options.max_text_bytes))
             .collect();
         let mut body = json!({ "model": self.options.model, "input": input });
         // Only when set: servers that do not know the field may reject it.

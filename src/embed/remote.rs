@@ -62,6 +62,11 @@ impl RemoteEmbedder {
         // check below then reports that it ignored the request.
         let dims = match probe.as_slice() {
             [vector] if !vector.is_empty() => backend.dimensions().unwrap_or(vector.len()),
+            [_] => {
+                return Err(unusable(&Error::Embedding(
+                    "answered an empty vector".to_owned(),
+                )))
+            }
             _ => {
                 return Err(unusable(&Error::Embedding(format!(
                     "answered {} vectors for one text",

@@ -189,7 +189,8 @@ fn missing_key(options: &OpenAiOptions) -> Option<String> {
 }
 
 /// Where an unloaded `provider` stands, without loading it or calling a server: the local model
-/// is looked for on disk; a server or callback is assumed reachable until first use says.
+/// is looked for on disk; a server or callback is assumed reachable until a first use fails
+/// (the service then reports that failure).
 fn unloaded_state(
     provider: &EmbeddingProvider,
 ) -> (EmbeddingState, Option<PathBuf>, Option<String>) {
@@ -225,10 +226,17 @@ fn unloaded_state(
     }
 }
 
+/// After a remote provider failed to load, calls fail at once with the same reason for this
+/// long instead of probing again: an unreachable host costs a connect timeout per probe, and
+/// every dense search would pay it.
+const REMOTE_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// One engine's embedder, loaded on first use.
 pub struct EmbeddingService {
     provider: EmbeddingProvider,
     loaded: Mutex<Option<Loaded>>,
+    /// The last failed load of a remote provider: when, and why (what `status()` reports).
+    last_failure: Mutex<Option<(std::time::Instant, String)>>,
 }
 
 impl std::fmt::Debug for EmbeddingService {
@@ -245,6 +253,7 @@ impl EmbeddingService {
         Self {
             provider,
             loaded: Mutex::new(None),
+            last_failure: Mutex::new(None),
         }
     }
 
@@ -256,9 +265,38 @@ impl EmbeddingService {
         if let Some((embedder, _)) = loaded.as_ref() {
             return Ok(embedder.clone());
         }
-        let (embedder, dir) = load(&self.provider)?;
-        *loaded = Some((embedder.clone(), dir));
-        Ok(embedder)
+        // The local model is looked for on every call: installing it must work at once.
+        let remote = !matches!(
+            self.provider,
+            EmbeddingProvider::Local { .. } | EmbeddingProvider::Disabled
+        );
+        let mut last_failure = self.last_failure.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, reason)) = last_failure.as_ref() {
+            if remote && at.elapsed() < REMOTE_RETRY_AFTER {
+                return Err(Error::ModelUnavailable(format!(
+                    "{reason} (tried {} s ago; next try after {} s)",
+                    at.elapsed().as_secs(),
+                    REMOTE_RETRY_AFTER.as_secs()
+                )));
+            }
+        }
+        match load(&self.provider) {
+            Ok((embedder, dir)) => {
+                *last_failure = None;
+                *loaded = Some((embedder.clone(), dir));
+                Ok(embedder)
+            }
+            Err(error) => {
+                if remote {
+                    let reason = match &error {
+                        Error::ModelUnavailable(why) => why.clone(),
+                        other => other.to_string(),
+                    };
+                    *last_failure = Some((std::time::Instant::now(), reason));
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Where the dense path stands, without loading anything or calling a server.
@@ -279,7 +317,18 @@ impl EmbeddingService {
                 reason: None,
             };
         }
-        let (state, model_dir, reason) = unloaded_state(&self.provider);
+        let failure = match self.last_failure.try_lock() {
+            Ok(guard) => guard.as_ref().map(|(_, reason)| reason.clone()),
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                e.into_inner().as_ref().map(|(_, reason)| reason.clone())
+            }
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        let (state, model_dir, reason) = match failure {
+            // What the last attempt found beats the guess made without calling anyone.
+            Some(reason) => (EmbeddingState::Unavailable, None, Some(reason)),
+            None => unloaded_state(&self.provider),
+        };
         EmbeddingStatus {
             provider: self.provider.name(),
             state,

@@ -159,7 +159,7 @@ impl Engine {
                 options.embeddings,
                 crate::embed::EmbeddingProvider::Disabled
             ))
-        .then(crate::vector::AutoEmbed::default);
+        .then(|| crate::vector::AutoEmbed::new(tokio::runtime::Handle::try_current().ok()));
         Ok(Engine {
             path,
             store,

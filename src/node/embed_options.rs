@@ -63,9 +63,13 @@ pub struct EmbeddingsOptions {
     pub dimensions: Option<u32>,
     /// Texts per request or callback call (default 64; at most 2048).
     pub batch_size: Option<u32>,
+    /// `'openai'`: bytes of one text sent (default 8000, below OpenAI's 8,192-token input cap
+    /// for any tokenizer). Lower it for servers whose model has a shorter context (a 512-token
+    /// model: ~2000), which otherwise answer 400 to long chunks.
+    pub max_text_bytes: Option<u32>,
     /// Whole-request timeout of the HTTP providers in ms (default 60000).
     pub timeout_ms: Option<u32>,
-    /// Retries of an HTTP request answered 408, 429 or 5xx, after the wait the server asks
+    /// Retries of an HTTP request answered 408, 429, 500, 502, 503 or 504, after the wait the server asks
     /// (`retry-after-ms`, `Retry-After`; at most 60 s) or 0.5 s doubling (default 3, at most 10).
     pub max_retries: Option<u32>,
     /// `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
@@ -116,6 +120,11 @@ pub(super) fn core_provider(mut o: EmbeddingsOptions) -> Converted<EmbeddingProv
         if entry.fallback.is_some() {
             return Err(CoreError::invalid(format!(
                 "{name}.fallback: fallback lists do not nest"
+            )));
+        }
+        if entry.auto_embed.is_some() {
+            return Err(CoreError::invalid(format!(
+                "{name}.autoEmbed: set it once, next to the first provider"
             )));
         }
         match one_provider(entry, &name)? {
@@ -199,6 +208,9 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
             options.dimensions = dimensions;
             options.batch_size = batch_size;
             options.http = http;
+            if let Some(n) = in_range(o.max_text_bytes, 64, 1 << 20, name, "maxTextBytes")? {
+                options.max_text_bytes = n as usize;
+            }
             Ok(EmbeddingProvider::OpenAi(options))
         }
         "callback" => {
@@ -208,11 +220,10 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
                     "{name}.embed (a function) is required for provider 'callback'"
                 )));
             };
-            Ok(EmbeddingProvider::Callback(CallbackOptions {
-                model,
-                batch_size,
-                embed: embed_fn(function),
-            }))
+            let mut options = CallbackOptions::new(model, embed_fn(function));
+            options.batch_size = batch_size;
+            options.timeout = http.timeout;
+            Ok(EmbeddingProvider::Callback(options))
         }
         other => Err(CoreError::invalid(format!(
             "{name}.provider must be 'local', 'ollama', 'openai', 'callback' or 'none', got '{other}'"
@@ -239,10 +250,19 @@ fn in_range(
 /// An `http://` or `https://` URL without its trailing slashes.
 fn base_url(url: String, name: &str) -> Converted<String> {
     let trimmed = url.trim().trim_end_matches('/');
-    let scheme_ok = trimmed.starts_with("http://") || trimmed.starts_with("https://");
-    if !scheme_ok || trimmed.len() <= "https://".len() {
+    let rest = trimmed
+        .strip_prefix("http://")
+        .or_else(|| trimmed.strip_prefix("https://"));
+    let Some(rest) = rest.filter(|r| !r.is_empty()) else {
         return Err(CoreError::invalid(format!(
             "{name}.baseUrl must be an http:// or https:// URL, got '{url}'"
+        )));
+    };
+    // Credentials in the URL would show in every error message that names the server.
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(CoreError::invalid(format!(
+            "{name}.baseUrl must not carry credentials (user:password@): pass a key as apiKey"
         )));
     }
     Ok(trimmed.to_owned())

@@ -81,32 +81,43 @@ pub fn weighted_rrf(lists: &[RankedList]) -> Vec<Fused> {
 
 /// [`weighted_rrf`] with another constant (for ablations).
 pub fn weighted_rrf_with(lists: &[RankedList], k: f64) -> Vec<Fused> {
-    let mut fused: HashMap<ItemRef, Fused> = HashMap::new();
+    // Per item and path: the best (rank, weight) seen, so an item in two lists of one path
+    // (one per kind) counts once, at its best rank, with that list's weight.
+    let mut best: HashMap<ItemRef, [Option<(u32, f64)>; 3]> = HashMap::new();
     for list in lists {
+        let slot = match list.path {
+            CandidatePath::Keyword => 0,
+            CandidatePath::Dense => 1,
+            CandidatePath::Graph => 2,
+        };
         for (index, item) in list.items.iter().enumerate() {
             let rank = index as u32 + 1;
-            let entry = fused.entry(item.clone()).or_insert_with(|| Fused {
-                item: item.clone(),
-                score: 0.0,
-                ranks: PathRanks::default(),
-                boost: 0.0,
-            });
-            let slot = match list.path {
-                CandidatePath::Keyword => &mut entry.ranks.keyword,
-                CandidatePath::Dense => &mut entry.ranks.dense,
-                CandidatePath::Graph => &mut entry.ranks.graph,
-            };
-            // An item twice in one path (a list per kind) counts once, at its best rank.
-            if slot.is_some_and(|r| r <= rank) {
-                continue;
+            let entry = &mut best.entry(item.clone()).or_default()[slot];
+            if entry.is_none_or(|(seen, _)| rank < seen) {
+                *entry = Some((rank, list.weight));
             }
-            if let Some(previous) = slot.replace(rank) {
-                entry.score -= list.weight / (k + previous as f64);
-            }
-            entry.score += list.weight / (k + rank as f64);
         }
     }
-    let mut out: Vec<Fused> = fused.into_values().collect();
+    let mut out: Vec<Fused> = best
+        .into_iter()
+        .map(|(item, paths)| {
+            let score = paths
+                .iter()
+                .flatten()
+                .map(|(rank, weight)| weight / (k + *rank as f64))
+                .sum();
+            Fused {
+                item,
+                score,
+                ranks: PathRanks {
+                    keyword: paths[0].map(|(rank, _)| rank),
+                    dense: paths[1].map(|(rank, _)| rank),
+                    graph: paths[2].map(|(rank, _)| rank),
+                },
+                boost: 0.0,
+            }
+        })
+        .collect();
     sort_best_first(&mut out);
     out
 }

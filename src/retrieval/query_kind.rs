@@ -88,10 +88,14 @@ fn identifier_pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
     PATTERN.get_or_init(|| {
         Regex::new(concat!(
-            r"[a-z0-9][A-Z]",                // camelCase
+            r"[a-z][A-Z]",                   // camelCase (not 2FA, 4GB)
             r"|[A-Za-z0-9]_[A-Za-z0-9]",     // snake_case, SCREAMING_SNAKE
-            r"|::|->|/|`",                   // paths, arrows, code spans
-            r"|\w\.\w+\(|\b\w+\.\w+\.\w+\b", // a.call(, a.b.c
+            r"|::|->|`",                     // paths, arrows, code spans
+            r"|\b[\w.-]+/[\w.-]+/",          // a/b/... (not and/or)
+            r"|\b[\w.-]+/[\w-]+\.\w{1,4}\b", // dir/file.ext
+            r"|\b(src|lib|app|pkg|cmd|internal|tests?|crates|packages)/\w",
+            r"|[A-Za-z_]\w*\.[A-Za-z_]\w*\(", // a.call(
+            r"|\b[A-Za-z_]\w*\.[A-Za-z_]\w*\.[A-Za-z_]\w*\b", // a.b.c (not 1.2.3)
             r"|\b\w+\.(ts|tsx|js|jsx|mjs|cjs|py|rs|go|json|toml|yaml|yml|md|sql|sh)\b",
             r"|\b\w+\(\)", // name()
         ))
@@ -103,9 +107,10 @@ fn structural_pattern() -> &'static Regex {
     static PATTERN: OnceLock<Regex> = OnceLock::new();
     PATTERN.get_or_init(|| {
         Regex::new(concat!(
-            r"(?i)\b(what|who|which)\b.{0,40}\b(calls?|imports?|uses|depends|references|extends|implements)\b",
-            r"|\b(callers?|callees?|dependents?|dependencies|importers?)\s+of\b",
-            r"|\bdepends\s+on\b|\bimpact\s+of\b|\bwhat\s+breaks\b|\bblast\s+radius\b",
+            r"(?i)\b(what|who)\s+(calls|imports|uses|depends\s+on|references|extends|implements|inherits\s+from)\b",
+            r"|\b(callers?|callees?|dependents|importers|implementations|subclasses)\s+of\b",
+            r"|\bimpact\s+of\s+(changing|editing|removing|deleting|renaming|modifying)\b",
+            r"|\bwhat\s+(breaks|would\s+break)\b|\bblast\s+radius\b",
         ))
         .expect("valid pattern")
     })
@@ -129,12 +134,14 @@ pub fn detect(query: &str, recent_tool_calls: &[String]) -> QueryKind {
     QueryKind::Semantic
 }
 
-/// One word with an inner capital (`HashMap`, `Engram`s do not count): a type name.
+/// One word starting with a capital that has another capital inside and a lower-case letter
+/// (`HashMap`; not `Engram`, `API` or `TODO`): a type name.
 fn is_lone_pascal_word(query: &str) -> bool {
     let mut chars = query.chars();
     query.split_whitespace().count() == 1
         && chars.next().is_some_and(|c| c.is_ascii_uppercase())
         && chars.clone().any(|c| c.is_ascii_uppercase())
+        && chars.clone().any(|c| c.is_ascii_lowercase())
         && chars.all(|c| c.is_ascii_alphanumeric())
 }
 
@@ -167,6 +174,15 @@ mod tests {
             "how are sessions stored",
             "Database migrations",
             "Why do we use Redis.",
+            "enable 2FA for admins",
+            "needs 4GB of memory",
+            "tests and/or benchmarks",
+            "upgrade from v1.2.3",
+            "bind to 127.0.0.1 only",
+            "API",
+            "TODO",
+            "Engram",
+            "e.g. the retry loop, i.e. backoff",
         ] {
             assert_eq!(detect(q, &[]), QueryKind::Semantic, "{q}");
         }
@@ -180,8 +196,19 @@ mod tests {
             "callers of verifyPassword",
             "what depends on the config loader",
             "impact of changing the schema",
+            "what would break if I delete the cache",
         ] {
             assert_eq!(detect(q, &[]), QueryKind::Structural, "{q}");
+        }
+        for q in [
+            "which version uses less memory",
+            "what is the import format for CSV",
+            "what call limits does the API have",
+            "performance impact of the cache",
+            "retry delay depends on the backoff",
+            "Which references should I read",
+        ] {
+            assert_ne!(detect(q, &[]), QueryKind::Structural, "{q}");
         }
         let tools = vec!["Read".to_owned(), "analyzeImpact".to_owned()];
         assert_eq!(detect("the session store", &tools), QueryKind::Structural);

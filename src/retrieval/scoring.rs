@@ -146,7 +146,10 @@ pub fn memory_factor(memory: &Memory, phase: Option<Phase>, now_ms: i64) -> f64 
     let idle_days = ((now_ms - memory.last_accessed_at).max(0) as f64) / DAY_MS;
     let recency = 0.9 + 0.1 * (-idle_days / 30.0).exp();
     let frequency = 1.0 + 0.1 * ((memory.access_count as f64).ln_1p() / 100f64.ln_1p()).min(1.0);
-    phase * source_trust(memory.source) * confidence * recency * frequency
+    // Trust relative to the default source (an agent's own remember), so that the typical
+    // memory's factor is 1 while the seed's ratios between sources stay.
+    let trust = source_trust(memory.source) / source_trust(MemorySource::AgentExplicit);
+    phase * trust * confidence * recency * frequency
 }
 
 #[cfg(test)]
@@ -205,8 +208,8 @@ mod tests {
     #[test]
     fn a_typical_fresh_memory_has_a_factor_near_one_and_standing_moves_it() {
         let fresh = memory(MemoryType::Pattern, DEFAULT_CONFIDENCE, 0);
-        // agent_explicit trust 1.2, everything else 1 (fresh, never accessed).
-        assert!((memory_factor(&fresh, None, 0) - 1.2).abs() < 1e-9);
+        // The default source, confidence, fresh and never accessed: exactly 1.
+        assert!((memory_factor(&fresh, None, 0) - 1.0).abs() < 1e-9);
         let mut user = fresh.clone();
         user.source = MemorySource::UserTaught;
         assert!(memory_factor(&user, None, 0) > memory_factor(&fresh, None, 0));

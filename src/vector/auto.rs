@@ -27,9 +27,25 @@ pub struct BackgroundStatus {
 #[derive(Debug, Default)]
 pub struct AutoEmbed {
     projects: Mutex<HashMap<String, ProjectState>>,
+    /// Where runs are spawned: the runtime the engine was opened on, never the caller's (a
+    /// watcher thread's own runtime is dropped, and waited for, when the watch stops).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl AutoEmbed {
+    /// Background runs spawned on `runtime` (none: runs are never started).
+    pub fn new(runtime: Option<tokio::runtime::Handle>) -> Self {
+        Self {
+            projects: Mutex::default(),
+            runtime,
+        }
+    }
+
+    /// The runtime runs are spawned on.
+    pub fn runtime(&self) -> Option<&tokio::runtime::Handle> {
+        self.runtime.as_ref()
+    }
+
     /// True when the caller should start a run for `project_id`; false when one is going (it
     /// is then asked to run once more when it ends).
     pub fn claim(&self, project_id: &str) -> bool {
