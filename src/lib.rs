@@ -17,6 +17,7 @@ pub mod graph;
 pub mod memory;
 pub mod retrieval;
 pub mod store;
+mod text;
 pub mod vector;
 
 // Not in the `cfg(test)` build: napi-derive registers exports only for the real addon, so the

@@ -215,7 +215,7 @@ pub(crate) fn pack_lines(
     let mut pieces = Vec::new();
     let mut piece_start = start;
     while end - piece_start > max_bytes {
-        let window_end = floor_char_boundary(text, piece_start + max_bytes);
+        let window_end = crate::text::floor_char_boundary(text, piece_start + max_bytes);
         let window = &text[piece_start..window_end];
         let cut = window
             .rfind("\n\n")
@@ -235,13 +235,6 @@ pub(crate) fn pack_lines(
         pieces.push((piece_start, end));
     }
     pieces
-}
-
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
-    while i > 0 && !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 #[cfg(test)]

@@ -240,9 +240,5 @@ fn signature(text: &[u8]) -> String {
     if line.len() <= MAX {
         return line.to_owned();
     }
-    let mut cut = MAX;
-    while !line.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &line[..cut])
+    format!("{}…", crate::text::clip_bytes(line, MAX))
 }

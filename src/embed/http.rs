@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::text::clip_bytes;
+
 /// Timeouts and retries of one provider.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -217,18 +219,6 @@ pub(crate) fn error_message(body: &str) -> String {
     }
 }
 
-/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
-pub(crate) fn clip_bytes(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,12 +268,5 @@ mod tests {
         assert_eq!(retry_wait(&headers, 0), None);
         headers.insert("retry-after-ms", "99999999999999999999999".parse().unwrap());
         assert_eq!(retry_wait(&headers, 0), None);
-    }
-
-    #[test]
-    fn clipping_keeps_whole_characters() {
-        assert_eq!(clip_bytes("héllo", 2), "h");
-        assert_eq!(clip_bytes("héllo", 3), "hé");
-        assert_eq!(clip_bytes("abc", 10), "abc");
     }
 }

@@ -7,9 +7,10 @@
 
 use serde_json::{json, Value};
 
-use crate::embed::http::{clip_bytes, HttpFailure, HttpOptions, JsonClient};
+use crate::embed::http::{HttpFailure, HttpOptions, JsonClient};
 use crate::embed::remote::{Backend, BatchLimits};
 use crate::error::{Error, Result};
+use crate::text::clip_bytes;
 
 /// Where Ollama listens unless told otherwise.
 pub const DEFAULT_OLLAMA_URL: &str = "http://localhost:11434";

@@ -11,9 +11,10 @@
 
 use serde_json::{json, Value};
 
-use crate::embed::http::{clip_bytes, HttpFailure, HttpOptions, JsonClient};
+use crate::embed::http::{HttpFailure, HttpOptions, JsonClient};
 use crate::embed::remote::{number_array, Backend, BatchLimits};
 use crate::error::{Error, Result};
+use crate::text::clip_bytes;
 
 /// OpenAI's own endpoint.
 pub const DEFAULT_OPENAI_URL: &str = "https://api.openai.com/v1";
