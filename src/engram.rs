@@ -101,7 +101,7 @@ impl Engram {
         Ok(handle)
     }
 
-    fn ctx(&self) -> Ctx<'_> {
+    pub(crate) fn ctx(&self) -> Ctx<'_> {
         Ctx {
             store: &self.engine.store,
             clock: &*self.engine.clock,
@@ -255,14 +255,7 @@ impl Engram {
         if query.trim().is_empty() {
             return Err(Error::invalid("query must not be empty"));
         }
-        let embedder = self.loaded_embedder().await?;
-        let text = query.to_owned();
-        let model = embedder.id().clone();
-        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
-            .await
-            .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))??
-            .pop()
-            .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))?;
+        let (model, vector) = self.embed_query(query).await?;
         crate::vector::dense_search(
             &self.engine.store,
             &self.engine.vectors,
@@ -272,6 +265,35 @@ impl Engram {
             &options,
         )
         .await
+    }
+
+    /// The vector of a query, with the model it belongs to (loading the model on first use).
+    pub(crate) async fn embed_query(
+        &self,
+        query: &str,
+    ) -> Result<(crate::embed::EmbedderId, Vec<f32>)> {
+        let embedder = self.loaded_embedder().await?;
+        let text = query.to_owned();
+        let model = embedder.id().clone();
+        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+            .await
+            .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))??
+            .pop()
+            .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))?;
+        Ok((model, vector))
+    }
+
+    /// Memories and code chunks for `request.query`, ranked together, with the context packed
+    /// into the token budget: the four-stage pipeline of `retrieval::recall`. Paths that cannot
+    /// run (no embedding model) are skipped and named in [`Recall::skipped`].
+    ///
+    /// [`Recall::skipped`]: crate::retrieval::recall::Recall::skipped
+    pub async fn recall(
+        &self,
+        request: crate::retrieval::request::RecallRequest,
+    ) -> Result<crate::retrieval::recall::Recall> {
+        let request = request.validated(self.project_root.as_deref())?;
+        crate::retrieval::recall::run(self, request).await
     }
 
     /// Where the dense path stands (never loads the model).

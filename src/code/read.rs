@@ -109,32 +109,73 @@ pub(crate) async fn search_code(
     let Some(parsed) = FtsQuery::parse(query) else {
         return Ok(Vec::new());
     };
-    let sql = format!(
-        "SELECT {CHUNK_COLUMNS}, -bm25(code_chunks_fts, 4.0, 2.0, 1.0) AS score
-         FROM code_chunks_fts JOIN code_chunks c ON c.id = code_chunks_fts.rowid
-         JOIN code_files f ON f.id = c.file_id
-         WHERE code_chunks_fts MATCH ?1 AND f.project_id = ?2
-         ORDER BY bm25(code_chunks_fts, 4.0, 2.0, 1.0) LIMIT ?3"
-    );
     let mut exprs = vec![parsed.and_expr()];
     if parsed.has_alternatives() {
         exprs.push(parsed.or_expr());
     }
     for expr in exprs {
-        let mut rows = conn
-            .query(&sql, params![expr, project_id, limit])
-            .await
-            .ctx("searching code")?;
-        let mut hits = Vec::new();
-        while let Some(row) = rows.next().await.ctx("searching code")? {
-            hits.push(CodeHit {
-                chunk: chunk_from_row(&row)?,
-                score: row.get(15).ctx("score")?,
-            });
-        }
+        let hits = search_chunks(conn, project_id, &expr, limit, &[]).await?;
         if !hits.is_empty() {
             return Ok(hits);
         }
     }
     Ok(Vec::new())
+}
+
+/// The best `limit` chunks matching the FTS5 expression `expr` (built by `FtsQuery`), only in
+/// files equal to or under one of `under` (project-relative, no trailing slash) when given.
+pub(crate) async fn search_chunks(
+    conn: &Connection,
+    project_id: &str,
+    expr: &str,
+    limit: u32,
+    under: &[String],
+) -> Result<Vec<CodeHit>> {
+    let sql = format!(
+        "SELECT {CHUNK_COLUMNS}, -bm25(code_chunks_fts, 4.0, 2.0, 1.0) AS score
+         FROM code_chunks_fts JOIN code_chunks c ON c.id = code_chunks_fts.rowid
+         JOIN code_files f ON f.id = c.file_id
+         WHERE code_chunks_fts MATCH ?1 AND f.project_id = ?2
+           AND (?4 = '[]' OR EXISTS (SELECT 1 FROM json_each(?4) p
+                WHERE f.path = p.value OR substr(f.path, 1, length(p.value) + 1) = p.value || '/'))
+         ORDER BY bm25(code_chunks_fts, 4.0, 2.0, 1.0) LIMIT ?3"
+    );
+    let under = serde_json::to_string(under).unwrap_or_else(|_| "[]".to_owned());
+    let mut rows = conn
+        .query(&sql, params![expr, project_id, limit, under])
+        .await
+        .ctx("searching code")?;
+    let mut hits = Vec::new();
+    while let Some(row) = rows.next().await.ctx("searching code")? {
+        hits.push(CodeHit {
+            chunk: chunk_from_row(&row)?,
+            score: row.get(15).ctx("score")?,
+        });
+    }
+    Ok(hits)
+}
+
+/// The chunks of the project with these ids (unknown ids are skipped), in no order.
+pub(crate) async fn chunks_by_ids(
+    conn: &Connection,
+    project_id: &str,
+    ids: &[i64],
+) -> Result<Vec<CodeChunk>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {CHUNK_COLUMNS} FROM json_each(?1) j JOIN code_chunks c ON c.id = j.value
+         JOIN code_files f ON f.id = c.file_id WHERE f.project_id = ?2"
+    );
+    let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
+    let mut rows = conn
+        .query(&sql, params![ids, project_id])
+        .await
+        .ctx("reading chunks")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading chunks")? {
+        out.push(chunk_from_row(&row)?);
+    }
+    Ok(out)
 }

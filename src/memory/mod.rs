@@ -22,9 +22,9 @@ pub use read::{ListFilter, ListOrder, MemoryVersion, Stats};
 pub use search::{SearchHit, SearchMode, SearchOptions};
 pub use write::Remembered;
 
-pub(crate) use read::{get, history, list, stats};
+pub(crate) use read::{attached_to_files, get, get_many, history, list, stats};
 pub(crate) use search::search;
-pub(crate) use write::{forget, remember_many, rollback, update};
+pub(crate) use write::{forget, remember_many, rollback, touch, update};
 
 use std::path::Path;
 

@@ -274,3 +274,19 @@ pub fn embedding_text(
     prefix.push(format!("Type: {memory_type}"));
     format!("{}\n\n{content}", prefix.join(" | "))
 }
+
+/// A memory as tests need one: `memory_type` and `content`, every other field the default a
+/// fresh `remember` gives (confidence 0.8, agent_explicit, all times 0).
+#[cfg(test)]
+pub(crate) fn sample(memory_type: MemoryType, content: &str) -> Memory {
+    let json = serde_json::json!({
+        "id": "m", "projectId": "p", "type": memory_type.as_str(), "content": content,
+        "confidence": 0.8, "tags": [], "relatedFiles": [], "relatedModules": [],
+        "scope": "module", "shareScope": "personal", "source": "agent_explicit",
+        "provenanceSessionIds": [], "impactedNodeIds": [], "relations": [],
+        "needsReview": false, "userVerified": false, "pinned": false, "deprecated": false,
+        "redactions": 0, "reinforceCount": 0, "accessCount": 0, "createdAt": 0,
+        "updatedAt": 0, "lastAccessedAt": 0, "version": 1, "metadata": {}
+    });
+    serde_json::from_value(json).expect("a memory")
+}

@@ -202,6 +202,68 @@ pub(crate) async fn get(ctx: &Ctx<'_>, id: &str) -> Result<Memory> {
     }
 }
 
+/// The project's memories with these ids, forgotten or not (unknown ids are skipped), in no
+/// order.
+pub(crate) async fn get_many(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Memory>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT {} FROM json_each(?1) j CROSS JOIN memories m ON m.id = j.value
+         WHERE m.project_id = ?2",
+        *SELECT_M
+    );
+    let ids = serde_json::to_string(ids).map_err(|e| Error::Internal(e.to_string()))?;
+    let conn = ctx.store.reader().await;
+    let mut rows = conn
+        .query(&sql, params![ids, ctx.project_id])
+        .await
+        .ctx("reading memories")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading memories")? {
+        out.push(from_row(&row)?);
+    }
+    Ok(out)
+}
+
+/// Active memories attached to any of `files` (project-relative) or to a symbol in one of them
+/// (a link key `file:Symbol`), with the first of `files` each is attached to; at most `limit`,
+/// in the order of `files`, then most recently used first.
+pub(crate) async fn attached_to_files(
+    ctx: &Ctx<'_>,
+    files: &[String],
+    limit: u32,
+) -> Result<Vec<(usize, Memory)>> {
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Keys `file` and `file:...` are the range [file, file || ';') since ':' + 1 = ';'.
+    let sql = format!(
+        "SELECT {}, top.position FROM (
+           SELECT l.memory_seq AS seq, min(CAST(j.key AS INTEGER)) AS position
+           FROM json_each(?2) j CROSS JOIN memory_links l
+           WHERE l.project_id = ?1
+             AND (l.node_key = j.value OR (l.node_key > j.value || ':' AND l.node_key < j.value || ';'))
+           GROUP BY l.memory_seq) AS top
+         CROSS JOIN memories m ON m.seq = top.seq
+         WHERE m.deprecated = 0
+         ORDER BY top.position, m.last_accessed_at DESC, m.seq DESC LIMIT ?3",
+        *SELECT_M
+    );
+    let json = serde_json::to_string(files).map_err(|e| Error::Internal(e.to_string()))?;
+    let conn = ctx.store.reader().await;
+    let mut rows = conn
+        .query(&sql, params![ctx.project_id, json, limit as i64])
+        .await
+        .ctx("reading attached memories")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading attached memories")? {
+        let position: i64 = row.get(super::rows::COLUMN_COUNT).ctx("position")?;
+        out.push((position as usize, from_row(&row)?));
+    }
+    Ok(out)
+}
+
 /// A filtered, sorted page of the project's memories.
 pub(crate) async fn list(ctx: &Ctx<'_>, filter: &ListFilter) -> Result<Vec<Memory>> {
     if let Some(c) = filter.min_confidence {

@@ -474,6 +474,28 @@ pub(crate) async fn forget(ctx: &Ctx<'_>, id: &str, reason: Option<String>) -> R
     Ok(m)
 }
 
+/// Counts the memories `ids` of the project as used now (access count + 1, last access):
+/// recall does this for what it put into an agent's context. Not a versioned change, and not
+/// a text change, so neither history nor the search index is touched.
+pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let now = ctx.clock.now_ms();
+    let ids = serde_json::to_string(ids).map_err(|e| Error::Internal(e.to_string()))?;
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    tx.execute(
+        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?2
+         WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?3))",
+        params![ctx.project_id, now, ids],
+    )
+    .await
+    .ctx("recording access")?;
+    tx.commit().await.ctx("committing access")?;
+    Ok(())
+}
+
 /// Makes a past version current again (as a new version; history is never rewritten).
 /// Rolling back past a `forget` restores the memory.
 pub(crate) async fn rollback(ctx: &Ctx<'_>, id: &str, version: u32) -> Result<Memory> {

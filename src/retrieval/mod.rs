@@ -1,8 +1,14 @@
-//! Retrieval: turning what a user or agent typed into ranked results. Today this holds the
-//! safe FTS5 query builder that every BM25 path uses; the four-stage pipeline joins it here.
+//! Retrieval: turning what a user or agent typed into ranked results. The safe FTS5 query
+//! builder every BM25 path uses, and the four-stage recall pipeline: what a recall asks for
+//! (`request`), query kinds and their fusion weights (`query_kind`), weighted RRF and the
+//! neighbourhood boost (`fusion`), a memory's standing (`scoring`), files one graph edge apart
+//! (`neighbourhood`), the pipeline itself (`recall`) and the token-budget packing (`packing`).
 
 pub mod fts_query;
 pub mod fusion;
 pub mod neighbourhood;
+pub mod packing;
 pub mod query_kind;
+pub mod recall;
+pub mod request;
 pub mod scoring;

@@ -172,16 +172,10 @@ mod tests {
     }
 
     fn memory(memory_type: MemoryType, confidence: f64, last_accessed_at: i64) -> Memory {
-        let json = serde_json::json!({
-            "id": "m", "projectId": "p", "type": memory_type.as_str(), "content": "c",
-            "confidence": confidence, "tags": [], "relatedFiles": [], "relatedModules": [],
-            "scope": "module", "shareScope": "personal", "source": "agent_explicit",
-            "provenanceSessionIds": [], "impactedNodeIds": [], "relations": [],
-            "needsReview": false, "userVerified": false, "pinned": false, "deprecated": false,
-            "redactions": 0, "reinforceCount": 0, "accessCount": 0, "createdAt": 0,
-            "updatedAt": 0, "lastAccessedAt": last_accessed_at, "version": 1, "metadata": {}
-        });
-        serde_json::from_value(json).expect("a memory")
+        let mut m = crate::memory::model::sample(memory_type, "c");
+        m.confidence = confidence;
+        m.last_accessed_at = last_accessed_at;
+        m
     }
 
     #[test]

@@ -1,0 +1,610 @@
+//! Recall: memories and code chunks for a query, ranked together and packed into a context.
+//!
+//! 1. Candidates, the three paths concurrently, each [`CANDIDATES`] deep per kind: BM25 over
+//!    chunks and over memories; the query's vector against both vector indexes; and the
+//!    graph, from the agent's recent files and the files one edge away: their chunks that
+//!    share a term with the query, and the memories attached to them.
+//! 2. Fusion: weighted RRF with the weights of the query's kind, the filters, the optional
+//!    graph neighbourhood boost, then each memory's standing (phase, source, confidence, use).
+//! 3. Rerank, when a reranker is configured.
+//! 4. Packing into the token budget (`packing.rs`).
+//!
+//! A path that cannot run (no embedding model, an embedding server down) is skipped and named
+//! in `skipped`; recall still answers from the others.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use super::fts_query::FtsQuery;
+use super::fusion::{self, CandidatePath, Fused, ItemRef, RankedList};
+use super::packing::{self, phase_budget};
+use super::query_kind::{self, QueryKind};
+use super::request::{under_any, RecallFilters, RecallRequest};
+use super::scoring::{current_confidence, memory_factor};
+use crate::code::read::{self as code_read, CodeChunk};
+use crate::error::Result;
+use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
+use crate::vector::{DenseQuery, ItemKind};
+use crate::Engram;
+
+/// Candidates each path contributes per kind (the fusion's depth).
+pub const CANDIDATES: u32 = 50;
+
+/// What a recalled item is.
+// Unboxed: a recall holds at most 200 items, built once and moved rarely.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum ItemContent {
+    /// A code chunk.
+    Chunk(CodeChunk),
+    /// A memory.
+    Memory(Memory),
+}
+
+/// Whether and how an item went into the packed context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PackState {
+    /// Packing did not run.
+    NotPacked,
+    /// In the context, whole.
+    Packed,
+    /// In the context, its head only (it was bigger than the room left).
+    Clipped,
+    /// Left out: it overlaps the lines of a chunk already packed.
+    Overlap,
+    /// Left out: no room left in the budget.
+    OverBudget,
+}
+
+impl PackState {
+    /// Lower-case name, as results report it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackState::NotPacked => "none",
+            PackState::Packed => "packed",
+            PackState::Clipped => "clipped",
+            PackState::Overlap => "overlap",
+            PackState::OverBudget => "budget",
+        }
+    }
+
+    /// True when the item is (at least partly) in the context.
+    pub fn in_context(self) -> bool {
+        matches!(self, PackState::Packed | PackState::Clipped)
+    }
+}
+
+/// Where each stage ranked an item (1-based).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageRanks {
+    /// In its keyword list (chunks and memories are ranked separately).
+    pub keyword: Option<u32>,
+    /// In its dense list.
+    pub dense: Option<u32>,
+    /// In its graph list.
+    pub graph: Option<u32>,
+    /// After fusion and the filters, before the memory factors and the rerank.
+    pub fused: u32,
+    /// After the reranker, when one ran.
+    pub rerank: Option<u32>,
+}
+
+/// One recalled item.
+#[derive(Debug, Clone)]
+pub struct RecallItem {
+    /// The chunk or memory.
+    pub content: ItemContent,
+    /// Its final score (higher is better; comparable within one recall only).
+    pub score: f64,
+    /// Its rank in each stage.
+    pub ranks: StageRanks,
+    /// What the graph neighbourhood boost added to its fused score.
+    pub boost: f64,
+    /// The factor its standing put on a memory's score (1 for chunks, or with scoring off).
+    pub factor: f64,
+    /// Whether it is in the packed context.
+    pub pack: PackState,
+    /// Tokens it takes in the context (0 when not packed).
+    pub tokens: u32,
+    /// A short reference to it (at most 40 characters).
+    pub citation: String,
+}
+
+/// How long each stage took, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecallTimings {
+    /// The keyword path.
+    pub keyword_us: u64,
+    /// The dense path, query embedding included.
+    pub dense_us: u64,
+    /// Of which embedding the query.
+    pub embed_us: u64,
+    /// The graph path.
+    pub graph_us: u64,
+    /// Stage 1 as a whole (its paths run concurrently).
+    pub candidates_us: u64,
+    /// Fusion, loading the candidates' rows, filters, boost and scoring.
+    pub fusion_us: u64,
+    /// The reranker.
+    pub rerank_us: u64,
+    /// Packing.
+    pub packing_us: u64,
+    /// The whole recall.
+    pub total_us: u64,
+}
+
+/// What a recall found.
+#[derive(Debug, Clone)]
+pub struct Recall {
+    /// How the query was read.
+    pub query_kind: QueryKind,
+    /// The items, best first.
+    pub items: Vec<RecallItem>,
+    /// The packed context (empty when packing was off or nothing was found).
+    pub context: String,
+    /// The budget packing worked to.
+    pub budget_tokens: u32,
+    /// Tokens the context uses.
+    pub used_tokens: u32,
+    /// Time per stage.
+    pub timings: RecallTimings,
+    /// Paths that could not run, with why (`dense: ENGRAM_MODEL_UNAVAILABLE: ...`).
+    pub skipped: Vec<String>,
+}
+
+/// Rows loaded while gathering candidates, by item.
+#[derive(Default)]
+struct Rows {
+    chunks: HashMap<i64, CodeChunk>,
+    memories: HashMap<String, Memory>,
+}
+
+/// What one stage-1 path produced.
+#[derive(Default)]
+struct PathOutput {
+    lists: Vec<RankedList>,
+    rows: Rows,
+    skipped: Option<String>,
+    micros: u64,
+    embed_micros: u64,
+}
+
+fn micros(since: Instant) -> u64 {
+    since.elapsed().as_micros() as u64
+}
+
+fn wants(filters: &RecallFilters, kind: ItemKind) -> bool {
+    filters.kinds.is_empty() || filters.kinds.contains(&kind)
+}
+
+/// Files and modules the filters confine chunks to (empty: anywhere).
+fn chunk_scope(filters: &RecallFilters) -> Vec<String> {
+    let mut scope = filters.files.clone();
+    scope.extend(filters.modules.iter().cloned());
+    scope
+}
+
+/// Runs a validated request.
+pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recall> {
+    let started = Instant::now();
+    let kind = query_kind::detect(&request.query, &request.recent_tool_calls);
+    let weights = kind.path_weights();
+    let stages = request.stages;
+    let (keyword, dense, graph) = tokio::join!(
+        async {
+            if stages.keyword {
+                keyword_path(handle, &request, weights.keyword).await
+            } else {
+                Ok(PathOutput::default())
+            }
+        },
+        async {
+            if stages.dense {
+                dense_path(handle, &request, weights.dense).await
+            } else {
+                Ok(PathOutput::default())
+            }
+        },
+        async {
+            if stages.graph {
+                graph_path(handle, &request, weights.graph).await
+            } else {
+                Ok(PathOutput::default())
+            }
+        },
+    );
+    let (keyword, dense, graph) = (keyword?, dense?, graph?);
+    let mut timings = RecallTimings {
+        keyword_us: keyword.micros,
+        dense_us: dense.micros,
+        embed_us: dense.embed_micros,
+        graph_us: graph.micros,
+        candidates_us: micros(started),
+        ..RecallTimings::default()
+    };
+    let fusion_started = Instant::now();
+    let mut rows = Rows::default();
+    let mut lists = Vec::new();
+    let mut skipped = Vec::new();
+    for output in [keyword, dense, graph] {
+        rows.chunks.extend(output.rows.chunks);
+        rows.memories.extend(output.rows.memories);
+        lists.extend(output.lists);
+        skipped.extend(output.skipped);
+    }
+    let mut fused = fusion::weighted_rrf(&lists);
+    load_missing(handle, &fused, &mut rows).await?;
+    let now = handle.engine().clock.now_ms();
+    fused.retain(|f| passes(&f.item, &rows, &request.filters, now));
+    if stages.boost {
+        boost(handle, &mut fused, &rows).await?;
+    }
+    let mut items: Vec<RecallItem> = fused
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, f)| to_item(f, index, &mut rows))
+        .collect();
+    if stages.scoring {
+        for item in &mut items {
+            if let ItemContent::Memory(m) = &item.content {
+                item.factor = memory_factor(m, request.phase, now);
+                item.score *= item.factor;
+            }
+        }
+        items.sort_by(|a, b| b.score.total_cmp(&a.score));
+    }
+    items.truncate(request.limit_or_default());
+    timings.fusion_us = micros(fusion_started);
+
+    let packing_started = Instant::now();
+    let budget = request
+        .budget_tokens
+        .unwrap_or_else(|| phase_budget(request.phase));
+    let (context, used_tokens) = if stages.packing {
+        let packed = packing::pack(&mut items, request.phase, budget);
+        (packed.text, packed.tokens)
+    } else {
+        for item in &mut items {
+            item.citation = packing::citation(&item.content);
+        }
+        (String::new(), 0)
+    };
+    timings.packing_us = micros(packing_started);
+    if request.track_access {
+        let used: Vec<String> = items
+            .iter()
+            .filter(|i| !stages.packing || i.pack.in_context())
+            .filter_map(|i| match &i.content {
+                ItemContent::Memory(m) => Some(m.id.clone()),
+                ItemContent::Chunk(_) => None,
+            })
+            .collect();
+        memory::touch(&handle.ctx(), &used).await?;
+    }
+    timings.total_us = micros(started);
+    Ok(Recall {
+        query_kind: kind,
+        items,
+        context,
+        budget_tokens: budget,
+        used_tokens,
+        timings,
+        skipped,
+    })
+}
+
+/// BM25 over chunks (all terms, then any term to fill the depth) and over memories.
+async fn keyword_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Result<PathOutput> {
+    let started = Instant::now();
+    let mut out = PathOutput::default();
+    let filters = &request.filters;
+    if wants(filters, ItemKind::Chunk) {
+        if let Some(parsed) = FtsQuery::parse(&request.query) {
+            let scope = chunk_scope(filters);
+            let reader = handle.engine().store.reader().await;
+            let mut hits = code_read::search_chunks(
+                &reader,
+                handle.project_id(),
+                &parsed.and_expr(),
+                CANDIDATES,
+                &scope,
+            )
+            .await?;
+            if parsed.has_alternatives() && (hits.len() as u32) < CANDIDATES / 2 {
+                let more = code_read::search_chunks(
+                    &reader,
+                    handle.project_id(),
+                    &parsed.or_expr(),
+                    CANDIDATES,
+                    &scope,
+                )
+                .await?;
+                let seen: HashSet<i64> = hits.iter().map(|h| h.chunk.id).collect();
+                hits.extend(more.into_iter().filter(|h| !seen.contains(&h.chunk.id)));
+                hits.truncate(CANDIDATES as usize);
+            }
+            out.lists.push(RankedList {
+                path: CandidatePath::Keyword,
+                weight,
+                items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
+            });
+            out.rows
+                .chunks
+                .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
+        }
+    }
+    if wants(filters, ItemKind::Memory) {
+        let options = SearchOptions {
+            limit: Some(CANDIDATES),
+            mode: SearchMode::Auto,
+            filter: ListFilter {
+                types: filters.types.clone(),
+                scopes: filters.scopes.clone(),
+                // Stored confidence bounds the decayed one from above: a safe pre-filter.
+                min_confidence: filters.min_confidence,
+                ..ListFilter::default()
+            },
+        };
+        let hits = handle.search(&request.query, &options).await?;
+        out.lists.push(RankedList {
+            path: CandidatePath::Keyword,
+            weight,
+            items: hits
+                .iter()
+                .map(|h| ItemRef::Memory(h.memory.id.clone()))
+                .collect(),
+        });
+        out.rows
+            .memories
+            .extend(hits.into_iter().map(|h| (h.memory.id.clone(), h.memory)));
+    }
+    out.micros = micros(started);
+    Ok(out)
+}
+
+/// The query's vector against the chunk and memory indexes of the current model.
+async fn dense_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Result<PathOutput> {
+    let started = Instant::now();
+    let mut out = PathOutput::default();
+    let vector = match handle.embed_query(&request.query).await {
+        Ok(found) => found,
+        Err(e) => {
+            out.skipped = Some(format!("dense: {}: {e}", e.code()));
+            out.micros = micros(started);
+            return Ok(out);
+        }
+    };
+    out.embed_micros = micros(started);
+    let (model, vector) = vector;
+    let filters = &request.filters;
+    for kind in [ItemKind::Chunk, ItemKind::Memory] {
+        if !wants(filters, kind) {
+            continue;
+        }
+        let query = DenseQuery {
+            limit: CANDIDATES as usize,
+            kinds: vec![kind],
+            paths: if kind == ItemKind::Chunk {
+                chunk_scope(filters)
+            } else {
+                Vec::new()
+            },
+            memory_types: if kind == ItemKind::Memory {
+                filters
+                    .types
+                    .iter()
+                    .map(|t| t.as_str().to_owned())
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        };
+        let hits = crate::vector::dense_search(
+            &handle.engine().store,
+            &handle.engine().vectors,
+            handle.project_id(),
+            &model,
+            vector.clone(),
+            &query,
+        )
+        .await?;
+        out.lists.push(RankedList {
+            path: CandidatePath::Dense,
+            weight,
+            items: hits
+                .into_iter()
+                .filter_map(|h| match kind {
+                    ItemKind::Chunk => h.chunk_id.map(ItemRef::Chunk),
+                    ItemKind::Memory => h.memory_id.map(ItemRef::Memory),
+                })
+                .collect(),
+        });
+    }
+    out.micros = micros(started);
+    Ok(out)
+}
+
+/// From the recent files and their graph neighbours: the chunks there sharing a term with the
+/// query (BM25 order), and the memories attached to them (recent files first).
+async fn graph_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Result<PathOutput> {
+    let started = Instant::now();
+    let mut out = PathOutput::default();
+    if request.recent_files.is_empty() {
+        return Ok(out);
+    }
+    let neighbours = handle.file_neighbours(&request.recent_files).await?;
+    let mut files: Vec<String> = request.recent_files.clone();
+    for recent in &request.recent_files {
+        for next in neighbours.get(recent).into_iter().flatten() {
+            if !files.contains(next) {
+                files.push(next.clone());
+            }
+        }
+    }
+    files.truncate(super::neighbourhood::MAX_FILES);
+    let filters = &request.filters;
+    if wants(filters, ItemKind::Chunk) {
+        if let Some(parsed) = FtsQuery::parse(&request.query) {
+            let scope = chunk_scope(filters);
+            let in_scope: Vec<String> = files
+                .iter()
+                .filter(|f| scope.is_empty() || under_any(f, &scope))
+                .cloned()
+                .collect();
+            if !in_scope.is_empty() {
+                let reader = handle.engine().store.reader().await;
+                let hits = code_read::search_chunks(
+                    &reader,
+                    handle.project_id(),
+                    &parsed.or_expr(),
+                    CANDIDATES,
+                    &in_scope,
+                )
+                .await?;
+                out.lists.push(RankedList {
+                    path: CandidatePath::Graph,
+                    weight,
+                    items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
+                });
+                out.rows
+                    .chunks
+                    .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
+            }
+        }
+    }
+    if wants(filters, ItemKind::Memory) {
+        let attached = memory::attached_to_files(&handle.ctx(), &files, CANDIDATES).await?;
+        out.lists.push(RankedList {
+            path: CandidatePath::Graph,
+            weight,
+            items: attached
+                .iter()
+                .map(|(_, m)| ItemRef::Memory(m.id.clone()))
+                .collect(),
+        });
+        out.rows
+            .memories
+            .extend(attached.into_iter().map(|(_, m)| (m.id.clone(), m)));
+    }
+    out.micros = micros(started);
+    Ok(out)
+}
+
+/// Reads the rows of fused items no path loaded (dense hits carry ids only).
+async fn load_missing(handle: &Engram, fused: &[Fused], rows: &mut Rows) -> Result<()> {
+    let mut chunk_ids = Vec::new();
+    let mut memory_ids = Vec::new();
+    for f in fused {
+        match &f.item {
+            ItemRef::Chunk(id) if !rows.chunks.contains_key(id) => chunk_ids.push(*id),
+            ItemRef::Memory(id) if !rows.memories.contains_key(id) => memory_ids.push(id.clone()),
+            _ => {}
+        }
+    }
+    if !chunk_ids.is_empty() {
+        let reader = handle.engine().store.reader().await;
+        for chunk in code_read::chunks_by_ids(&reader, handle.project_id(), &chunk_ids).await? {
+            rows.chunks.insert(chunk.id, chunk);
+        }
+    }
+    for memory in memory::get_many(&handle.ctx(), &memory_ids).await? {
+        rows.memories.insert(memory.id.clone(), memory);
+    }
+    Ok(())
+}
+
+/// Whether an item exists (it may have gone since a vector index was read) and passes the
+/// filters.
+fn passes(item: &ItemRef, rows: &Rows, filters: &RecallFilters, now: i64) -> bool {
+    let scope = chunk_scope(filters);
+    match item {
+        ItemRef::Chunk(id) => {
+            wants(filters, ItemKind::Chunk)
+                && rows
+                    .chunks
+                    .get(id)
+                    .is_some_and(|c| scope.is_empty() || under_any(&c.path, &scope))
+        }
+        ItemRef::Memory(id) => {
+            let Some(m) = rows.memories.get(id) else {
+                return false;
+            };
+            let modules: Vec<String> = m
+                .related_modules
+                .iter()
+                .map(|module| module.trim_end_matches('/').to_owned())
+                .collect();
+            wants(filters, ItemKind::Memory)
+                && !m.deprecated
+                && (filters.include_stale || m.stale_at.is_none())
+                && (filters.types.is_empty() || filters.types.contains(&m.memory_type))
+                && (filters.scopes.is_empty() || filters.scopes.contains(&m.scope))
+                && filters
+                    .min_confidence
+                    .is_none_or(|min| current_confidence(m, now) >= min)
+                && (filters.files.is_empty()
+                    || m.related_files.iter().any(|f| under_any(f, &filters.files)))
+                && (filters.modules.is_empty()
+                    || modules
+                        .iter()
+                        .any(|module| filters.modules.contains(module))
+                    || m.related_files
+                        .iter()
+                        .any(|f| under_any(f, &filters.modules)))
+        }
+    }
+}
+
+/// The graph neighbourhood boost over the filtered candidates: an item's files are a chunk's
+/// file or a memory's related files.
+async fn boost(handle: &Engram, fused: &mut [Fused], rows: &Rows) -> Result<()> {
+    let files_of = |item: &ItemRef| -> Vec<String> {
+        match item {
+            ItemRef::Chunk(id) => rows.chunks.get(id).map(|c| vec![c.path.clone()]),
+            ItemRef::Memory(id) => rows.memories.get(id).map(|m| m.related_files.clone()),
+        }
+        .unwrap_or_default()
+    };
+    let mut top_files: Vec<String> = Vec::new();
+    for f in fused.iter().take(fusion::BOOST_TOP) {
+        for file in files_of(&f.item) {
+            if !top_files.contains(&file) {
+                top_files.push(file);
+            }
+        }
+    }
+    let neighbours = handle.file_neighbours(&top_files).await?;
+    fusion::neighbourhood_boost(fused, |top, candidate| {
+        let candidate_files = files_of(candidate);
+        files_of(top).iter().any(|t| {
+            neighbours
+                .get(t)
+                .is_some_and(|n| candidate_files.iter().any(|c| n.contains(c)))
+        })
+    });
+    Ok(())
+}
+
+/// The item for a fused candidate at `index` (its rows move out of `rows`).
+fn to_item(f: Fused, index: usize, rows: &mut Rows) -> Option<RecallItem> {
+    let content = match &f.item {
+        ItemRef::Chunk(id) => ItemContent::Chunk(rows.chunks.remove(id)?),
+        ItemRef::Memory(id) => ItemContent::Memory(rows.memories.remove(id)?),
+    };
+    Some(RecallItem {
+        content,
+        score: f.score,
+        ranks: StageRanks {
+            keyword: f.ranks.keyword,
+            dense: f.ranks.dense,
+            graph: f.ranks.graph,
+            fused: index as u32 + 1,
+            rerank: None,
+        },
+        boost: f.boost,
+        factor: 1.0,
+        pack: PackState::NotPacked,
+        tokens: 0,
+        citation: String::new(),
+    })
+}

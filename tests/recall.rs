@@ -1,0 +1,507 @@
+//! Recall end to end on a small TypeScript project whose right answers are known: real
+//! tree-sitter parses, a real libSQL file, the real graph. The dense path runs through a
+//! callback embedder with a tiny fixed vocabulary of concepts (so that "credentials" is near
+//! "password" and the assertions below can say exactly what the dense path must find).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use engram::clock::ManualClock;
+use engram::code::IndexOptions;
+use engram::embed::{CallbackOptions, EmbeddingProvider};
+use engram::engine::EngineOptions;
+use engram::memory::{MemoryType, RememberInput};
+use engram::retrieval::recall::{ItemContent, PackState, Recall, RecallItem};
+use engram::retrieval::request::RecallRequest;
+use engram::retrieval::scoring::Phase;
+use engram::vector::ItemKind;
+use engram::{Engram, OpenOptions};
+
+/// One definition per file, so that each chunk is one symbol.
+const FILES: &[(&str, &str)] = &[
+    (
+        "src/auth/password.ts",
+        r#"export function checkPassword(stored: string, given: string): boolean {
+  // constant-time comparison of the salted hashes
+  let diff = 0
+  for (let i = 0; i < stored.length; i++) diff |= stored.charCodeAt(i) ^ given.charCodeAt(i)
+  return diff === 0
+}
+"#,
+    ),
+    (
+        "src/auth/login.ts",
+        r#"import { findUser } from '../db/users'
+import { checkPassword } from './password'
+
+export async function login(name: string, password: string) {
+  const user = await findUser(name)
+  if (!user) throw new Error('unknown user')
+  return checkPassword(user.hash, password)
+}
+"#,
+    ),
+    (
+        "src/db/users.ts",
+        r#"export async function findUser(name: string): Promise<{ name: string; hash: string } | undefined> {
+  const rows = await db.query('SELECT * FROM users WHERE name = ?', [name])
+  return rows[0]
+}
+"#,
+    ),
+    (
+        "src/ui/button.ts",
+        r#"export function renderButton(label: string): string {
+  return `<button class="primary">${label}</button>`
+}
+"#,
+    ),
+];
+
+/// Concepts of the test embedder: words in one group map to the same dimension.
+const CONCEPTS: &[&[&str]] = &[
+    &[
+        "password",
+        "credentials",
+        "secret",
+        "hashes",
+        "verify",
+        "checkpassword",
+    ],
+    &["button", "render", "renderbutton", "widget", "ui"],
+    &["user", "users", "finduser", "account", "lookup"],
+    &["login", "sign", "signin"],
+    &["deleted", "soft", "deletes", "deletedat", "tombstone"],
+];
+
+fn concept_vector(text: &str) -> Vec<f32> {
+    let mut v = vec![0.0f32; CONCEPTS.len() + 1];
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        if let Some(i) = CONCEPTS.iter().position(|g| g.contains(&word.as_str())) {
+            v[i] += 1.0;
+        }
+    }
+    v[CONCEPTS.len()] = 0.05; // never zero
+    v
+}
+
+fn concept_embedder() -> EmbeddingProvider {
+    EmbeddingProvider::Callback(CallbackOptions::new(
+        "concepts",
+        Arc::new(|texts: Vec<String>| {
+            Box::pin(async move { Ok(texts.iter().map(|t| concept_vector(t)).collect()) })
+        }),
+    ))
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    clock: Arc<ManualClock>,
+    e: Engram,
+}
+
+async fn fixture(embeddings: EmbeddingProvider) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    for (path, text) in FILES {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let mut options = OpenOptions::new(dir.path().join("recall.db"));
+    options.project_root = Some(root.clone());
+    options.engine = EngineOptions {
+        clock: clock.clone(),
+        embeddings,
+        ..EngineOptions::default()
+    };
+    let e = Engram::open(options).await.unwrap();
+    e.index(
+        &IndexOptions::default(),
+        &|_| {},
+        &Arc::new(AtomicBool::new(false)),
+    )
+    .await
+    .unwrap();
+    Fixture {
+        root: root.canonicalize().unwrap(),
+        _dir: dir,
+        clock,
+        e,
+    }
+}
+
+async fn remember(e: &Engram, t: MemoryType, content: &str, files: &[&str]) -> String {
+    let mut input = RememberInput::new(t, content);
+    input.related_files = files.iter().map(|f| f.to_string()).collect();
+    e.remember(input).await.unwrap().memory.id
+}
+
+async fn embed(e: &Engram) {
+    e.embed_pending(|_| {}, &AtomicBool::new(false))
+        .await
+        .unwrap();
+}
+
+fn symbol(item: &RecallItem) -> Option<&str> {
+    match &item.content {
+        ItemContent::Chunk(c) => c.symbols.first().map(String::as_str),
+        ItemContent::Memory(_) => None,
+    }
+}
+
+fn memory_id(item: &RecallItem) -> Option<&str> {
+    match &item.content {
+        ItemContent::Memory(m) => Some(&m.id),
+        ItemContent::Chunk(_) => None,
+    }
+}
+
+fn find_symbol<'a>(recall: &'a Recall, name: &str) -> Option<&'a RecallItem> {
+    recall.items.iter().find(|i| symbol(i) == Some(name))
+}
+
+fn find_memory<'a>(recall: &'a Recall, id: &str) -> Option<&'a RecallItem> {
+    recall.items.iter().find(|i| memory_id(i) == Some(id))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memories_and_chunks_rank_together_with_ranks_citations_and_context() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let gotcha = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "checkPassword must stay constant-time: never return early on a mismatch",
+        &["src/auth/password.ts"],
+    )
+    .await;
+    let recall =
+        f.e.recall(RecallRequest::new("checkPassword"))
+            .await
+            .unwrap();
+    assert_eq!(recall.query_kind.as_str(), "identifier");
+    let chunk = find_symbol(&recall, "checkPassword").expect("the definition is found");
+    assert_eq!(chunk.ranks.keyword, Some(1));
+    let memory = find_memory(&recall, &gotcha).expect("the gotcha is found");
+    assert_eq!(memory.ranks.keyword, Some(1));
+    // Both are first in their keyword list: they lead the results, ahead of `login` (which
+    // only calls checkPassword).
+    let top: Vec<_> = recall.items.iter().take(2).collect();
+    assert!(top.iter().any(|i| symbol(i) == Some("checkPassword")));
+    assert!(top.iter().any(|i| memory_id(i) == Some(gotcha.as_str())));
+    for (rank, item) in recall.items.iter().enumerate() {
+        assert_eq!(
+            item.ranks.fused as usize,
+            rank + 1,
+            "no rerank, no phase: fused order"
+        );
+        assert!(item.citation.chars().count() <= 40, "{}", item.citation);
+    }
+    assert_eq!(chunk.citation, "src/auth/password.ts:1-6");
+    assert!(memory.citation.starts_with("gotcha: checkPassword must"));
+    // The dense path had no model: skipped and said so.
+    assert!(
+        recall
+            .skipped
+            .iter()
+            .any(|s| s.starts_with("dense: ENGRAM_MODEL_UNAVAILABLE")),
+        "{:?}",
+        recall.skipped
+    );
+    // The context holds both, memories first, code grouped under its file.
+    let memories_at = recall.context.find("## Memories").unwrap();
+    let code_at = recall.context.find("## Code").unwrap();
+    assert!(memories_at < code_at);
+    assert!(recall
+        .context
+        .contains("### src/auth/password.ts (typescript)"));
+    assert!(recall.context.contains("never return early"));
+    assert!(recall.context.contains("diff |= stored.charCodeAt(i)"));
+    assert!(recall.used_tokens > 0 && recall.used_tokens <= recall.budget_tokens);
+    assert_eq!(recall.budget_tokens, 2500);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dense_path_finds_what_the_words_miss() {
+    let f = fixture(concept_embedder()).await;
+    embed(&f.e).await;
+    // No word of the query is in checkPassword's chunk, but the concept is.
+    let recall =
+        f.e.recall(RecallRequest::new("verify the secret credentials"))
+            .await
+            .unwrap();
+    assert!(recall.skipped.is_empty(), "{:?}", recall.skipped);
+    let chunk = find_symbol(&recall, "checkPassword").expect("found by meaning");
+    assert_eq!(chunk.ranks.keyword, None);
+    assert!(chunk.ranks.dense.is_some());
+    assert_eq!(symbol(&recall.items[0]), Some("checkPassword"));
+
+    let mut without_dense = RecallRequest::new("verify the secret credentials");
+    without_dense.stages.dense = false;
+    let recall = f.e.recall(without_dense).await.unwrap();
+    assert!(find_symbol(&recall, "checkPassword").is_none());
+    assert_eq!(recall.timings.embed_us, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_graph_path_brings_memories_of_files_next_to_the_recent_ones() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    // Attached to users.ts, which login.ts imports; no word in common with the query.
+    let soft_deletes = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "rows are soft-deleted: filter on deletedAt",
+        &["src/db/users.ts"],
+    )
+    .await;
+    let elsewhere = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "buttons need an aria label",
+        &["src/ui/button.ts"],
+    )
+    .await;
+    let mut request = RecallRequest::new("how does login work");
+    request.recent_files = vec![f.root.join("src/auth/login.ts").display().to_string()];
+    let recall = f.e.recall(request.clone()).await.unwrap();
+    let found = find_memory(&recall, &soft_deletes).expect("attached to a neighbour");
+    assert!(found.ranks.graph.is_some() && found.ranks.keyword.is_none());
+    assert!(
+        find_memory(&recall, &elsewhere).is_none(),
+        "not a neighbour"
+    );
+    // The graph's chunk list: login.ts itself and users.ts, by the query's terms.
+    let login = find_symbol(&recall, "login").unwrap();
+    assert!(login.ranks.graph.is_some());
+
+    request.stages.graph = false;
+    let recall = f.e.recall(request).await.unwrap();
+    assert!(find_memory(&recall, &soft_deletes).is_none());
+    assert_eq!(recall.timings.graph_us, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filters_decide_what_may_come_back() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let gotcha = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "login retries are capped at 3",
+        &["src/auth/login.ts"],
+    )
+    .await;
+    let decision = remember(
+        &f.e,
+        MemoryType::Decision,
+        "login uses sessions, not JWT",
+        &[],
+    )
+    .await;
+    let forgotten = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "login used to need a captcha",
+        &[],
+    )
+    .await;
+    f.e.forget(&forgotten, None).await.unwrap();
+
+    let everything = f.e.recall(RecallRequest::new("login")).await.unwrap();
+    assert!(find_memory(&everything, &gotcha).is_some());
+    assert!(find_memory(&everything, &decision).is_some());
+    assert!(
+        find_memory(&everything, &forgotten).is_none(),
+        "forgotten never returns"
+    );
+    assert!(find_symbol(&everything, "login").is_some());
+
+    let mut only_memories = RecallRequest::new("login");
+    only_memories.filters.kinds = vec![ItemKind::Memory];
+    let recall = f.e.recall(only_memories).await.unwrap();
+    assert_eq!(recall.items.len(), 2);
+
+    let mut decisions = RecallRequest::new("login");
+    decisions.filters.types = vec![MemoryType::Decision];
+    let recall = f.e.recall(decisions).await.unwrap();
+    assert!(find_memory(&recall, &decision).is_some());
+    assert!(find_memory(&recall, &gotcha).is_none());
+    assert!(
+        find_symbol(&recall, "login").is_some(),
+        "types filter memories only"
+    );
+
+    let mut in_auth = RecallRequest::new("login");
+    in_auth.filters.modules = vec!["src/auth/".into()];
+    let recall = f.e.recall(in_auth).await.unwrap();
+    assert!(find_memory(&recall, &gotcha).is_some());
+    assert!(
+        find_memory(&recall, &decision).is_none(),
+        "no file under src/auth"
+    );
+    for item in &recall.items {
+        if let ItemContent::Chunk(c) = &item.content {
+            assert!(c.path.starts_with("src/auth/"), "{}", c.path);
+        }
+    }
+
+    // A gotcha halves its confidence every 60 idle days: 0.8 -> 0.2 after 120.
+    f.clock.advance(120 * 86_400_000);
+    let mut confident = RecallRequest::new("login");
+    confident.filters.min_confidence = Some(0.5);
+    let recall = f.e.recall(confident).await.unwrap();
+    assert!(find_memory(&recall, &gotcha).is_none(), "decayed");
+    assert!(
+        find_memory(&recall, &decision).is_some(),
+        "decisions do not decay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stale_memories_are_left_out_unless_asked_for() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let mut input = RememberInput::new(MemoryType::Gotcha, "findUser ignores deleted rows");
+    input.target_node_id = Some("src/db/users.ts:findUser".into());
+    let id = f.e.remember(input).await.unwrap().memory.id;
+    let path = f.root.join("src/db/users.ts");
+    let changed = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("return rows[0]", "return rows.find((r) => !r.deletedAt)");
+    std::fs::write(&path, changed).unwrap();
+    f.e.index_paths(&[path.display().to_string()], &IndexOptions::default())
+        .await
+        .unwrap();
+    assert!(f.e.get(&id).await.unwrap().stale_at.is_some());
+    let recall =
+        f.e.recall(RecallRequest::new("findUser deleted"))
+            .await
+            .unwrap();
+    assert!(find_memory(&recall, &id).is_none());
+    let mut with_stale = RecallRequest::new("findUser deleted");
+    with_stale.filters.include_stale = true;
+    let recall = f.e.recall(with_stale).await.unwrap();
+    assert!(find_memory(&recall, &id).is_some());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_phase_decides_between_equally_matching_memories() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let gotcha = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "the session cache expires hourly",
+        &[],
+    )
+    .await;
+    let decision = remember(
+        &f.e,
+        MemoryType::Decision,
+        "the session cache lives in redis",
+        &[],
+    )
+    .await;
+    let first = |recall: &Recall| memory_id(&recall.items[0]).unwrap().to_owned();
+    let mut request = RecallRequest::new("session cache");
+    request.filters.kinds = vec![ItemKind::Memory];
+    request.phase = Some(Phase::Implement);
+    let implementing = f.e.recall(request.clone()).await.unwrap();
+    assert_eq!(first(&implementing), gotcha);
+    assert!(implementing.items[0].factor > 1.3);
+    request.phase = Some(Phase::Explore);
+    let exploring = f.e.recall(request.clone()).await.unwrap();
+    assert_eq!(first(&exploring), decision);
+    assert_eq!(exploring.budget_tokens, 2000);
+    // With scoring off every factor is 1.
+    request.stages.scoring = false;
+    let plain = f.e.recall(request).await.unwrap();
+    assert!(plain.items.iter().all(|i| i.factor == 1.0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn packing_keeps_to_the_budget() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    for i in 0..30 {
+        remember(
+            &f.e,
+            MemoryType::Pattern,
+            &format!(
+                "render helper number {i}: {}",
+                "keep markup small. ".repeat(20)
+            ),
+            &[],
+        )
+        .await;
+    }
+    let mut request = RecallRequest::new("render");
+    request.budget_tokens = Some(300);
+    request.limit = Some(40);
+    let recall = f.e.recall(request).await.unwrap();
+    assert!(recall.used_tokens <= 300, "{}", recall.used_tokens);
+    let packed: u32 = recall
+        .items
+        .iter()
+        .filter(|i| i.pack.in_context())
+        .map(|i| i.tokens)
+        .sum();
+    assert_eq!(packed, recall.used_tokens);
+    assert!(recall.items.iter().any(|i| i.pack == PackState::OverBudget));
+    assert!(recall.items.iter().any(|i| i.pack.in_context()));
+
+    let mut unpacked = RecallRequest::new("render");
+    unpacked.stages.packing = false;
+    let recall = f.e.recall(unpacked).await.unwrap();
+    assert!(recall.context.is_empty());
+    assert!(recall.items.iter().all(|i| i.pack == PackState::NotPacked));
+    assert!(recall.items.iter().all(|i| !i.citation.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_tracked_recalls_count_as_use() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let id = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "login locks after five failures",
+        &[],
+    )
+    .await;
+    f.clock.advance(5_000);
+    f.e.recall(RecallRequest::new("login failures"))
+        .await
+        .unwrap();
+    let untouched = f.e.get(&id).await.unwrap();
+    assert_eq!(untouched.access_count, 0);
+    let mut tracked = RecallRequest::new("login failures");
+    tracked.track_access = true;
+    f.e.recall(tracked).await.unwrap();
+    let used = f.e.get(&id).await.unwrap();
+    assert_eq!(used.access_count, 1);
+    assert_eq!(used.last_accessed_at, untouched.last_accessed_at + 5_000);
+    assert_eq!(used.version, untouched.version, "not a versioned change");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_requests_are_refused_with_codes_and_odd_queries_are_safe() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let err = f.e.recall(RecallRequest::new("")).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+    let mut outside = RecallRequest::new("x");
+    outside.recent_files = vec!["../../etc/passwd".into()];
+    assert_eq!(
+        f.e.recall(outside).await.unwrap_err().code(),
+        "ENGRAM_INVALID_ARG"
+    );
+    // FTS5 syntax in user text is text.
+    for query in [
+        "NEAR(login",
+        "\"unbalanced",
+        "login OR",
+        "*",
+        "col:login",
+        "-login",
+    ] {
+        f.e.recall(RecallRequest::new(query)).await.unwrap();
+    }
+}
