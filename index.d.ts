@@ -253,6 +253,25 @@ export declare class Engram {
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
   /**
+   * Memories and code chunks for `query`, ranked together, plus a context packed into a
+   * token budget with a citation per item: keyword (BM25), dense (when a model is available)
+   * and graph candidates (from `recentFiles`) fused by weights chosen from the kind of query,
+   * filtered, weighed by each memory's standing, packed by the phase's per-type shares.
+   * Any text is a valid query (at most 8 KiB). Rejects with `ENGRAM_INVALID_ARG` for a bad
+   * option or a path outside the project root.
+   *
+   * ```ts
+   * const { items, context } = await memory.recall('where are passwords checked', {
+   *   phase: 'implement',
+   *   recentFiles: ['src/auth/login.ts'],
+   *   trackAccess: true,
+   * })
+   * for (const i of items) console.log(i.kind, i.citation, i.ranks)
+   * prompt += context
+   * ```
+   */
+  recall(query: string, options?: RecallOptions): Promise<RecallResult>
+  /**
    * Gives every indexed chunk and every memory of the project that has no vector for the
    * current model one, off the JS thread (chunks first). Resumable: an aborted or crashed run
    * keeps what it stored and the next run starts where the vectors stop; changing the model
@@ -1171,6 +1190,183 @@ export interface ReachOptions {
   maxDepth?: number
   /** Most nodes returned (1..10000, default 500). */
   limit?: number
+}
+
+/** What a recall may return. Every filter left out allows everything. */
+export interface RecallFilters {
+  /** Chunks, memories, or both (the default). */
+  kinds?: Array<'chunk' | 'memory'>
+  /** Memories of these types only (chunks are not affected). */
+  types?: Array<MemoryType>
+  /** Memories in these scopes only. */
+  scopes?: Array<MemoryScope>
+  /**
+   * Chunks in these files or directories, memories related to a file in them (relative to
+   * the project root, or absolute inside it).
+   */
+  files?: Array<string>
+  /**
+   * Chunks under these module directories (`src/auth/`), memories naming one of them or
+   * related to a file under one.
+   */
+  modules?: Array<string>
+  /** Memories whose current confidence (decayed since their last use) is at least this. */
+  minConfidence?: number
+  /** Also memories marked stale because the code they are about changed (default false). */
+  includeStale?: boolean
+}
+
+/** One recalled item: a code chunk or a memory. */
+export interface RecallItem {
+  /** `'chunk'` or `'memory'`. */
+  kind: 'chunk' | 'memory'
+  /** The memory's id, or the chunk's id as a string. */
+  id: string
+  /** Final score, higher is better (comparable within one recall only). */
+  score: number
+  /** Its rank in each stage, for debugging and ablations. */
+  ranks: RecallRanks
+  /** What the graph neighbourhood boost added to its fused score. */
+  boost: number
+  /** The factor a memory's standing put on its score (1 for chunks). */
+  factor: number
+  /**
+   * `'packed'` or `'clipped'` (in the context), `'overlap'` (its lines are already there),
+   * `'budget'` (no room left), `'none'` (packing off).
+   */
+  pack: 'packed' | 'clipped' | 'overlap' | 'budget' | 'none'
+  /** Tokens it takes in the context. */
+  tokens: number
+  /** A short reference (at most 40 characters): `src/auth.ts:10-42`, `gotcha: never...`. */
+  citation: string
+  /** Chunks: the file, relative to the project root. */
+  path?: string
+  /** Chunks: the qualified name of the definition, when the chunk is one. */
+  symbol?: string
+  /** Chunks: first line, 1-based. */
+  startLine?: number
+  /** Chunks: last line, inclusive. */
+  endLine?: number
+  /** Memories: the type. */
+  memoryType?: MemoryType
+  /** Chunks: the chunk. */
+  chunk?: CodeChunk
+  /** Memories: the memory. */
+  memory?: Memory
+}
+
+/** Options of `recall()`. */
+export interface RecallOptions {
+  /**
+   * What the agent is doing: weighs memory types (a gotcha counts more while implementing)
+   * and sets the default budget (define 2500, implement 3000, validate 2500, refine 2000,
+   * explore 2000, reflect 1500 tokens).
+   */
+  phase?: 'define' | 'implement' | 'validate' | 'refine' | 'explore' | 'reflect'
+  /** Files the agent read or edited lately, most recent first: the graph path starts there. */
+  recentFiles?: Array<string>
+  /**
+   * The agent's recent tool calls by name (`Grep`, `Read`...), most recent first: a run of
+   * searches makes the query structural.
+   */
+  recentToolCalls?: Array<string>
+  /** What may be returned. */
+  filters?: RecallFilters
+  /** Tokens the packed context may use (1..200000; default: the phase's budget, else 2500). */
+  budgetTokens?: number
+  /** Ranked items returned (1..200, default 20). */
+  limit?: number
+  /** Stages to switch off for this call. */
+  stages?: RecallStages
+  /**
+   * Count the memories put into the context as used (access count and last access, which
+   * keep their confidence from decaying). Set it when the context goes into an agent's
+   * prompt; leave it off for browsing. Default false.
+   */
+  trackAccess?: boolean
+}
+
+/** Where each stage ranked an item (1-based; absent where a path did not find it). */
+export interface RecallRanks {
+  /** In its keyword (BM25) list. */
+  keyword?: number
+  /** In its dense list. */
+  dense?: number
+  /** In its graph list. */
+  graph?: number
+  /** After fusion and filtering, before memory scoring and rerank. */
+  fused: number
+  /** After the reranker, when one ran. */
+  rerank?: number
+}
+
+/** What `recall()` found. */
+export interface RecallResult {
+  /** How the query was read, which set the weights of the paths. */
+  queryKind: 'identifier' | 'semantic' | 'structural'
+  /** The items, best first. */
+  items: Array<RecallItem>
+  /** The packed context: memories, then code grouped by file, each labelled `[rank]`. */
+  context: string
+  /** The budget the context was packed to. */
+  budgetTokens: number
+  /** Tokens the context uses (estimated: 4 bytes a token). */
+  usedTokens: number
+  /** Time per stage. */
+  timings: RecallTimings
+  /** Paths that could not run and why (`dense: ENGRAM_MODEL_UNAVAILABLE: ...`). */
+  skipped: Array<string>
+}
+
+/** Which stages run: each can be switched off for a call (how ablations are measured). */
+export interface RecallStages {
+  /** BM25 over chunks and memories (default true). */
+  keyword?: boolean
+  /** Vector similarity (default true; skipped and reported when no model is available). */
+  dense?: boolean
+  /**
+   * Neighbours of `recentFiles` in the code graph and the memories attached to them
+   * (default true).
+   */
+  graph?: boolean
+  /**
+   * The graph neighbourhood boost of candidates 11-50 next to the top 10 (default false: it
+   * did not help on the dev evaluation).
+   */
+  boost?: boolean
+  /**
+   * Each memory's standing: phase weight, source trust, decayed confidence, use (default
+   * true).
+   */
+  scoring?: boolean
+  /** The configured reranker, when there is one (default true). */
+  rerank?: boolean
+  /** The packed context (default true; off: `context` is empty). */
+  packing?: boolean
+  /** Correcting misspelt terms when exact keyword search finds too little (default true). */
+  typo?: boolean
+}
+
+/** Milliseconds per stage of one recall. */
+export interface RecallTimings {
+  /** The keyword path. */
+  keywordMs: number
+  /** The dense path, query embedding included. */
+  denseMs: number
+  /** Of which embedding the query. */
+  embedMs: number
+  /** The graph path. */
+  graphMs: number
+  /** Stage 1 as a whole (its paths run concurrently). */
+  candidatesMs: number
+  /** Fusion, loading rows, filters, boost and memory scoring. */
+  fusionMs: number
+  /** The reranker. */
+  rerankMs: number
+  /** Packing the context. */
+  packingMs: number
+  /** The whole recall, inside the engine. */
+  totalMs: number
 }
 
 /** The argument of a relation deriver: up to 25 modules per call. */

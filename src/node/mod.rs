@@ -29,6 +29,7 @@ mod error;
 mod graph_class;
 mod graph_types;
 mod json;
+mod recall;
 mod types;
 mod vector;
 

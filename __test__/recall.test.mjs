@@ -1,0 +1,204 @@
+// recall() across the JS boundary: memories and code ranked together on a small real project
+// (real parses, a real database file), the dense path through a JS embedding function, worker
+// threads sharing the engine, the CLI, and coded errors for bad input.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { test } from 'node:test'
+import { promisify } from 'node:util'
+import { Worker } from 'node:worker_threads'
+
+import { Engram, rejectsWithCode, tempDir } from './helpers.mjs'
+
+const FILES = {
+  'src/auth/password.ts': `export function checkPassword(stored: string, given: string): boolean {
+  let diff = 0
+  for (let i = 0; i < stored.length; i++) diff |= stored.charCodeAt(i) ^ given.charCodeAt(i)
+  return diff === 0
+}
+`,
+  'src/auth/login.ts': `import { checkPassword } from './password'
+import { findUser } from '../db/users'
+
+export async function login(name: string, password: string) {
+  const user = await findUser(name)
+  return user !== undefined && checkPassword(user.hash, password)
+}
+`,
+  'src/db/users.ts': `export async function findUser(name: string) {
+  return db.query('SELECT * FROM users WHERE name = ?', [name])[0]
+}
+`,
+  'src/ui/button.ts': `export function renderButton(label: string): string {
+  return '<button>' + label + '</button>'
+}
+`,
+}
+
+// The embedding function: words of one group share a dimension, so "credentials" is near
+// "password" and the dense path's answers are known.
+const CONCEPTS = [
+  ['password', 'credentials', 'secret', 'verify', 'checkpassword'],
+  ['button', 'render', 'renderbutton', 'widget'],
+  ['user', 'users', 'finduser', 'account'],
+  ['login', 'signin'],
+]
+
+function conceptVector(text) {
+  const v = new Array(CONCEPTS.length + 1).fill(0)
+  for (const word of text.toLowerCase().split(/[^a-z0-9]+/)) {
+    const i = CONCEPTS.findIndex((group) => group.includes(word))
+    if (i >= 0) v[i] += 1
+  }
+  v[CONCEPTS.length] = 0.05
+  return v
+}
+
+async function project(t, options = {}) {
+  const root = join(tempDir(t), 'repo')
+  for (const [rel, text] of Object.entries(FILES)) {
+    mkdirSync(dirname(join(root, rel)), { recursive: true })
+    writeFileSync(join(root, rel), text)
+  }
+  const path = join(root, '..', 'recall.db')
+  const db = await Engram.open({
+    path,
+    projectRoot: root,
+    embeddings: { model: 'concepts', embed: async (texts) => texts.map(conceptVector) },
+    ...options,
+  })
+  t.after(() => db.close())
+  await db.index()
+  return { db, path, root }
+}
+
+test('recall() ranks code and memories together and packs a cited context', async (t) => {
+  const { db } = await project(t)
+  const gotcha = await db.remember({
+    type: 'gotcha',
+    content: 'checkPassword must stay constant-time: never return early',
+    relatedFiles: ['src/auth/password.ts'],
+  })
+  await db.embedPending()
+
+  const byName = await db.recall('checkPassword')
+  assert.equal(byName.queryKind, 'identifier')
+  assert.deepEqual(byName.skipped, [])
+  const top2 = byName.items.slice(0, 2)
+  assert.ok(top2.some((i) => i.kind === 'chunk' && i.path === 'src/auth/password.ts'), JSON.stringify(top2))
+  assert.ok(top2.some((i) => i.kind === 'memory' && i.id === gotcha.memory.id))
+  const chunk = byName.items.find((i) => i.path === 'src/auth/password.ts')
+  assert.equal(chunk.symbol, 'checkPassword')
+  assert.equal(chunk.citation, 'src/auth/password.ts:1-5')
+  assert.equal(chunk.ranks.keyword, 1)
+  assert.equal(chunk.chunk.content, FILES['src/auth/password.ts'].trimEnd())
+  const memory = byName.items.find((i) => i.kind === 'memory')
+  assert.equal(memory.memoryType, 'gotcha')
+  assert.equal(memory.memory.content, gotcha.memory.content)
+  assert.match(byName.context, /## Memories[\s\S]*never return early[\s\S]*## Code[\s\S]*### src\/auth\/password\.ts/)
+  assert.ok(byName.usedTokens > 0 && byName.usedTokens <= byName.budgetTokens)
+  assert.ok(byName.timings.totalMs > 0 && byName.timings.totalMs >= byName.timings.candidatesMs)
+
+  // Words miss it, meaning finds it.
+  const byMeaning = await db.recall('verify the secret credentials', { filters: { kinds: ['chunk'] } })
+  assert.equal(byMeaning.items[0].path, 'src/auth/password.ts')
+  assert.equal(byMeaning.items[0].ranks.keyword, undefined)
+  assert.equal(byMeaning.items[0].ranks.dense, 1)
+  assert.ok(byMeaning.timings.embedMs > 0)
+  const noDense = await db.recall('verify the secret credentials', {
+    filters: { kinds: ['chunk'] },
+    stages: { dense: false },
+  })
+  assert.ok(!noDense.items.some((i) => i.path === 'src/auth/password.ts'))
+})
+
+test('recentFiles bring the memories of the files next to them; phase and budget apply', async (t) => {
+  const { db, root } = await project(t, { embeddings: { provider: 'none' } })
+  const users = await db.remember({
+    type: 'gotcha',
+    content: 'rows are soft-deleted: filter on deletedAt',
+    relatedFiles: ['src/db/users.ts'],
+  })
+  const plain = await db.recall('how does sign-in work')
+  assert.ok(!plain.items.some((i) => i.id === users.memory.id))
+  assert.ok(plain.skipped[0].startsWith('dense: ENGRAM_MODEL_UNAVAILABLE'), plain.skipped[0])
+  const near = await db.recall('how does sign-in work', {
+    recentFiles: [join(root, 'src/auth/login.ts')],
+    phase: 'refine',
+    trackAccess: true,
+  })
+  const found = near.items.find((i) => i.id === users.memory.id)
+  assert.ok(found, JSON.stringify(near.items.map((i) => i.citation)))
+  assert.equal(found.ranks.graph, 1)
+  assert.equal(near.budgetTokens, 2000)
+  assert.equal((await db.get(users.memory.id)).accessCount, 1)
+
+  const small = await db.recall('login user password', { budgetTokens: 40, stages: { graph: false } })
+  assert.ok(small.usedTokens <= 40)
+  assert.ok(small.items.some((i) => i.pack === 'budget'))
+})
+
+test('a worker thread recalls from the engine the main thread fills', async (t) => {
+  const { db, path, root } = await project(t, { embeddings: { provider: 'none' } })
+  const { memory } = await db.remember({ type: 'decision', content: 'Buttons are rendered server-side' })
+  const addonPath = new URL('../index.js', import.meta.url).pathname
+  const theirs = await new Promise((resolve, reject) => {
+    const w = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads')
+       const { Engram } = require(workerData.addonPath)
+       Engram.open({ path: workerData.path, projectRoot: workerData.root }).then(async (db) => {
+         const r = await db.recall('rendered buttons')
+         db.close()
+         parentPort.postMessage(r.items.map((i) => i.kind + ':' + (i.path ?? i.id)))
+       }, (e) => parentPort.postMessage({ error: e.message }))`,
+      { eval: true, workerData: { addonPath, path, root } },
+    )
+    w.once('message', resolve)
+    w.once('error', reject)
+  })
+  assert.ok(theirs.includes(`memory:${memory.id}`), JSON.stringify(theirs))
+  assert.ok(theirs.includes('chunk:src/ui/button.ts'), JSON.stringify(theirs))
+})
+
+test('bad recall input rejects with ENGRAM_INVALID_ARG, a closed handle with ENGRAM_CLOSED', async (t) => {
+  const { db } = await project(t, { embeddings: { provider: 'none' } })
+  const bad = [
+    [42],
+    [''],
+    ['x'.repeat(9000)],
+    ['q', 'not an object'],
+    ['q', { phase: 'coding' }],
+    ['q', { filters: { kinds: ['file'] } }],
+    ['q', { filters: { types: ['nope'] } }],
+    ['q', { filters: { minConfidence: 2 } }],
+    ['q', { budgetTokens: 0 }],
+    ['q', { limit: 1000 }],
+    ['q', { recentFiles: ['../../etc/passwd'] }],
+    ['q', { stages: { dense: 'yes' } }],
+  ]
+  for (const args of bad) await rejectsWithCode(assert, db.recall(...args), 'ENGRAM_INVALID_ARG')
+  // FTS5 syntax in user text is just text.
+  for (const q of ['NEAR(login', '"unbalanced', 'login OR', '*', 'col:login']) await db.recall(q)
+  db.close()
+  await rejectsWithCode(assert, db.recall('login'), 'ENGRAM_CLOSED')
+})
+
+test('engram recall prints ranked items, the context, or JSON', async (t) => {
+  const { root } = await project(t, { embeddings: { provider: 'none' } })
+  const cli = new URL('../bin/engram.js', import.meta.url).pathname
+  const run = async (...args) =>
+    (await promisify(execFile)(process.execPath, [cli, '--root', root, '--provider', 'none', ...args])).stdout
+  await run('index')
+  await run('remember', 'login throttles after five failures', '--type', 'gotcha')
+  const listed = await run('recall', 'login')
+  assert.match(listed, /^ {2}1\. /m)
+  assert.match(listed, /src\/auth\/login\.ts:1-7 {2}\(keyword #1; packed\)/)
+  assert.match(listed, /memory {2}gotcha: login throttles/)
+  assert.match(listed, /semantic query; \d+\/2500 tokens packed; [\d.]+ ms\nskipped dense: ENGRAM_MODEL_UNAVAILABLE/)
+  const context = await run('recall', 'login', '--context', '--phase', 'implement')
+  assert.match(context, /^## Memories/)
+  const json = JSON.parse(await run('recall', 'login', '--json', '--kind', 'memory'))
+  assert.deepEqual(json.items.map((i) => i.kind), ['memory'])
+  await assert.rejects(run('recall'), (e) => e.code === 2)
+})

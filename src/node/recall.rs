@@ -1,0 +1,380 @@
+//! `recall()`: the retrieval pipeline's JS surface. Options are converted and checked here;
+//! the result crosses as JSON (see `json.rs`).
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::args::{optional_object, required};
+use super::class::Engram;
+use super::code_types::CodeChunk;
+use super::json::{promise_json, JsonText};
+use super::types::{Memory, MemoryScope, MemoryType};
+use crate::error::Error as CoreError;
+use crate::retrieval::recall as core;
+use crate::retrieval::request::{RecallFilters as CoreFilters, RecallRequest, Stages};
+use crate::retrieval::scoring::Phase;
+use crate::vector::ItemKind;
+
+/// What a recall may return. Every filter left out allows everything.
+#[napi(object, object_to_js = false)]
+pub struct RecallFilters {
+    /// Chunks, memories, or both (the default).
+    #[napi(ts_type = "Array<'chunk' | 'memory'>")]
+    pub kinds: Option<Vec<String>>,
+    /// Memories of these types only (chunks are not affected).
+    pub types: Option<Vec<MemoryType>>,
+    /// Memories in these scopes only.
+    pub scopes: Option<Vec<MemoryScope>>,
+    /// Chunks in these files or directories, memories related to a file in them (relative to
+    /// the project root, or absolute inside it).
+    pub files: Option<Vec<String>>,
+    /// Chunks under these module directories (`src/auth/`), memories naming one of them or
+    /// related to a file under one.
+    pub modules: Option<Vec<String>>,
+    /// Memories whose current confidence (decayed since their last use) is at least this.
+    pub min_confidence: Option<f64>,
+    /// Also memories marked stale because the code they are about changed (default false).
+    pub include_stale: Option<bool>,
+}
+
+/// Which stages run: each can be switched off for a call (how ablations are measured).
+#[napi(object, object_to_js = false)]
+pub struct RecallStages {
+    /// BM25 over chunks and memories (default true).
+    pub keyword: Option<bool>,
+    /// Vector similarity (default true; skipped and reported when no model is available).
+    pub dense: Option<bool>,
+    /// Neighbours of `recentFiles` in the code graph and the memories attached to them
+    /// (default true).
+    pub graph: Option<bool>,
+    /// The graph neighbourhood boost of candidates 11-50 next to the top 10 (default false: it
+    /// did not help on the dev evaluation).
+    pub boost: Option<bool>,
+    /// Each memory's standing: phase weight, source trust, decayed confidence, use (default
+    /// true).
+    pub scoring: Option<bool>,
+    /// The configured reranker, when there is one (default true).
+    pub rerank: Option<bool>,
+    /// The packed context (default true; off: `context` is empty).
+    pub packing: Option<bool>,
+    /// Correcting misspelt terms when exact keyword search finds too little (default true).
+    pub typo: Option<bool>,
+}
+
+/// Options of `recall()`.
+#[napi(object, object_to_js = false)]
+pub struct RecallOptions {
+    /// What the agent is doing: weighs memory types (a gotcha counts more while implementing)
+    /// and sets the default budget (define 2500, implement 3000, validate 2500, refine 2000,
+    /// explore 2000, reflect 1500 tokens).
+    #[napi(ts_type = "'define' | 'implement' | 'validate' | 'refine' | 'explore' | 'reflect'")]
+    pub phase: Option<String>,
+    /// Files the agent read or edited lately, most recent first: the graph path starts there.
+    pub recent_files: Option<Vec<String>>,
+    /// The agent's recent tool calls by name (`Grep`, `Read`...), most recent first: a run of
+    /// searches makes the query structural.
+    pub recent_tool_calls: Option<Vec<String>>,
+    /// What may be returned.
+    pub filters: Option<RecallFilters>,
+    /// Tokens the packed context may use (1..200000; default: the phase's budget, else 2500).
+    pub budget_tokens: Option<u32>,
+    /// Ranked items returned (1..200, default 20).
+    pub limit: Option<u32>,
+    /// Stages to switch off for this call.
+    pub stages: Option<RecallStages>,
+    /// Count the memories put into the context as used (access count and last access, which
+    /// keep their confidence from decaying). Set it when the context goes into an agent's
+    /// prompt; leave it off for browsing. Default false.
+    pub track_access: Option<bool>,
+}
+
+/// Where each stage ranked an item (1-based; absent where a path did not find it).
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallRanks {
+    /// In its keyword (BM25) list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<u32>,
+    /// In its dense list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<u32>,
+    /// In its graph list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph: Option<u32>,
+    /// After fusion and filtering, before memory scoring and rerank.
+    pub fused: u32,
+    /// After the reranker, when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<u32>,
+}
+
+/// One recalled item: a code chunk or a memory.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallItem {
+    /// `'chunk'` or `'memory'`.
+    #[napi(ts_type = "'chunk' | 'memory'")]
+    pub kind: String,
+    /// The memory's id, or the chunk's id as a string.
+    pub id: String,
+    /// Final score, higher is better (comparable within one recall only).
+    pub score: f64,
+    /// Its rank in each stage, for debugging and ablations.
+    pub ranks: RecallRanks,
+    /// What the graph neighbourhood boost added to its fused score.
+    pub boost: f64,
+    /// The factor a memory's standing put on its score (1 for chunks).
+    pub factor: f64,
+    /// `'packed'` or `'clipped'` (in the context), `'overlap'` (its lines are already there),
+    /// `'budget'` (no room left), `'none'` (packing off).
+    #[napi(ts_type = "'packed' | 'clipped' | 'overlap' | 'budget' | 'none'")]
+    pub pack: String,
+    /// Tokens it takes in the context.
+    pub tokens: u32,
+    /// A short reference (at most 40 characters): `src/auth.ts:10-42`, `gotcha: never...`.
+    pub citation: String,
+    /// Chunks: the file, relative to the project root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Chunks: the qualified name of the definition, when the chunk is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    /// Chunks: first line, 1-based.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u32>,
+    /// Chunks: last line, inclusive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u32>,
+    /// Memories: the type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_type: Option<MemoryType>,
+    /// Chunks: the chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<CodeChunk>,
+    /// Memories: the memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+}
+
+/// Milliseconds per stage of one recall.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallTimings {
+    /// The keyword path.
+    pub keyword_ms: f64,
+    /// The dense path, query embedding included.
+    pub dense_ms: f64,
+    /// Of which embedding the query.
+    pub embed_ms: f64,
+    /// The graph path.
+    pub graph_ms: f64,
+    /// Stage 1 as a whole (its paths run concurrently).
+    pub candidates_ms: f64,
+    /// Fusion, loading rows, filters, boost and memory scoring.
+    pub fusion_ms: f64,
+    /// The reranker.
+    pub rerank_ms: f64,
+    /// Packing the context.
+    pub packing_ms: f64,
+    /// The whole recall, inside the engine.
+    pub total_ms: f64,
+}
+
+/// What `recall()` found.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallResult {
+    /// How the query was read, which set the weights of the paths.
+    #[napi(ts_type = "'identifier' | 'semantic' | 'structural'")]
+    pub query_kind: String,
+    /// The items, best first.
+    pub items: Vec<RecallItem>,
+    /// The packed context: memories, then code grouped by file, each labelled `[rank]`.
+    pub context: String,
+    /// The budget the context was packed to.
+    pub budget_tokens: u32,
+    /// Tokens the context uses (estimated: 4 bytes a token).
+    pub used_tokens: u32,
+    /// Time per stage.
+    pub timings: RecallTimings,
+    /// Paths that could not run and why (`dense: ENGRAM_MODEL_UNAVAILABLE: ...`).
+    pub skipped: Vec<String>,
+}
+
+fn kinds(names: Vec<String>) -> std::result::Result<Vec<ItemKind>, CoreError> {
+    names
+        .iter()
+        .map(|name| match name.as_str() {
+            "chunk" => Ok(ItemKind::Chunk),
+            "memory" => Ok(ItemKind::Memory),
+            other => Err(CoreError::invalid(format!(
+                "filters.kinds may hold 'chunk' and 'memory', got '{other}'"
+            ))),
+        })
+        .collect()
+}
+
+/// The core request for `query` and the JS options.
+fn request(
+    query: String,
+    options: Option<RecallOptions>,
+) -> std::result::Result<RecallRequest, CoreError> {
+    let mut request = RecallRequest::new(query);
+    let Some(o) = options else {
+        return Ok(request);
+    };
+    request.phase = o.phase.as_deref().map(Phase::parse).transpose()?;
+    request.recent_files = o.recent_files.unwrap_or_default();
+    request.recent_tool_calls = o.recent_tool_calls.unwrap_or_default();
+    request.budget_tokens = o.budget_tokens;
+    request.limit = o.limit;
+    request.track_access = o.track_access.unwrap_or(false);
+    if let Some(f) = o.filters {
+        request.filters = CoreFilters {
+            kinds: kinds(f.kinds.unwrap_or_default())?,
+            types: f
+                .types
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            scopes: f
+                .scopes
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            files: f.files.unwrap_or_default(),
+            modules: f.modules.unwrap_or_default(),
+            min_confidence: f.min_confidence,
+            include_stale: f.include_stale.unwrap_or(false),
+        };
+    }
+    if let Some(s) = o.stages {
+        let d = Stages::default();
+        request.stages = Stages {
+            keyword: s.keyword.unwrap_or(d.keyword),
+            dense: s.dense.unwrap_or(d.dense),
+            graph: s.graph.unwrap_or(d.graph),
+            boost: s.boost.unwrap_or(d.boost),
+            scoring: s.scoring.unwrap_or(d.scoring),
+            rerank: s.rerank.unwrap_or(d.rerank),
+            packing: s.packing.unwrap_or(d.packing),
+            typo: s.typo.unwrap_or(d.typo),
+        };
+    }
+    Ok(request)
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+fn item(i: core::RecallItem) -> RecallItem {
+    let mut out = RecallItem {
+        kind: String::new(),
+        id: String::new(),
+        score: i.score,
+        ranks: RecallRanks {
+            keyword: i.ranks.keyword,
+            dense: i.ranks.dense,
+            graph: i.ranks.graph,
+            fused: i.ranks.fused,
+            rerank: i.ranks.rerank,
+        },
+        boost: i.boost,
+        factor: i.factor,
+        pack: i.pack.as_str().to_owned(),
+        tokens: i.tokens,
+        citation: i.citation,
+        path: None,
+        symbol: None,
+        start_line: None,
+        end_line: None,
+        memory_type: None,
+        chunk: None,
+        memory: None,
+    };
+    match i.content {
+        core::ItemContent::Chunk(c) => {
+            out.kind = "chunk".into();
+            out.id = c.id.to_string();
+            out.path = Some(c.path.clone());
+            out.symbol = c.qualified_name.clone().or_else(|| c.name.clone());
+            out.start_line = Some(c.start_line);
+            out.end_line = Some(c.end_line);
+            out.chunk = Some(CodeChunk::from(c));
+        }
+        core::ItemContent::Memory(m) => {
+            out.kind = "memory".into();
+            out.id = m.id.clone();
+            out.memory_type = Some(m.memory_type.into());
+            out.memory = Some(Memory::from(m));
+        }
+    }
+    out
+}
+
+fn result(r: core::Recall) -> RecallResult {
+    let t = r.timings;
+    RecallResult {
+        query_kind: r.query_kind.as_str().to_owned(),
+        items: r.items.into_iter().map(item).collect(),
+        context: r.context,
+        budget_tokens: r.budget_tokens,
+        used_tokens: r.used_tokens,
+        timings: RecallTimings {
+            keyword_ms: ms(t.keyword_us),
+            dense_ms: ms(t.dense_us),
+            embed_ms: ms(t.embed_us),
+            graph_ms: ms(t.graph_us),
+            candidates_ms: ms(t.candidates_us),
+            fusion_ms: ms(t.fusion_us),
+            rerank_ms: ms(t.rerank_us),
+            packing_ms: ms(t.packing_us),
+            total_ms: ms(t.total_us),
+        },
+        skipped: r.skipped,
+    }
+}
+
+#[napi]
+impl Engram {
+    /// Memories and code chunks for `query`, ranked together, plus a context packed into a
+    /// token budget with a citation per item: keyword (BM25), dense (when a model is available)
+    /// and graph candidates (from `recentFiles`) fused by weights chosen from the kind of query,
+    /// filtered, weighed by each memory's standing, packed by the phase's per-type shares.
+    /// Any text is a valid query (at most 8 KiB). Rejects with `ENGRAM_INVALID_ARG` for a bad
+    /// option or a path outside the project root.
+    ///
+    /// ```ts
+    /// const { items, context } = await memory.recall('where are passwords checked', {
+    ///   phase: 'implement',
+    ///   recentFiles: ['src/auth/login.ts'],
+    ///   trackAccess: true,
+    /// })
+    /// for (const i of items) console.log(i.kind, i.citation, i.ranks)
+    /// prompt += context
+    /// ```
+    #[napi(
+        ts_args_type = "query: string, options?: RecallOptions",
+        ts_return_type = "Promise<RecallResult>"
+    )]
+    pub fn recall<'env>(
+        &self,
+        env: &'env Env,
+        query: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let query: String = arg!(env, required(env, &query, "query"));
+        let options: Option<RecallOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let request = arg!(env, request(query, options));
+        promise_json(env, async move { handle.recall(request).await }, result)
+    }
+}
