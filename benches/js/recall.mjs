@@ -1,0 +1,172 @@
+// recall() across the JS boundary (the numbers an agent sees), at the issue's scale: real code
+// (default: a copy of the CPython standard library installed here and of crates in the cargo
+// registry, ~1.15M lines, ~50,000 chunks) indexed and embedded with the built-in model, plus 10,000 synthetic memories (benches/js/corpus.mjs)
+// related to files of the tree and embedded too. Then recall() of a mix of queries (identifiers
+// of the tree, descriptions, memory-like word lists), half of them with three recent files so
+// the graph path runs, with every default stage (no reranker is configured). Reports p50/p99
+// of the whole call and the median share of each stage. One run; machines are noisy.
+// Needs the model (`engram model install`). With ENGRAM_BENCH_DB=/some/dir/recall.db the
+// database and the corpus are kept in /some/dir, so a second run skips copying, indexing and
+// embedding.
+//   node benches/js/recall.mjs [root]
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { homedir, tmpdir } from 'node:os'
+import { dirname, join, relative, resolve } from 'node:path'
+import { hrtime } from 'node:process'
+
+import { memories, queries, rng, summary } from './corpus.mjs'
+
+const require = createRequire(import.meta.url)
+const { Engram } = require('../../index.js')
+
+function pythonStdlib() {
+  const found = readdirSync('/usr/lib')
+    .filter((d) => /^python3\.\d+$/.test(d) && existsSync(join('/usr/lib', d, 'os.py')))
+    .sort()
+  return found.length ? join('/usr/lib', found.at(-1)) : null
+}
+
+function lineCount(file) {
+  const text = readFileSync(file)
+  let n = 0
+  for (const byte of text) if (byte === 10) n++
+  return n
+}
+
+/**
+ * A tree of about `wantLines` lines of real code in `target`: the CPython standard library,
+ * then the `src/` of crates in the cargo registry (by name) until the count is reached.
+ */
+function buildCorpus(target, wantLines) {
+  let lines = 0
+  const copy = (from, to, ext) => {
+    for (const rel of sourceFiles(from, ext)) {
+      const dest = join(target, to, rel)
+      mkdirSync(dirname(dest), { recursive: true })
+      copyFileSync(join(from, rel), dest)
+      lines += lineCount(join(from, rel))
+    }
+  }
+  const python = pythonStdlib()
+  if (python) copy(python, 'python', /\.py$/)
+  const registry = join(process.env.CARGO_HOME ?? join(homedir(), '.cargo'), 'registry', 'src')
+  for (const index of existsSync(registry) ? readdirSync(registry).sort() : []) {
+    for (const crate of readdirSync(join(registry, index)).sort()) {
+      if (lines >= wantLines) break
+      const src = join(registry, index, crate, 'src')
+      if (existsSync(src) && !crate.startsWith('windows')) copy(src, join('crates', crate), /\.rs$/)
+    }
+  }
+  return lines
+}
+
+/** Project-relative paths of the source files under `root` the indexer would take. */
+function sourceFiles(root, ext = /\.(py|ts|js|rs|go)$/) {
+  const out = []
+  const walk = (dir) => {
+    for (const name of readdirSync(dir)) {
+      if (name.startsWith('.') || name === 'node_modules' || name === '__pycache__') continue
+      const path = join(dir, name)
+      const stat = statSync(path, { throwIfNoEntry: false })
+      if (stat?.isDirectory()) walk(path)
+      else if (stat?.isFile() && ext.test(name)) out.push(relative(root, path))
+    }
+  }
+  walk(root)
+  return out.sort()
+}
+
+const keep = process.env.ENGRAM_BENCH_DB
+const dir = keep ? dirname(resolve(keep)) : mkdtempSync(join(tmpdir(), 'engram-recall-bench-'))
+const path = keep ? resolve(keep) : join(dir, 'recall.db')
+let root = process.argv[2] && resolve(process.argv[2])
+if (!root) {
+  root = join(dir, 'corpus')
+  if (!existsSync(root)) console.log(`recall: corpus of ${buildCorpus(root, 1_150_000)} lines in ${root}`)
+}
+const MEMORIES = 10_000
+
+// Identifiers and descriptions of things in the CPython standard library; memory-like word
+// lists from the synthetic corpus.
+const IDENTIFIERS = [
+  'urlopen', 'JSONDecoder.decode', 'ThreadPoolExecutor', 'deepcopy', 'namedtuple', 'shutil.rmtree',
+  'SequenceMatcher', 'getaddrinfo', 'TarFile.extractall', 'HTTPConnection.request', 'lru_cache',
+  'Popen.communicate', 'ZipFile', 'strptime', 'heappush', 'EmailMessage',
+]
+const DESCRIPTIONS = [
+  'parse a date string into a datetime',
+  'copy a directory tree recursively',
+  'read a csv file row by row',
+  'retry a network connection after a timeout',
+  'compress data with gzip',
+  'walk the abstract syntax tree of a module',
+  'escape html special characters',
+  'compare two sequences and show the differences',
+  'run a subprocess and capture its output',
+  'thread safe queue for producers and consumers',
+  'decode base64 encoded bytes',
+  'format a number with thousands separators',
+]
+
+try {
+  const db = await Engram.open({ path, projectRoot: root })
+  let started = hrtime.bigint()
+  const secs = () => (Number(hrtime.bigint() - started) / 1e9).toFixed(1)
+  const indexed = await db.index()
+  console.log(`recall: ${root}: ${indexed.filesIndexed} files indexed, ${indexed.chunks} chunks (${secs()} s)`)
+  const files = sourceFiles(root)
+  const stats = await db.stats()
+  if (stats.total < MEMORIES) {
+    const pick = rng(11)
+    const batch = memories(MEMORIES - stats.total, 5).map((m) => ({
+      ...m,
+      relatedFiles: [files[Math.floor(pick() * files.length)]],
+    }))
+    for (let i = 0; i < batch.length; i += 1000) await db.rememberMany(batch.slice(i, i + 1000))
+  }
+  started = hrtime.bigint()
+  const embedded = await db.embedPending()
+  console.log(
+    `recall: ${MEMORIES} memories; embedPending: ${embedded.chunks} chunks, ${embedded.memories} memories (${secs()} s)`,
+  )
+  const pick = rng(3)
+  const mixed = [...IDENTIFIERS, ...DESCRIPTIONS, ...queries(16, 17)]
+  const requests = mixed.map((query, i) => ({
+    query,
+    options:
+      i % 2 === 0
+        ? { recentFiles: [0, 1, 2].map(() => files[Math.floor(pick() * files.length)]) }
+        : {},
+  }))
+  for (const r of requests) await db.recall(r.query, r.options) // warm-up: model, caches
+  const samples = []
+  const stages = { keywordMs: [], denseMs: [], embedMs: [], graphMs: [], candidatesMs: [], fusionMs: [], packingMs: [], totalMs: [] }
+  const counts = []
+  for (let round = 0; round < 8; round++) {
+    for (const r of requests) {
+      const t0 = hrtime.bigint()
+      const result = await db.recall(r.query, r.options)
+      samples.push(hrtime.bigint() - t0)
+      if (result.skipped.length) throw new Error(`a path was skipped: ${result.skipped}`)
+      for (const key of Object.keys(stages)) stages[key].push(result.timings[key])
+      counts.push(result.items.length)
+    }
+  }
+  const s = summary(samples)
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  console.log(
+    `recall: ${s.n} recalls (${requests.length} queries x 8; half with 3 recent files): ` +
+      `p50 ${(s.p50_us / 1000).toFixed(2)} ms, p99 ${(s.p99_us / 1000).toFixed(2)} ms across the boundary; ` +
+      `median ${median(counts)} items`,
+  )
+  const total = median(stages.totalMs)
+  console.log('| stage (inside the engine) | median ms | share of the median total |\n| --- | --- | --- |')
+  for (const [key, values] of Object.entries(stages)) {
+    const m = median(values)
+    console.log(`| ${key.replace('Ms', '')} | ${m.toFixed(2)} | ${((100 * m) / total).toFixed(0)} % |`)
+  }
+  db.close()
+} finally {
+  if (!keep) rmSync(dir, { recursive: true, force: true })
+}
