@@ -272,6 +272,24 @@ export declare class Engram {
    */
   recall(query: string, options?: RecallOptions): Promise<RecallResult>
   /**
+   * What to put in front of an agent before step `step` (0-based), or `null`: the seed's
+   * step injection. First the gotchas, error patterns and dead ends of the files it just
+   * read or changed (at most 4, current confidence at least 0.65, none it was shown before),
+   * else a memory matching every word of one of its last three Grep/Glob patterns (it is
+   * searching for something already known). Nothing before step 5. What is returned counts
+   * as used.
+   *
+   * ```ts
+   * prepareStep: async ({ stepNumber, messages }) => {
+   *   const injection = await memory.stepInjection(stepNumber, { toolCalls: recent, injectedIds })
+   *   if (!injection) return {}
+   *   injectedIds.push(...injection.memories.map((m) => m.id))
+   *   return { messages: [...messages, { role: 'system', content: injection.content }] }
+   * }
+   * ```
+   */
+  stepInjection(step: number, context: StepContext): Promise<StepInjection | null>
+  /**
    * Gives every indexed chunk and every memory of the project that has no vector for the
    * current model one, off the JS thread (chunks first). Resumable: an aborted or crashed run
    * keeps what it stored and the next run starts where the vectors stop; changing the model
@@ -300,6 +318,19 @@ export declare class Engram {
    * ```
    */
   denseSearch(query: string, options?: DenseSearchOptions): Promise<DenseHit[]>
+}
+
+/** One recent tool call of the agent, for `stepInjection()`. */
+export interface AgentToolCall {
+  /**
+   * The tool's name: `Read`, `Edit`, `Write`, `MultiEdit` (file tools), `Grep`, `Glob`
+   * (searches); others are ignored.
+   */
+  tool: string
+  /** The file a file tool read or changed. */
+  filePath?: string
+  /** The pattern a search tool looked for. */
+  pattern?: string
 }
 
 /** A memory attached to the impact's target or to an affected node. */
@@ -1494,6 +1525,27 @@ export interface Stats {
   schemaVersion: number
   /** Canonical database path. */
   path: string
+}
+
+/** What the agent did lately and what it has been shown, for `stepInjection()`. */
+export interface StepContext {
+  /** Recent tool calls, oldest first (the last 50 are looked at). */
+  toolCalls: Array<AgentToolCall>
+  /** Memories already injected in this session: never injected twice. */
+  injectedIds?: Array<string>
+}
+
+/** A message to put in front of the agent before its next step. */
+export interface StepInjection {
+  /**
+   * `'gotcha_injection'`: pitfalls of files it just touched; `'search_short_circuit'`: a
+   * memory answering what it is searching for.
+   */
+  type: 'gotcha_injection' | 'search_short_circuit'
+  /** The text to add as a system message. */
+  content: string
+  /** The memories it holds (add their ids to `injectedIds`). */
+  memories: Array<Memory>
 }
 
 /** Nodes reached from a start node, and the edges among them. */

@@ -139,6 +139,33 @@ test('recentFiles bring the memories of the files next to them; phase and budget
   assert.ok(small.items.some((i) => i.pack === 'budget'))
 })
 
+test('stepInjection() shows pitfalls of files just read once, then short-circuits known searches', async (t) => {
+  const { db, root } = await project(t, { embeddings: { provider: 'none' } })
+  const pitfall = await db.remember({
+    type: 'gotcha',
+    content: 'compare password hashes in constant time',
+    relatedFiles: ['src/auth/password.ts'],
+  })
+  const known = await db.remember({ type: 'pattern', content: 'users are looked up by findUser in src/db/users.ts' })
+  const toolCalls = [
+    { tool: 'Grep', pattern: 'findUser\\(' },
+    { tool: 'Read', filePath: join(root, 'src/auth/password.ts') },
+  ]
+  assert.equal(await db.stepInjection(3, { toolCalls }), null)
+  const first = await db.stepInjection(5, { toolCalls })
+  assert.equal(first.type, 'gotcha_injection')
+  assert.deepEqual(first.memories.map((m) => m.id), [pitfall.memory.id])
+  assert.match(first.content, /^MEMORY: known pitfalls[\s\S]*constant time/)
+  const second = await db.stepInjection(6, { toolCalls, injectedIds: [pitfall.memory.id] })
+  assert.equal(second.type, 'search_short_circuit')
+  assert.equal(second.memories[0].id, known.memory.id)
+  assert.equal(second.content, `MEMORY CONTEXT: ${known.memory.content}`)
+  assert.equal((await db.get(known.memory.id)).accessCount, 1)
+  assert.equal(await db.stepInjection(7, { toolCalls, injectedIds: [pitfall.memory.id, known.memory.id] }), null)
+  await rejectsWithCode(assert, db.stepInjection(5, { toolCalls: 'Read' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.stepInjection(-1, { toolCalls }), 'ENGRAM_INVALID_ARG')
+})
+
 test('a worker thread recalls from the engine the main thread fills', async (t) => {
   const { db, path, root } = await project(t, { embeddings: { provider: 'none' } })
   const { memory } = await db.remember({ type: 'decision', content: 'Buttons are rendered server-side' })

@@ -10,6 +10,7 @@ import {
   type IndexSummary,
   type InjectSummary,
   type RecallResult,
+  type StepInjection,
   type DerivedSummary,
   type Memory,
   type ModuleSummary,
@@ -140,4 +141,15 @@ export async function recallExample(memory: Engram, prompt: string): Promise<str
   // @ts-expect-error phases are checked
   await memory.recall('x', { phase: 'coding' })
   return prompt + result.context
+}
+
+/** stepInjection() type-checks as its doc shows it. */
+export async function stepExample(memory: Engram, injectedIds: string[]): Promise<string | null> {
+  const injection: StepInjection | null = await memory.stepInjection(7, {
+    toolCalls: [{ tool: 'Read', filePath: 'src/auth/login.ts' }, { tool: 'Grep', pattern: 'session\\s+cookie' }],
+    injectedIds,
+  })
+  if (!injection) return null
+  injectedIds.push(...injection.memories.map((m) => m.id))
+  return injection.type === 'gotcha_injection' ? injection.content : `search: ${injection.content}`
 }

@@ -5,6 +5,9 @@
 //! `search_code`, dense through `dense_search`, each 50 deep) and for their fusions (the
 //! default, the seed's settings, the graph neighbourhood boost). `EVAL_GRID=1` adds the grid of
 //! RRF constants, keyword weights per query kind and boost shares the defaults were chosen from.
+//! The same questions then go through `recall()` with stages switched on and off (the ablation
+//! table), with no recent files, with a file next to the answer's as the agent's recent file,
+//! and with an unrelated one.
 //! Needs the model for the dense path (`engram model install`); without it only BM25 is scored.
 //! Run: `cargo bench --no-default-features --bench retrieval_eval`
 
@@ -20,6 +23,8 @@ use std::collections::HashMap;
 use engram::code::IndexOptions;
 use engram::retrieval::fusion::{self, CandidatePath, ItemRef, RankedList};
 use engram::retrieval::query_kind;
+use engram::retrieval::recall::ItemContent;
+use engram::retrieval::request::RecallRequest;
 use engram::vector::{DenseQuery, ItemKind};
 use engram::{Engram, OpenOptions};
 
@@ -198,6 +203,22 @@ async fn main() {
     .into_iter()
     .map(|name| (name, Score::default()))
     .collect();
+    // The same questions through `recall()`, one row per set of stages (the ablation table).
+    let recall_rows = [
+        "recall: keyword stage only",
+        "recall: dense stage only",
+        "recall: default stages (keyword + dense; no recent files, so no graph candidates)",
+        "recall: default + graph neighbourhood boost",
+        "recall: default + recentFiles = a file one graph edge from the answer's (simulated agent)",
+        "recall: default + recentFiles = an unrelated file (control)",
+    ];
+    let mut recall_scores: Vec<Score> = recall_rows.iter().map(|_| Score::default()).collect();
+    let all_files: Vec<String> = {
+        let mut files: Vec<String> = cases.iter().map(|c| c.path.clone()).collect();
+        files.sort();
+        files.dedup();
+        files
+    };
     let mut kinds = std::collections::BTreeMap::new();
     let mut grid: std::collections::BTreeMap<String, Score> = Default::default();
     // Where each chunk is, for scoring fused lists of ids.
@@ -327,6 +348,41 @@ async fn main() {
                 }
             }
         }
+        let next_door = e
+            .file_neighbours(std::slice::from_ref(&case.path))
+            .await
+            .unwrap()
+            .remove(&case.path)
+            .and_then(|n| n.into_iter().next());
+        let unrelated =
+            all_files[(case.line as usize * 7919 + case.query.len()) % all_files.len()].clone();
+        for (row, score) in recall_scores.iter_mut().enumerate() {
+            let mut request = RecallRequest::new(case.query.clone());
+            request.filters.kinds = vec![ItemKind::Chunk];
+            request.limit = Some(10);
+            request.stages.packing = false;
+            match row {
+                0 => request.stages.dense = false,
+                1 => request.stages.keyword = false,
+                3 => request.stages.boost = true,
+                4 => request.recent_files = next_door.iter().cloned().collect(),
+                5 => request.recent_files = vec![unrelated.clone()],
+                _ => {}
+            }
+            if !dense && row == 1 {
+                continue;
+            }
+            let recall = e.recall(request).await.unwrap();
+            let hits: Vec<(String, u32, u32)> = recall
+                .items
+                .iter()
+                .filter_map(|i| match &i.content {
+                    ItemContent::Chunk(c) => Some((c.path.clone(), c.start_line, c.end_line)),
+                    ItemContent::Memory(_) => None,
+                })
+                .collect();
+            score.add(rank_of(case, &hits));
+        }
         for ((_, score), hits) in scores.iter_mut().zip(ranked) {
             if !hits.is_empty() || dense {
                 score.add(rank_of(case, &hits));
@@ -340,6 +396,11 @@ async fn main() {
     println!("| path | Recall@1 | Recall@10 | MRR@10 |\n| --- | --- | --- | --- |");
     for (name, score) in &scores {
         if dense || *name == "BM25 (search_code)" {
+            println!("{}", score.row(name));
+        }
+    }
+    for (name, score) in recall_rows.iter().zip(&recall_scores) {
+        if score.n > 0 {
             println!("{}", score.row(name));
         }
     }

@@ -296,6 +296,17 @@ impl Engram {
         crate::retrieval::recall::run(self, request).await
     }
 
+    /// What to put in front of an agent before step `step`, if anything: unseen gotchas of the
+    /// files it just read or changed, else a memory answering one of its latest searches (see
+    /// `retrieval::injection`). What is returned counts as used.
+    pub async fn step_injection(
+        &self,
+        step: u32,
+        context: &crate::retrieval::injection::StepContext,
+    ) -> Result<Option<crate::retrieval::injection::StepInjection>> {
+        crate::retrieval::injection::decide(self, step, context).await
+    }
+
     /// Where the dense path stands (never loads the model).
     pub fn embedding_status(&self) -> EmbeddingStatus {
         self.engine.embeddings.status()

@@ -11,6 +11,7 @@ use engram::code::IndexOptions;
 use engram::embed::{CallbackOptions, EmbeddingProvider};
 use engram::engine::EngineOptions;
 use engram::memory::{MemoryType, RememberInput};
+use engram::retrieval::injection::{InjectionKind, StepContext, ToolCall};
 use engram::retrieval::recall::{ItemContent, PackState, Recall, RecallItem};
 use engram::retrieval::request::RecallRequest;
 use engram::retrieval::scoring::Phase;
@@ -504,4 +505,122 @@ async fn bad_requests_are_refused_with_codes_and_odd_queries_are_safe() {
     ] {
         f.e.recall(RecallRequest::new(query)).await.unwrap();
     }
+}
+
+fn call(tool: &str, file: Option<&str>, pattern: Option<&str>) -> ToolCall {
+    ToolCall {
+        tool: tool.into(),
+        file_path: file.map(Into::into),
+        pattern: pattern.map(Into::into),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn step_injection_shows_unseen_gotchas_of_files_just_read_once() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let gotcha = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "compare in constant time",
+        &["src/auth/password.ts"],
+    )
+    .await;
+    let dead_end = remember(
+        &f.e,
+        MemoryType::DeadEnd,
+        "bcrypt in JS was too slow here",
+        &["src/auth/password.ts"],
+    )
+    .await;
+    // Not a pitfall type; and a gotcha of another file.
+    remember(
+        &f.e,
+        MemoryType::Decision,
+        "passwords are salted per user",
+        &["src/auth/password.ts"],
+    )
+    .await;
+    remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "buttons need labels",
+        &["src/ui/button.ts"],
+    )
+    .await;
+    let mut weak = RememberInput::new(MemoryType::Gotcha, "maybe hashes are cached");
+    weak.related_files = vec!["src/auth/password.ts".into()];
+    weak.confidence = Some(0.5);
+    f.e.remember(weak).await.unwrap();
+
+    let mut context = StepContext {
+        tool_calls: vec![
+            call("Grep", None, Some("checkPassword")),
+            call(
+                "Read",
+                Some(&f.root.join("src/auth/password.ts").display().to_string()),
+                None,
+            ),
+        ],
+        injected_ids: Vec::new(),
+    };
+    assert!(
+        f.e.step_injection(4, &context).await.unwrap().is_none(),
+        "too early"
+    );
+    let injection = f.e.step_injection(5, &context).await.unwrap().unwrap();
+    assert_eq!(injection.kind, InjectionKind::Gotchas);
+    let mut ids: Vec<&str> = injection.memories.iter().map(|m| m.id.as_str()).collect();
+    ids.sort();
+    let mut expected = vec![gotcha.as_str(), dead_end.as_str()];
+    expected.sort();
+    assert_eq!(ids, expected);
+    assert!(injection.content.starts_with("MEMORY: known pitfalls"));
+    assert!(injection
+        .content
+        .contains("[dead_end] (src/auth/password.ts) bcrypt"));
+    assert_eq!(f.e.get(&gotcha).await.unwrap().access_count, 1);
+
+    // Shown once: the next step falls through to the search trigger, which finds nothing
+    // matching every word of "checkPassword" among the unseen memories.
+    context.injected_ids = injection.memories.iter().map(|m| m.id.clone()).collect();
+    assert!(f.e.step_injection(6, &context).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn step_injection_short_circuits_a_search_for_something_known() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let known = remember(
+        &f.e,
+        MemoryType::Pattern,
+        "the session cookie is set in middleware/session.ts by setSessionCookie",
+        &[],
+    )
+    .await;
+    let context = StepContext {
+        tool_calls: vec![
+            call("Grep", None, Some("nothing like this")),
+            call("Glob", None, Some("**/*.test.ts")),
+            call("Grep", None, Some(r"session\s+cookie")),
+            call("Read", Some("src/ui/button.ts"), None),
+        ],
+        injected_ids: Vec::new(),
+    };
+    let injection = f.e.step_injection(9, &context).await.unwrap().unwrap();
+    assert_eq!(injection.kind, InjectionKind::SearchShortCircuit);
+    assert_eq!(injection.memories[0].id, known);
+    assert_eq!(
+        injection.content,
+        "MEMORY CONTEXT: the session cookie is set in middleware/session.ts by setSessionCookie"
+    );
+    // Only the last three searches count, and only when every word matches.
+    let old = StepContext {
+        tool_calls: vec![
+            call("Grep", None, Some("session cookie")),
+            call("Grep", None, Some("a")),
+            call("Grep", None, Some("b")),
+            call("Grep", None, Some("session biscuit")),
+        ],
+        injected_ids: Vec::new(),
+    };
+    assert!(f.e.step_injection(9, &old).await.unwrap().is_none());
 }

@@ -1,15 +1,16 @@
-//! `recall()`: the retrieval pipeline's JS surface. Options are converted and checked here;
+//! `recall()` and `stepInjection()`: the retrieval pipeline's JS surface. Options are converted and checked here;
 //! the result crosses as JSON (see `json.rs`).
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{optional_object, required};
+use super::args::{optional_object, required, required_object};
 use super::class::Engram;
 use super::code_types::CodeChunk;
 use super::json::{promise_json, JsonText};
 use super::types::{Memory, MemoryScope, MemoryType};
 use crate::error::Error as CoreError;
+use crate::retrieval::injection::{StepContext as CoreStepContext, ToolCall};
 use crate::retrieval::recall as core;
 use crate::retrieval::request::{RecallFilters as CoreFilters, RecallRequest, Stages};
 use crate::retrieval::scoring::Phase;
@@ -205,6 +206,46 @@ pub struct RecallResult {
     pub skipped: Vec<String>,
 }
 
+/// One recent tool call of the agent, for `stepInjection()`.
+#[napi(object, object_to_js = false)]
+pub struct AgentToolCall {
+    /// The tool's name: `Read`, `Edit`, `Write`, `MultiEdit` (file tools), `Grep`, `Glob`
+    /// (searches); others are ignored.
+    pub tool: String,
+    /// The file a file tool read or changed.
+    pub file_path: Option<String>,
+    /// The pattern a search tool looked for.
+    pub pattern: Option<String>,
+}
+
+/// What the agent did lately and what it has been shown, for `stepInjection()`.
+#[napi(object, object_to_js = false)]
+pub struct StepContext {
+    /// Recent tool calls, oldest first (the last 50 are looked at).
+    pub tool_calls: Vec<AgentToolCall>,
+    /// Memories already injected in this session: never injected twice.
+    pub injected_ids: Option<Vec<String>>,
+}
+
+/// A message to put in front of the agent before its next step.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepInjection {
+    /// `'gotcha_injection'`: pitfalls of files it just touched; `'search_short_circuit'`: a
+    /// memory answering what it is searching for.
+    #[napi(
+        js_name = "type",
+        ts_type = "'gotcha_injection' | 'search_short_circuit'"
+    )]
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text to add as a system message.
+    pub content: String,
+    /// The memories it holds (add their ids to `injectedIds`).
+    pub memories: Vec<Memory>,
+}
+
 fn kinds(names: Vec<String>) -> std::result::Result<Vec<ItemKind>, CoreError> {
     names
         .iter()
@@ -376,5 +417,67 @@ impl Engram {
             arg!(env, optional_object(env, options.as_ref(), "options"));
         let request = arg!(env, request(query, options));
         promise_json(env, async move { handle.recall(request).await }, result)
+    }
+
+    /// What to put in front of an agent before step `step` (0-based), or `null`: the seed's
+    /// step injection. First the gotchas, error patterns and dead ends of the files it just
+    /// read or changed (at most 4, current confidence at least 0.65, none it was shown before),
+    /// else a memory matching every word of one of its last three Grep/Glob patterns (it is
+    /// searching for something already known). Nothing before step 5. What is returned counts
+    /// as used.
+    ///
+    /// ```ts
+    /// prepareStep: async ({ stepNumber, messages }) => {
+    ///   const injection = await memory.stepInjection(stepNumber, { toolCalls: recent, injectedIds })
+    ///   if (!injection) return {}
+    ///   injectedIds.push(...injection.memories.map((m) => m.id))
+    ///   return { messages: [...messages, { role: 'system', content: injection.content }] }
+    /// }
+    /// ```
+    #[napi(
+        ts_args_type = "step: number, context: StepContext",
+        ts_return_type = "Promise<StepInjection | null>"
+    )]
+    pub fn step_injection<'env>(
+        &self,
+        env: &'env Env,
+        step: Unknown<'env>,
+        context: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let step: f64 = arg!(env, required(env, &step, "step"));
+        // napi's u32 conversion wraps negative numbers; take a number and check it.
+        if !(step.is_finite() && step >= 0.0 && step.fract() == 0.0 && step <= f64::from(u32::MAX))
+        {
+            return super::error::rejected(
+                env,
+                CoreError::invalid(format!("step must be a whole number >= 0, got {step}")),
+            );
+        }
+        let step = step as u32;
+        let context: StepContext = arg!(env, required_object(env, &context, "context"));
+        let context = CoreStepContext {
+            tool_calls: context
+                .tool_calls
+                .into_iter()
+                .map(|c| ToolCall {
+                    tool: c.tool,
+                    file_path: c.file_path,
+                    pattern: c.pattern,
+                })
+                .collect(),
+            injected_ids: context.injected_ids.unwrap_or_default(),
+        };
+        promise_json(
+            env,
+            async move { handle.step_injection(step, &context).await },
+            |found| {
+                found.map(|i| StepInjection {
+                    kind: i.kind.as_str().to_owned(),
+                    content: i.content,
+                    memories: i.memories.into_iter().map(Memory::from).collect(),
+                })
+            },
+        )
     }
 }

@@ -1,0 +1,244 @@
+//! Between an agent's steps: whether to put a memory in front of it now (the seed's
+//! StepInjectionDecider). Two triggers, in order:
+//!
+//! 1. **Gotchas of files just touched.** After a `Read`/`Edit`/`Write`/`MultiEdit` of a file,
+//!    the gotchas, error patterns and dead ends attached to it (or to a symbol in it) that the
+//!    agent has not been shown yet, at most [`GOTCHA_LIMIT`], current confidence at least
+//!    [`GOTCHA_MIN_CONFIDENCE`].
+//! 2. **Search short-circuit.** When one of the last [`SEARCH_LOOKBACK`] `Grep`/`Glob` patterns
+//!    matches a memory by every one of its words, that memory: the agent is searching for
+//!    something already known.
+//!
+//! The first [`SKIP_STEPS`] steps never get an injection (the agent is still reading its
+//! initial context). What is injected counts as used (access count, last access). The seed's
+//! second trigger, new scratchpad entries, belongs to the observer.
+
+use std::collections::HashSet;
+
+use super::scoring::current_confidence;
+use crate::error::Result;
+use crate::memory::{self, ListFilter, Memory, MemoryType, SearchMode, SearchOptions};
+use crate::Engram;
+
+/// Steps before this one never get an injection.
+pub const SKIP_STEPS: u32 = 5;
+/// Most gotchas injected at once.
+pub const GOTCHA_LIMIT: usize = 4;
+/// Least current confidence of an injected gotcha.
+pub const GOTCHA_MIN_CONFIDENCE: f64 = 0.65;
+/// How many of the latest searches are checked against memory.
+pub const SEARCH_LOOKBACK: usize = 3;
+/// Most tool calls of a context looked at.
+pub const MAX_TOOL_CALLS: usize = 50;
+
+/// Tools that read or change one file.
+const FILE_TOOLS: &[&str] = &["Read", "Edit", "Write", "MultiEdit"];
+/// Tools that search the code.
+const SEARCH_TOOLS: &[&str] = &["Grep", "Glob"];
+
+/// One recent tool call of the agent.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    /// The tool's name (`Read`, `Edit`, `Grep`, `Glob`...).
+    pub tool: String,
+    /// The file it read or changed, for file tools.
+    pub file_path: Option<String>,
+    /// The pattern it searched for, for search tools.
+    pub pattern: Option<String>,
+}
+
+/// What the agent did lately and what it has been shown.
+#[derive(Debug, Clone, Default)]
+pub struct StepContext {
+    /// Recent tool calls, oldest first.
+    pub tool_calls: Vec<ToolCall>,
+    /// Memories already injected in this session (never injected twice).
+    pub injected_ids: Vec<String>,
+}
+
+/// Why a memory is injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InjectionKind {
+    /// Gotchas of files the agent just touched.
+    Gotchas,
+    /// A memory that answers what the agent is searching for.
+    SearchShortCircuit,
+}
+
+impl InjectionKind {
+    /// `gotcha_injection` or `search_short_circuit` (the seed's names).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectionKind::Gotchas => "gotcha_injection",
+            InjectionKind::SearchShortCircuit => "search_short_circuit",
+        }
+    }
+}
+
+/// A message to put in front of the agent.
+#[derive(Debug, Clone)]
+pub struct StepInjection {
+    /// Which trigger fired.
+    pub kind: InjectionKind,
+    /// The text to add as a system message.
+    pub content: String,
+    /// The memories it holds (add them to `injected_ids`).
+    pub memories: Vec<Memory>,
+}
+
+/// Decides what, if anything, to inject before step `step`.
+pub(crate) async fn decide(
+    handle: &Engram,
+    step: u32,
+    context: &StepContext,
+) -> Result<Option<StepInjection>> {
+    if step < SKIP_STEPS {
+        return Ok(None);
+    }
+    let start = context.tool_calls.len().saturating_sub(MAX_TOOL_CALLS);
+    let calls = &context.tool_calls[start..];
+    let shown: HashSet<&str> = context.injected_ids.iter().map(String::as_str).collect();
+    let picked = match fresh_gotchas(handle, calls, &shown).await? {
+        gotchas if !gotchas.is_empty() => Some((InjectionKind::Gotchas, gotchas)),
+        _ => known_answer(handle, calls, &shown)
+            .await?
+            .map(|m| (InjectionKind::SearchShortCircuit, vec![m])),
+    };
+    let Some((kind, memories)) = picked else {
+        return Ok(None);
+    };
+    let ids: Vec<String> = memories.iter().map(|m| m.id.clone()).collect();
+    memory::touch(&handle.ctx(), &ids).await?;
+    Ok(Some(StepInjection {
+        kind,
+        content: format(kind, &memories),
+        memories,
+    }))
+}
+
+/// Trigger 1: unseen gotchas, error patterns and dead ends of the files just read or changed.
+async fn fresh_gotchas(
+    handle: &Engram,
+    calls: &[ToolCall],
+    shown: &HashSet<&str>,
+) -> Result<Vec<Memory>> {
+    let mut files: Vec<String> = Vec::new();
+    // Most recent first, so the file just touched leads.
+    for call in calls.iter().rev() {
+        if !FILE_TOOLS.contains(&call.tool.as_str()) {
+            continue;
+        }
+        let Some(path) = call.file_path.as_deref() else {
+            continue;
+        };
+        // A path outside the project has no memories here; it is not an error in a log.
+        if let Ok(relative) = memory::input::confine_path(path, handle.project_root()) {
+            if !files.contains(&relative) {
+                files.push(relative);
+            }
+        }
+    }
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    files.truncate(super::neighbourhood::MAX_FILES);
+    let now = handle.engine().clock.now_ms();
+    let attached = memory::attached_to_files(&handle.ctx(), &files, 200).await?;
+    Ok(attached
+        .into_iter()
+        .map(|(_, m)| m)
+        .filter(|m| {
+            matches!(
+                m.memory_type,
+                MemoryType::Gotcha | MemoryType::ErrorPattern | MemoryType::DeadEnd
+            ) && m.stale_at.is_none()
+                && !shown.contains(m.id.as_str())
+                && current_confidence(m, now) >= GOTCHA_MIN_CONFIDENCE
+        })
+        .take(GOTCHA_LIMIT)
+        .collect())
+}
+
+/// Trigger 2: a memory matching every word of one of the latest search patterns.
+async fn known_answer(
+    handle: &Engram,
+    calls: &[ToolCall],
+    shown: &HashSet<&str>,
+) -> Result<Option<Memory>> {
+    let searches = calls
+        .iter()
+        .rev()
+        .filter(|c| SEARCH_TOOLS.contains(&c.tool.as_str()))
+        .filter_map(|c| c.pattern.as_deref())
+        .take(SEARCH_LOOKBACK);
+    for pattern in searches {
+        let words = pattern_words(pattern);
+        let options = SearchOptions {
+            limit: Some(5),
+            mode: SearchMode::All,
+            filter: ListFilter::default(),
+        };
+        let hits = handle.search(&words, &options).await?;
+        if let Some(hit) = hits
+            .into_iter()
+            .find(|h| !shown.contains(h.memory.id.as_str()) && h.memory.stale_at.is_none())
+        {
+            return Ok(Some(hit.memory));
+        }
+    }
+    Ok(None)
+}
+
+/// The words of a regex or glob pattern: escapes such as `\s`, `\b`, `\d` go (they would leave
+/// a stray letter that no memory has to contain); the rest of the syntax (`+`, `*`, `.`,
+/// brackets) is punctuation to the query builder anyway.
+fn pattern_words(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The system message for `memories`.
+fn format(kind: InjectionKind, memories: &[Memory]) -> String {
+    match kind {
+        InjectionKind::Gotchas => {
+            let mut out = String::from("MEMORY: known pitfalls in the files you are working on:\n");
+            for m in memories {
+                let files = if m.related_files.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", m.related_files.join(", "))
+                };
+                out.push_str(&format!(
+                    "- [{}]{files} {}\n",
+                    m.memory_type.as_str(),
+                    m.content.trim()
+                ));
+            }
+            out.trim_end().to_owned()
+        }
+        InjectionKind::SearchShortCircuit => {
+            format!("MEMORY CONTEXT: {}", memories[0].content.trim())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regex_escapes_leave_no_stray_letters() {
+        assert_eq!(pattern_words(r"session\s+cookie"), "session +cookie");
+        assert_eq!(pattern_words(r"\bopen\(\)"), " open  ");
+        assert_eq!(pattern_words("**/*.test.ts"), "**/*.test.ts");
+    }
+}
