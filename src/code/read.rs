@@ -87,15 +87,11 @@ pub(crate) async fn chunks_of(
         "SELECT {CHUNK_COLUMNS} FROM code_files f JOIN code_chunks c ON c.file_id = f.id
          WHERE f.project_id = ?1 AND f.path = ?2 ORDER BY c.ordinal"
     );
-    let mut rows = conn
+    let rows = conn
         .query(&sql, params![project_id, path])
         .await
         .ctx("reading chunks")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.ctx("reading chunks")? {
-        out.push(chunk_from_row(&row)?);
-    }
-    Ok(out)
+    collect_chunks(rows).await
 }
 
 /// BM25 search over the project's chunks: all terms first, any term when that finds nothing.
@@ -169,10 +165,15 @@ pub(crate) async fn chunks_by_ids(
          JOIN code_files f ON f.id = c.file_id WHERE f.project_id = ?2"
     );
     let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
-    let mut rows = conn
+    let rows = conn
         .query(&sql, params![ids, project_id])
         .await
         .ctx("reading chunks")?;
+    collect_chunks(rows).await
+}
+
+/// Every row of `rows` (selected with `CHUNK_COLUMNS`) as a chunk.
+async fn collect_chunks(mut rows: libsql::Rows) -> Result<Vec<CodeChunk>> {
     let mut out = Vec::new();
     while let Some(row) = rows.next().await.ctx("reading chunks")? {
         out.push(chunk_from_row(&row)?);

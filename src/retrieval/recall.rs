@@ -21,7 +21,7 @@ use super::packing::{self, phase_budget};
 use super::query_kind::{self, QueryKind};
 use super::request::{under_any, RecallFilters, RecallRequest};
 use super::scoring::{current_confidence, memory_factor};
-use crate::code::read::{self as code_read, CodeChunk};
+use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
 use crate::vector::{DenseQuery, ItemKind};
@@ -167,6 +167,35 @@ struct PathOutput {
     skipped: Option<String>,
     micros: u64,
     embed_micros: u64,
+}
+
+impl PathOutput {
+    /// Adds a ranked list of chunks found by `path`, keeping their rows.
+    fn add_chunks(&mut self, path: CandidatePath, weight: f64, hits: Vec<CodeHit>) {
+        self.lists.push(RankedList {
+            path,
+            weight,
+            items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
+        });
+        self.rows
+            .chunks
+            .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
+    }
+
+    /// Adds a ranked list of memories found by `path`, keeping their rows.
+    fn add_memories(&mut self, path: CandidatePath, weight: f64, memories: Vec<Memory>) {
+        self.lists.push(RankedList {
+            path,
+            weight,
+            items: memories
+                .iter()
+                .map(|m| ItemRef::Memory(m.id.clone()))
+                .collect(),
+        });
+        self.rows
+            .memories
+            .extend(memories.into_iter().map(|m| (m.id.clone(), m)));
+    }
 }
 
 fn micros(since: Instant) -> u64 {
@@ -323,14 +352,7 @@ async fn keyword_path(handle: &Engram, request: &RecallRequest, weight: f64) -> 
                 hits.extend(more.into_iter().filter(|h| !seen.contains(&h.chunk.id)));
                 hits.truncate(CANDIDATES as usize);
             }
-            out.lists.push(RankedList {
-                path: CandidatePath::Keyword,
-                weight,
-                items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
-            });
-            out.rows
-                .chunks
-                .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
+            out.add_chunks(CandidatePath::Keyword, weight, hits);
         }
     }
     if wants(filters, ItemKind::Memory) {
@@ -346,17 +368,8 @@ async fn keyword_path(handle: &Engram, request: &RecallRequest, weight: f64) -> 
             },
         };
         let hits = handle.search(&request.query, &options).await?;
-        out.lists.push(RankedList {
-            path: CandidatePath::Keyword,
-            weight,
-            items: hits
-                .iter()
-                .map(|h| ItemRef::Memory(h.memory.id.clone()))
-                .collect(),
-        });
-        out.rows
-            .memories
-            .extend(hits.into_iter().map(|h| (h.memory.id.clone(), h.memory)));
+        let memories = hits.into_iter().map(|h| h.memory).collect();
+        out.add_memories(CandidatePath::Keyword, weight, memories);
     }
     out.micros = micros(started);
     Ok(out)
@@ -461,30 +474,14 @@ async fn graph_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Re
                     &in_scope,
                 )
                 .await?;
-                out.lists.push(RankedList {
-                    path: CandidatePath::Graph,
-                    weight,
-                    items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
-                });
-                out.rows
-                    .chunks
-                    .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
+                out.add_chunks(CandidatePath::Graph, weight, hits);
             }
         }
     }
     if wants(filters, ItemKind::Memory) {
         let attached = memory::attached_to_files(&handle.ctx(), &files, CANDIDATES).await?;
-        out.lists.push(RankedList {
-            path: CandidatePath::Graph,
-            weight,
-            items: attached
-                .iter()
-                .map(|(_, m)| ItemRef::Memory(m.id.clone()))
-                .collect(),
-        });
-        out.rows
-            .memories
-            .extend(attached.into_iter().map(|(_, m)| (m.id.clone(), m)));
+        let memories = attached.into_iter().map(|(_, m)| m).collect();
+        out.add_memories(CandidatePath::Graph, weight, memories);
     }
     out.micros = micros(started);
     Ok(out)
