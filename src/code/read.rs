@@ -151,7 +151,9 @@ pub(crate) async fn search_chunks(
     Ok(hits)
 }
 
-/// The chunks of the project with these ids (unknown ids are skipped), in no order.
+/// The chunks of the project with these ids (unknown ids are skipped), in no order. CROSS JOIN
+/// pins the order: walk the ids and look each up by primary key. Left to itself the planner
+/// walked every chunk of the project and scanned the id list for each (385 ms at 76k chunks).
 pub(crate) async fn chunks_by_ids(
     conn: &Connection,
     project_id: &str,
@@ -161,8 +163,8 @@ pub(crate) async fn chunks_by_ids(
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT {CHUNK_COLUMNS} FROM json_each(?1) j JOIN code_chunks c ON c.id = j.value
-         JOIN code_files f ON f.id = c.file_id WHERE f.project_id = ?2"
+        "SELECT {CHUNK_COLUMNS} FROM json_each(?1) j CROSS JOIN code_chunks c ON c.id = j.value
+         CROSS JOIN code_files f ON f.id = c.file_id WHERE f.project_id = ?2"
     );
     let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
     let rows = conn
