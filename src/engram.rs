@@ -202,14 +202,23 @@ impl Engram {
                 texts.len()
             )));
         }
-        let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || {
-            let embedder = engine.embeddings.embedder()?;
+        self.with_embedder(move |embedder| {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             embedder.embed(&refs)
         })
         .await
-        .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))?
+    }
+
+    /// Runs `work` with the engine's embedder (loaded if this is its first use) on the
+    /// blocking pool: loading and embedding in one hop off the async workers.
+    async fn with_embedder<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&dyn crate::embed::Embedder) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || work(&*engine.embeddings.embedder()?))
+            .await
+            .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))?
     }
 
     /// The engine's embedder, loaded on the blocking pool if this is its first use.
@@ -272,15 +281,15 @@ impl Engram {
         &self,
         query: &str,
     ) -> Result<(crate::embed::EmbedderId, Vec<f32>)> {
-        let embedder = self.loaded_embedder().await?;
         let text = query.to_owned();
-        let model = embedder.id().clone();
-        let vector = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
-            .await
-            .map_err(|e| Error::Internal(format!("embedding task failed: {e}")))??
-            .pop()
-            .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))?;
-        Ok((model, vector))
+        self.with_embedder(move |embedder| {
+            let vector = embedder
+                .embed(&[text.as_str()])?
+                .pop()
+                .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))?;
+            Ok((embedder.id().clone(), vector))
+        })
+        .await
     }
 
     /// Memories and code chunks for `request.query`, ranked together, with the context packed

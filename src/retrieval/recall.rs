@@ -206,7 +206,7 @@ fn wants(filters: &RecallFilters, kind: ItemKind) -> bool {
     filters.kinds.is_empty() || filters.kinds.contains(&kind)
 }
 
-/// Files and modules the filters confine chunks to (empty: anywhere).
+/// Files and modules the filters confine chunks to (empty: anywhere); computed once per recall.
 fn chunk_scope(filters: &RecallFilters) -> Vec<String> {
     let mut scope = filters.files.clone();
     scope.extend(filters.modules.iter().cloned());
@@ -219,24 +219,25 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     let kind = query_kind::detect(&request.query, &request.recent_tool_calls);
     let weights = kind.path_weights();
     let stages = request.stages;
+    let scope = chunk_scope(&request.filters);
     let (keyword, dense, graph) = tokio::join!(
         async {
             if stages.keyword {
-                keyword_path(handle, &request, weights.keyword).await
+                keyword_path(handle, &request, &scope, weights.keyword).await
             } else {
                 Ok(PathOutput::default())
             }
         },
         async {
             if stages.dense {
-                dense_path(handle, &request, weights.dense).await
+                dense_path(handle, &request, &scope, weights.dense).await
             } else {
                 Ok(PathOutput::default())
             }
         },
         async {
             if stages.graph {
-                graph_path(handle, &request, weights.graph).await
+                graph_path(handle, &request, &scope, weights.graph).await
             } else {
                 Ok(PathOutput::default())
             }
@@ -264,7 +265,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     let mut fused = fusion::weighted_rrf(&lists);
     load_missing(handle, &fused, &mut rows).await?;
     let now = handle.engine().clock.now_ms();
-    fused.retain(|f| passes(&f.item, &rows, &request.filters, now));
+    fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
     if stages.boost {
         boost(handle, &mut fused, &rows).await?;
     }
@@ -323,20 +324,24 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
 }
 
 /// BM25 over chunks (all terms, then any term to fill the depth) and over memories.
-async fn keyword_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Result<PathOutput> {
+async fn keyword_path(
+    handle: &Engram,
+    request: &RecallRequest,
+    scope: &[String],
+    weight: f64,
+) -> Result<PathOutput> {
     let started = Instant::now();
     let mut out = PathOutput::default();
     let filters = &request.filters;
     if wants(filters, ItemKind::Chunk) {
         if let Some(parsed) = FtsQuery::parse(&request.query) {
-            let scope = chunk_scope(filters);
             let reader = handle.engine().store.reader().await;
             let mut hits = code_read::search_chunks(
                 &reader,
                 handle.project_id(),
                 &parsed.and_expr(),
                 CANDIDATES,
-                &scope,
+                scope,
             )
             .await?;
             if parsed.has_alternatives() && (hits.len() as u32) < CANDIDATES / 2 {
@@ -345,7 +350,7 @@ async fn keyword_path(handle: &Engram, request: &RecallRequest, weight: f64) -> 
                     handle.project_id(),
                     &parsed.or_expr(),
                     CANDIDATES,
-                    &scope,
+                    scope,
                 )
                 .await?;
                 let seen: HashSet<i64> = hits.iter().map(|h| h.chunk.id).collect();
@@ -376,7 +381,12 @@ async fn keyword_path(handle: &Engram, request: &RecallRequest, weight: f64) -> 
 }
 
 /// The query's vector against the chunk and memory indexes of the current model.
-async fn dense_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Result<PathOutput> {
+async fn dense_path(
+    handle: &Engram,
+    request: &RecallRequest,
+    scope: &[String],
+    weight: f64,
+) -> Result<PathOutput> {
     let started = Instant::now();
     let mut out = PathOutput::default();
     let vector = match handle.embed_query(&request.query).await {
@@ -398,7 +408,7 @@ async fn dense_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Re
             limit: CANDIDATES as usize,
             kinds: vec![kind],
             paths: if kind == ItemKind::Chunk {
-                chunk_scope(filters)
+                scope.to_vec()
             } else {
                 Vec::new()
             },
@@ -439,7 +449,12 @@ async fn dense_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Re
 
 /// From the recent files and their graph neighbours: the chunks there sharing a term with the
 /// query (BM25 order), and the memories attached to them (recent files first).
-async fn graph_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Result<PathOutput> {
+async fn graph_path(
+    handle: &Engram,
+    request: &RecallRequest,
+    scope: &[String],
+    weight: f64,
+) -> Result<PathOutput> {
     let started = Instant::now();
     let mut out = PathOutput::default();
     if request.recent_files.is_empty() {
@@ -458,10 +473,9 @@ async fn graph_path(handle: &Engram, request: &RecallRequest, weight: f64) -> Re
     let filters = &request.filters;
     if wants(filters, ItemKind::Chunk) {
         if let Some(parsed) = FtsQuery::parse(&request.query) {
-            let scope = chunk_scope(filters);
             let in_scope: Vec<String> = files
                 .iter()
-                .filter(|f| scope.is_empty() || under_any(f, &scope))
+                .filter(|f| scope.is_empty() || under_any(f, scope))
                 .cloned()
                 .collect();
             if !in_scope.is_empty() {
@@ -512,25 +526,25 @@ async fn load_missing(handle: &Engram, fused: &[Fused], rows: &mut Rows) -> Resu
 
 /// Whether an item exists (it may have gone since a vector index was read) and passes the
 /// filters.
-fn passes(item: &ItemRef, rows: &Rows, filters: &RecallFilters, now: i64) -> bool {
-    let scope = chunk_scope(filters);
+fn passes(
+    item: &ItemRef,
+    rows: &Rows,
+    filters: &RecallFilters,
+    scope: &[String],
+    now: i64,
+) -> bool {
     match item {
         ItemRef::Chunk(id) => {
             wants(filters, ItemKind::Chunk)
                 && rows
                     .chunks
                     .get(id)
-                    .is_some_and(|c| scope.is_empty() || under_any(&c.path, &scope))
+                    .is_some_and(|c| scope.is_empty() || under_any(&c.path, scope))
         }
         ItemRef::Memory(id) => {
             let Some(m) = rows.memories.get(id) else {
                 return false;
             };
-            let modules: Vec<String> = m
-                .related_modules
-                .iter()
-                .map(|module| module.trim_end_matches('/').to_owned())
-                .collect();
             wants(filters, ItemKind::Memory)
                 && !m.deprecated
                 && (filters.include_stale || m.stale_at.is_none())
@@ -542,9 +556,12 @@ fn passes(item: &ItemRef, rows: &Rows, filters: &RecallFilters, now: i64) -> boo
                 && (filters.files.is_empty()
                     || m.related_files.iter().any(|f| under_any(f, &filters.files)))
                 && (filters.modules.is_empty()
-                    || modules
-                        .iter()
-                        .any(|module| filters.modules.contains(module))
+                    || m.related_modules.iter().any(|module| {
+                        filters
+                            .modules
+                            .iter()
+                            .any(|f| f == module.trim_end_matches('/'))
+                    })
                     || m.related_files
                         .iter()
                         .any(|f| under_any(f, &filters.modules)))
