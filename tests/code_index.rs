@@ -505,3 +505,48 @@ async fn a_file_bigger_than_the_in_flight_budget_does_not_stall_the_run() {
         .expect("the run finishes");
     assert_eq!((summary.files_indexed, summary.files_skipped), (2, 1));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keyword_search_keeps_to_its_project_when_another_crowds_the_ranking() {
+    // Search ranks in the shared FTS index first and keeps its own project's rows; when
+    // another project's better matches fill that ranking it must still find its own.
+    let dir = tempfile::tempdir().unwrap();
+    let open_project = |id: &'static str, files: Vec<(String, String)>| {
+        let root = dir.path().join(id);
+        for (path, text) in &files {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        let mut options = OpenOptions::new(dir.path().join("engram.db"));
+        options.project_root = Some(root);
+        options.project_id = Some(id.to_owned());
+        Engram::open(options)
+    };
+    let crowd: Vec<(String, String)> = (0..60)
+        .map(|i| {
+            (
+                format!("src/m{i}.ts"),
+                format!("export function quasar{i}(quasar: number) {{ return quasar * {i} }}\n"),
+            )
+        })
+        .collect();
+    let other = open_project("crowd", crowd).await.unwrap();
+    run(&other).await;
+    let own = open_project(
+        "own",
+        vec![(
+            "src/lone.ts".to_owned(),
+            "export function lone() {\n  // one mention of a quasar, deep in a long text\n  return 1\n}\n"
+                .to_owned(),
+        )],
+    )
+    .await
+    .unwrap();
+    run(&own).await;
+    let hits = own.search_code("quasar", 5).await.unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].chunk.path, "src/lone.ts");
+    let theirs = other.search_code("quasar", 5).await.unwrap();
+    assert_eq!(theirs.len(), 5);
+    assert!(theirs.iter().all(|h| h.chunk.path.starts_with("src/m")));
+}

@@ -282,6 +282,24 @@ async fn the_graph_path_brings_memories_of_files_next_to_the_recent_ones() {
     let recall = f.e.recall(request).await.unwrap();
     assert!(find_memory(&recall, &soft_deletes).is_none());
     assert_eq!(recall.timings.graph_us, 0);
+
+    // The graph's chunks are ranked by the rarity of the query words each holds, and only
+    // the neighbourhood's: `diff` is in one chunk (password.ts), `name` in two (login.ts,
+    // users.ts), `label` only in button.ts, which is no neighbour.
+    let mut request = RecallRequest::new("name diff label");
+    request.recent_files = vec![f.root.join("src/auth/login.ts").display().to_string()];
+    request.stages.keyword = false;
+    let recall = f.e.recall(request).await.unwrap();
+    let graph_rank = |name: &str| find_symbol(&recall, name).and_then(|i| i.ranks.graph);
+    let (rare, common) = (
+        graph_rank("checkPassword").unwrap(),
+        graph_rank("findUser").unwrap(),
+    );
+    assert!(rare < common, "diff is rarer than name: {rare} vs {common}");
+    assert!(
+        graph_rank("renderButton").is_none(),
+        "button.ts is no neighbour"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

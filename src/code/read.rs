@@ -127,6 +127,11 @@ pub(crate) async fn search_chunks(
     limit: u32,
     under: &[String],
 ) -> Result<Vec<CodeHit>> {
+    if under.is_empty() {
+        if let Some(hits) = rank_in_index(conn, project_id, expr, limit).await? {
+            return Ok(hits);
+        }
+    }
     let sql = format!(
         "SELECT {CHUNK_COLUMNS}, -bm25(code_chunks_fts, 4.0, 2.0, 1.0) AS score
          FROM code_chunks_fts JOIN code_chunks c ON c.id = code_chunks_fts.rowid
@@ -149,6 +154,90 @@ pub(crate) async fn search_chunks(
         });
     }
     Ok(hits)
+}
+
+/// How many chunks (of every project) match the FTS5 expression `expr`.
+pub(crate) async fn document_frequency(conn: &Connection, expr: &str) -> Result<u64> {
+    const COUNT: &str = "SELECT count(*) FROM code_chunks_fts WHERE code_chunks_fts MATCH ?1";
+    let mut rows = conn
+        .query(COUNT, params![expr])
+        .await
+        .ctx("counting matches")?;
+    match rows.next().await.ctx("counting matches")? {
+        Some(row) => Ok(row.get::<i64>(0).ctx("match count")?.max(0) as u64),
+        None => Ok(0),
+    }
+}
+
+/// Chunks in the index (of every project), the N of inverse document frequencies.
+pub(crate) async fn chunk_total(conn: &Connection) -> Result<u64> {
+    let mut rows = conn
+        .query("SELECT count(*) FROM code_chunks", ())
+        .await
+        .ctx("counting chunks")?;
+    match rows.next().await.ctx("counting chunks")? {
+        Some(row) => Ok(row.get::<i64>(0).ctx("chunk count")?.max(0) as u64),
+        None => Ok(0),
+    }
+}
+
+/// `search_chunks` without a path filter, ranked in the FTS index alone: the top matches by
+/// BM25 with no table lookup per match (the joined query reads and sorts every match's row:
+/// 14 ms instead of 6 for a common four-word OR at 76k chunks), then the rows of the best
+/// `limit` of them that belong to the project. `None` when other projects' chunks crowded the
+/// over-fetched ranking so that fewer than `limit` remain although more matched: the joined
+/// query decides then.
+async fn rank_in_index(
+    conn: &Connection,
+    project_id: &str,
+    expr: &str,
+    limit: u32,
+) -> Result<Option<Vec<CodeHit>>> {
+    /// Ranked matches fetched per hit wanted, for the matches of other projects.
+    const OVERFETCH: u32 = 2;
+    const RANKED: &str = "SELECT rowid, -bm25(code_chunks_fts, 4.0, 2.0, 1.0)
+        FROM code_chunks_fts WHERE code_chunks_fts MATCH ?1
+        ORDER BY bm25(code_chunks_fts, 4.0, 2.0, 1.0) LIMIT ?2";
+    const OF_PROJECT: &str = "SELECT c.id FROM json_each(?1) j
+        CROSS JOIN code_chunks c ON c.id = j.value
+        CROSS JOIN code_files f ON f.id = c.file_id WHERE f.project_id = ?2";
+    let fetch = limit.saturating_mul(OVERFETCH);
+    let mut rows = conn
+        .query(RANKED, params![expr, fetch])
+        .await
+        .ctx("searching code")?;
+    let mut ranked: Vec<(i64, f64)> = Vec::new();
+    while let Some(row) = rows.next().await.ctx("searching code")? {
+        ranked.push((row.get(0).ctx("rowid")?, row.get(1).ctx("score")?));
+    }
+    let all_ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+    let ids_json = serde_json::to_string(&all_ids).unwrap_or_else(|_| "[]".to_owned());
+    let mut rows = conn
+        .query(OF_PROJECT, params![ids_json, project_id])
+        .await
+        .ctx("searching code")?;
+    let mut own = std::collections::HashSet::new();
+    while let Some(row) = rows.next().await.ctx("searching code")? {
+        own.insert(row.get::<i64>(0).ctx("id")?);
+    }
+    ranked.retain(|(id, _)| own.contains(id));
+    if (ranked.len() as u32) < limit && all_ids.len() as u32 == fetch {
+        return Ok(None);
+    }
+    ranked.truncate(limit as usize);
+    let wanted: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+    let mut chunks: std::collections::HashMap<i64, CodeChunk> =
+        chunks_by_ids(conn, project_id, &wanted)
+            .await?
+            .into_iter()
+            .map(|chunk| (chunk.id, chunk))
+            .collect();
+    Ok(Some(
+        ranked
+            .into_iter()
+            .filter_map(|(id, score)| chunks.remove(&id).map(|chunk| CodeHit { chunk, score }))
+            .collect(),
+    ))
 }
 
 /// The chunks of the project with these ids (unknown ids are skipped), in no order. CROSS JOIN

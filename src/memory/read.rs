@@ -237,14 +237,21 @@ pub(crate) async fn attached_to_files(
     if files.is_empty() {
         return Ok(Vec::new());
     }
-    // Keys `file` and `file:...` are the range [file, file || ';') since ':' + 1 = ';'.
+    // A file's keys are `file` itself and `file:...` (its symbols), the range
+    // (file || ':', file || ';') since ':' + 1 = ';'. Two lookups, not one with an OR: the OR
+    // kept SQLite from using the key index and it walked every link of the project per file
+    // (100-500 ms for 40-130 files at 10k memories).
     let sql = format!(
         "SELECT {}, top.position FROM (
-           SELECT l.memory_seq AS seq, min(CAST(j.key AS INTEGER)) AS position
-           FROM json_each(?2) j CROSS JOIN memory_links l
-           WHERE l.project_id = ?1
-             AND (l.node_key = j.value OR (l.node_key > j.value || ':' AND l.node_key < j.value || ';'))
-           GROUP BY l.memory_seq) AS top
+           SELECT seq, min(position) AS position FROM (
+             SELECT l.memory_seq AS seq, CAST(j.key AS INTEGER) AS position
+             FROM json_each(?2) j CROSS JOIN memory_links l
+             WHERE l.project_id = ?1 AND l.node_key = j.value
+             UNION ALL
+             SELECT l.memory_seq, CAST(j.key AS INTEGER)
+             FROM json_each(?2) j CROSS JOIN memory_links l
+             WHERE l.project_id = ?1 AND l.node_key > j.value || ':' AND l.node_key < j.value || ';')
+           GROUP BY seq) AS top
          CROSS JOIN memories m ON m.seq = top.seq
          WHERE m.deprecated = 0
          ORDER BY top.position, m.last_accessed_at DESC, m.seq DESC LIMIT ?3",

@@ -122,6 +122,37 @@ impl FtsQuery {
         self.render(" OR ")
     }
 
+    /// One expression per positive term (each with the exclusions), for callers that weigh
+    /// the terms themselves.
+    pub fn term_exprs(&self) -> Vec<String> {
+        self.positive
+            .iter()
+            .map(|term| {
+                FtsQuery {
+                    positive: vec![term.clone()],
+                    negative: self.negative.clone(),
+                }
+                .and_expr()
+            })
+            .collect()
+    }
+
+    /// The same query keeping only the positive terms `keep` accepts (`None` when it accepts
+    /// none).
+    pub fn only(&self, mut keep: impl FnMut(usize, &Term) -> bool) -> Option<FtsQuery> {
+        let positive: Vec<Term> = self
+            .positive
+            .iter()
+            .enumerate()
+            .filter(|(i, term)| keep(*i, term))
+            .map(|(_, term)| term.clone())
+            .collect();
+        (!positive.is_empty()).then(|| FtsQuery {
+            positive,
+            negative: self.negative.clone(),
+        })
+    }
+
     /// Whether AND and OR would differ.
     pub fn has_alternatives(&self) -> bool {
         self.positive.len() > 1

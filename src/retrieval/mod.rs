@@ -2,11 +2,12 @@
 //! builder every BM25 path uses, and the four-stage recall pipeline: what a recall asks for
 //! (`request`), query kinds and their fusion weights (`query_kind`), weighted RRF and the
 //! neighbourhood boost (`fusion`), a memory's standing (`scoring`), files one graph edge apart
-//! (`neighbourhood`), the pipeline itself (`recall`), the token-budget packing (`packing`), and what to inject
+//! (`neighbourhood`) and the graph path's ranking of their chunks (`graph_chunks`), the pipeline itself (`recall`), the token-budget packing (`packing`), and what to inject
 //! between an agent's steps (`injection`).
 
 pub mod fts_query;
 pub mod fusion;
+mod graph_chunks;
 pub mod injection;
 pub mod neighbourhood;
 pub mod packing;

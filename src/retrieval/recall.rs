@@ -220,29 +220,34 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     let weights = kind.path_weights();
     let stages = request.stages;
     let scope = chunk_scope(&request.filters);
-    let (keyword, dense, graph) = tokio::join!(
-        async {
-            if stages.keyword {
-                keyword_path(handle, &request, &scope, weights.keyword).await
-            } else {
-                Ok(PathOutput::default())
-            }
-        },
-        async {
-            if stages.dense {
-                dense_path(handle, &request, &scope, weights.dense).await
-            } else {
-                Ok(PathOutput::default())
-            }
-        },
-        async {
-            if stages.graph {
-                graph_path(handle, &request, &scope, weights.graph).await
-            } else {
-                Ok(PathOutput::default())
-            }
-        },
-    );
+    // The dense path runs as its own task so that its query embedding and vector scans (on
+    // the blocking pool) overlap the keyword and graph paths, whose SQL runs to completion on
+    // this thread without yielding (`join!` on one task ran the paths in turn). The yield lets
+    // the new task start its embedding before this thread turns to SQL: a freshly spawned task
+    // waits in this worker's LIFO slot, which no other worker steals.
+    let dense = stages.dense.then(|| {
+        let (handle, request, scope) = (handle.clone(), request.clone(), scope.clone());
+        tokio::spawn(async move { dense_path(&handle, &request, &scope, weights.dense).await })
+    });
+    if dense.is_some() {
+        tokio::task::yield_now().await;
+    }
+    let keyword = if stages.keyword {
+        keyword_path(handle, &request, &scope, weights.keyword).await
+    } else {
+        Ok(PathOutput::default())
+    };
+    let graph = if stages.graph {
+        graph_path(handle, &request, &scope, weights.graph).await
+    } else {
+        Ok(PathOutput::default())
+    };
+    let dense = match dense {
+        Some(task) => task
+            .await
+            .map_err(|e| crate::error::Error::Internal(format!("dense path failed: {e}")))?,
+        None => Ok(PathOutput::default()),
+    };
     let (keyword, dense, graph) = (keyword?, dense?, graph?);
     let mut timings = RecallTimings {
         keyword_us: keyword.micros,
@@ -345,10 +350,11 @@ async fn keyword_path(
             )
             .await?;
             if parsed.has_alternatives() && (hits.len() as u32) < CANDIDATES / 2 {
+                let fill = distinctive_terms(&reader, &parsed).await?;
                 let more = code_read::search_chunks(
                     &reader,
                     handle.project_id(),
-                    &parsed.or_expr(),
+                    &fill.or_expr(),
                     CANDIDATES,
                     scope,
                 )
@@ -378,6 +384,41 @@ async fn keyword_path(
     }
     out.micros = micros(started);
     Ok(out)
+}
+
+/// Share of all chunks above which a term is too common to widen the OR fill on its own...
+const COMMON_TERM_SHARE: f64 = 0.02;
+/// ...once it is in this many chunks (scoring a few hundred matches costs nothing worth saving,
+/// and a small project keeps every term).
+const COMMON_TERM_MIN_CHUNKS: f64 = 1000.0;
+
+/// The query reduced to the terms that pick chunks out, for the OR fill: those in at most
+/// [`COMMON_TERM_SHARE`] of the chunks or fewer than [`COMMON_TERM_MIN_CHUNKS`] (the rarest
+/// term when every one is common).
+///
+/// Why: FTS5 scores every match of an OR with `bm25()`, about 0.7 µs each, and a word like
+/// `copy` or `string` is in a fifth of all code chunks (11 ms for "copy a directory tree
+/// recursively" at 76k chunks, 1 ms without `copy`). A chunk holding only such a word cannot
+/// outrank one holding a rare query word, so the fill loses little; the AND pass before it
+/// still requires every term.
+async fn distinctive_terms(conn: &libsql::Connection, query: &FtsQuery) -> Result<FtsQuery> {
+    let total = code_read::chunk_total(conn).await? as f64;
+    let mut frequencies = Vec::with_capacity(query.positive.len());
+    for expr in query.term_exprs() {
+        frequencies.push(code_read::document_frequency(conn, &expr).await? as f64);
+    }
+    let limit = (total * COMMON_TERM_SHARE).max(COMMON_TERM_MIN_CHUNKS);
+    if let Some(rare) = query.only(|i, _| frequencies[i] <= limit) {
+        return Ok(rare);
+    }
+    let rarest = frequencies
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i);
+    Ok(query
+        .only(|i, _| i == rarest)
+        .unwrap_or_else(|| query.clone()))
 }
 
 /// The query's vector against the chunk and memory indexes of the current model.
@@ -480,12 +521,12 @@ async fn graph_path(
                 .collect();
             if !in_scope.is_empty() {
                 let reader = handle.engine().store.reader().await;
-                let hits = code_read::search_chunks(
+                let hits = super::graph_chunks::rank_in_files(
                     &reader,
                     handle.project_id(),
-                    &parsed.or_expr(),
-                    CANDIDATES,
+                    &parsed,
                     &in_scope,
+                    CANDIDATES as usize,
                 )
                 .await?;
                 out.add_chunks(CandidatePath::Graph, weight, hits);

@@ -1,0 +1,166 @@
+//! The graph path's chunk ranking: among the chunks of a few files (the recent files and their
+//! neighbours), those containing query terms, scored by the summed inverse document frequency
+//! of the terms each contains.
+//!
+//! Why not BM25 restricted to those files: FTS5's `bm25()` computes every term's document
+//! frequency by walking its whole doclist on each statement and then scores every match of the
+//! project before the file filter applies (18 ms for a four-word query at 76k chunks). Here each
+//! term costs one count and one walk of its doclist restricted to the files' id range, and the
+//! files are few, so the number of matches that matter is small.
+
+use std::collections::{HashMap, HashSet};
+
+use libsql::{params, Connection};
+
+use crate::code::read::{chunk_total, chunks_by_ids, document_frequency, CodeHit};
+use crate::error::{DbContext, Result};
+use crate::retrieval::fts_query::FtsQuery;
+
+/// Most rowid ranges one term is looked up in: the files' chunks are runs of consecutive ids
+/// (a file's chunks are written together), merged across the smallest gaps down to this many.
+const MAX_RANGES: usize = 16;
+
+/// Terms in more than this share of all chunks are left out...
+const UBIQUITOUS_SHARE: f64 = 0.5;
+/// ...once they are in this many (in a small project every term counts).
+const UBIQUITOUS_MIN_CHUNKS: f64 = 1000.0;
+
+/// The best `limit` chunks of `files` (project-relative paths) for `query`, best first. A chunk
+/// must contain at least one positive term and none of the excluded ones.
+pub(crate) async fn rank_in_files(
+    conn: &Connection,
+    project_id: &str,
+    query: &FtsQuery,
+    files: &[String],
+    limit: usize,
+) -> Result<Vec<CodeHit>> {
+    const CHUNKS_OF_FILES: &str = "SELECT c.id FROM json_each(?2) p
+        CROSS JOIN code_files f ON f.project_id = ?1 AND f.path = p.value
+        CROSS JOIN code_chunks c ON c.file_id = f.id";
+    const MATCHES_IN_RANGE: &str = "SELECT rowid FROM code_chunks_fts
+        WHERE code_chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid <= ?3";
+    if files.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let files_json = serde_json::to_string(files).unwrap_or_else(|_| "[]".to_owned());
+    let in_files: HashSet<i64> = ids(conn, CHUNKS_OF_FILES, params![project_id, files_json])
+        .await?
+        .into_iter()
+        .collect();
+    let ranges = id_ranges(&in_files, MAX_RANGES);
+    if ranges.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total = chunk_total(conn).await? as f64;
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    for expr in query.term_exprs() {
+        let df = document_frequency(conn, &expr).await? as f64;
+        // A term in most chunks (`file`, which every contextual prefix holds) weighs next to
+        // nothing and walking its matches would cost the most.
+        if df == 0.0 || df > (total * UBIQUITOUS_SHARE).max(UBIQUITOUS_MIN_CHUNKS) {
+            continue;
+        }
+        let idf = idf(total, df);
+        for &(low, high) in &ranges {
+            for id in ids(conn, MATCHES_IN_RANGE, params![expr.clone(), low, high]).await? {
+                if in_files.contains(&id) {
+                    *scores.entry(id).or_default() += idf;
+                }
+            }
+        }
+    }
+    let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked.truncate(limit);
+    let wanted: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+    let mut rows: HashMap<i64, _> = chunks_by_ids(conn, project_id, &wanted)
+        .await?
+        .into_iter()
+        .map(|chunk| (chunk.id, chunk))
+        .collect();
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(id, score)| rows.remove(&id).map(|chunk| CodeHit { chunk, score }))
+        .collect())
+}
+
+/// `ids` as at most `max` inclusive ranges covering them all: runs of consecutive ids, with
+/// the smallest gaps between runs closed until few enough remain.
+fn id_ranges(ids: &HashSet<i64>, max: usize) -> Vec<(i64, i64)> {
+    let mut sorted: Vec<i64> = ids.iter().copied().collect();
+    sorted.sort_unstable();
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    for id in sorted {
+        match runs.last_mut() {
+            Some((_, high)) if *high + 1 == id => *high = id,
+            _ => runs.push((id, id)),
+        }
+    }
+    if runs.len() <= max.max(1) {
+        return runs;
+    }
+    // Close the (len - max) smallest gaps: a gap i lies between runs i and i + 1.
+    let mut gaps: Vec<(i64, usize)> = runs
+        .windows(2)
+        .enumerate()
+        .map(|(i, pair)| (pair[1].0 - pair[0].1, i))
+        .collect();
+    gaps.sort_unstable();
+    let mut closed = vec![false; runs.len()];
+    for &(_, i) in &gaps[..runs.len() - max.max(1)] {
+        closed[i] = true;
+    }
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    let mut open = runs[0];
+    for (i, run) in runs.iter().enumerate().skip(1) {
+        if closed[i - 1] {
+            open.1 = run.1;
+        } else {
+            merged.push(open);
+            open = *run;
+        }
+    }
+    merged.push(open);
+    merged
+}
+
+/// BM25's inverse document frequency of a term in `df` of `total` documents (what FTS5's
+/// `bm25()` uses, so a term weighs here what it weighs in the keyword path).
+pub(crate) fn idf(total: f64, df: f64) -> f64 {
+    ((total - df + 0.5) / (df + 0.5) + 1.0).ln()
+}
+
+/// The first column of every row, as integers.
+async fn ids(
+    conn: &Connection,
+    sql: &str,
+    params: impl libsql::params::IntoParams,
+) -> Result<Vec<i64>> {
+    let mut rows = conn
+        .query(sql, params)
+        .await
+        .ctx("ranking chunks of files")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("ranking chunks of files")? {
+        out.push(row.get::<i64>(0).ctx("ranking chunks of files")?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_ranges_are_runs_merged_across_the_smallest_gaps() {
+        let ids: HashSet<i64> = [1, 2, 3, 10, 11, 13, 40, 41].into_iter().collect();
+        assert_eq!(
+            id_ranges(&ids, 8),
+            vec![(1, 3), (10, 11), (13, 13), (40, 41)]
+        );
+        // Gaps: 7 (3..10), 2 (11..13), 27 (13..40): two ranges close the gap of 2 and then 7.
+        assert_eq!(id_ranges(&ids, 2), vec![(1, 13), (40, 41)]);
+        assert_eq!(id_ranges(&ids, 1), vec![(1, 41)]);
+        assert!(id_ranges(&HashSet::new(), 4).is_empty());
+    }
+}
