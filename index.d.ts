@@ -1201,6 +1201,8 @@ export interface OpenOptions {
   closureDepth?: number
   /** The embedder (default: the built-in local model, loaded on first `embed()`). */
   embeddings?: EmbeddingsOptions
+  /** Stage 3 of `recall()`: a rerank server or your own function (default none). */
+  reranker?: RerankerOptions
 }
 
 /** A node reached from a start node. */
@@ -1270,6 +1272,8 @@ export interface RecallItem {
   tokens: number
   /** A short reference (at most 40 characters): `src/auth.ts:10-42`, `gotcha: never...`. */
   citation: string
+  /** The reranker's score, when it scored this item. */
+  rerankScore?: number
   /** Chunks: the file, relative to the project root. */
   path?: string
   /** Chunks: the qualified name of the definition, when the chunk is one. */
@@ -1307,6 +1311,11 @@ export interface RecallOptions {
   budgetTokens?: number
   /** Ranked items returned (1..200, default 20). */
   limit?: number
+  /**
+   * Items the configured reranker scores again, from the top of the fused list (1..200,
+   * default 30).
+   */
+  rerankDepth?: number
   /** Stages to switch off for this call. */
   stages?: RecallStages
   /**
@@ -1466,6 +1475,43 @@ export interface RememberResult {
    * instead of a new one being created.
    */
   created: boolean
+}
+
+/**
+ * The `reranker` option of `Engram.open`: stage 3 of `recall()`, which scores the fused top
+ * items again (`rerankDepth`, default 30) with a model that reads the query and each item
+ * together. None by default. A reranker that fails or times out never fails a recall: the
+ * stage is named in `skipped` (`rerank: ENGRAM_RERANK: ...`) and the fused order stands.
+ *
+ * ```ts
+ * // Cohere, or any server speaking its format (Jina, Voyage, Infinity, llama.cpp...)
+ * reranker: { url: 'https://api.cohere.com/v1/rerank', model: 'rerank-v3.5',
+ *             apiKey: process.env.COHERE_API_KEY }
+ * // Your own function: one score per document, higher is more relevant
+ * reranker: { model: 'my-cross-encoder', rerank: async (query, documents) => scores }
+ * ```
+ */
+export interface RerankerOptions {
+  /** The model's name (sent to the server; names a callback in messages). */
+  model: string
+  /**
+   * The rerank endpoint itself (`https://api.cohere.com/v1/rerank`); required unless
+   * `rerank` is given. It is POSTed `{model, query, documents, top_n}` and must answer
+   * `{results: [{index, relevance_score}]}` (`data` or a bare array, and `score`, are
+   * accepted too).
+   */
+  url?: string
+  /** Sent as `Authorization: Bearer` to the server. */
+  apiKey?: string
+  /** Bytes of one document sent to the server (default 4000). */
+  maxDocumentBytes?: number
+  /** How long one rerank may take, in ms (default 10000 for a server, 30000 for a function). */
+  timeoutMs?: number
+  /**
+   * Your own reranker: called with the query and the documents (a chunk's contextual
+   * prefix and text, or a memory's content); returns one score per document, in order.
+   */
+  rerank?: (query: string, documents: string[]) => number[] | Promise<number[]>
 }
 
 /** One search result. */

@@ -229,3 +229,63 @@ test('engram recall prints ranked items, the context, or JSON', async (t) => {
   assert.deepEqual(json.items.map((i) => i.kind), ['memory'])
   await assert.rejects(run('recall'), (e) => e.code === 2)
 })
+
+test('a JS rerank function reorders the top of the list; its failures only skip the stage', async (t) => {
+  const calls = []
+  let fail = false
+  const { db } = await project(t, {
+    reranker: {
+      model: 'count-name',
+      rerank: async (query, documents) => {
+        calls.push({ query, documents })
+        if (fail) throw new Error('model offline')
+        return documents.map((d) => d.split('name').length - 1)
+      },
+    },
+  })
+  await db.embedPending()
+  const plain = await db.recall('password user', { stages: { rerank: false } })
+  assert.equal(calls.length, 0)
+  assert.ok(plain.items.every((i) => i.ranks.rerank === undefined && i.rerankScore === undefined))
+
+  const reranked = await db.recall('password user', { rerankDepth: 3 })
+  assert.deepEqual(reranked.skipped, [])
+  assert.equal(calls.length, 1)
+  assert.equal(calls[0].query, 'password user')
+  assert.equal(calls[0].documents.length, Math.min(3, plain.items.length))
+  const scores = reranked.items.slice(0, 3).map((i) => i.rerankScore)
+  assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best score first')
+  assert.deepEqual(
+    reranked.items.slice(0, 3).map((i) => i.ranks.rerank),
+    [1, 2, 3],
+  )
+  // Past the depth the fused order stands.
+  assert.deepEqual(
+    reranked.items.slice(3).map((i) => i.id),
+    plain.items.slice(3).map((i) => i.id),
+  )
+  assert.ok(reranked.timings.rerankMs > 0)
+
+  fail = true
+  const failed = await db.recall('password user')
+  assert.equal(failed.skipped.length, 1)
+  assert.match(failed.skipped[0], /^rerank: ENGRAM_RERANK: .*model offline/)
+  assert.deepEqual(failed.items.map((i) => i.id), plain.items.map((i) => i.id))
+})
+
+test('bad reranker options reject at open with ENGRAM_INVALID_ARG', async (t) => {
+  const dir = tempDir(t)
+  const open = (reranker) => Engram.open({ path: join(dir, 'bad.db'), reranker })
+  await rejectsWithCode(assert, open({ model: 'm' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, open({ model: '', url: 'http://localhost:1/rerank' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, open({ model: 'm', url: 'ftp://x/rerank' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, open({ model: 'm', url: 'http://u:p@x/rerank' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, 
+    open({ model: 'm', url: 'http://x/rerank', rerank: async () => [] }),
+    'ENGRAM_INVALID_ARG',
+  )
+  await rejectsWithCode(assert, open({ model: 'm', rerank: 'not a function' }), 'ENGRAM_INVALID_ARG')
+  const db = await Engram.open({ path: join(dir, 'ok.db') })
+  t.after(() => db.close())
+  await rejectsWithCode(assert, db.recall('x', { rerankDepth: 0 }), 'ENGRAM_INVALID_ARG')
+})

@@ -143,6 +143,25 @@ export async function recallExample(memory: Engram, prompt: string): Promise<str
   return prompt + result.context
 }
 
+/** A reranker is an open option: a server speaking the Cohere format, or a function. */
+export async function rerankExample(path: string, score: (q: string, d: string) => number): Promise<void> {
+  const viaServer = await Engram.open({
+    path,
+    reranker: { url: 'https://api.cohere.com/v1/rerank', model: 'rerank-v3.5', apiKey: process.env.COHERE_API_KEY },
+  })
+  viaServer.close()
+  const viaFunction = await Engram.open({
+    path,
+    reranker: { model: 'mine', rerank: async (query, documents) => documents.map((d) => score(query, d)) },
+  })
+  const result = await viaFunction.recall('where are passwords checked', { rerankDepth: 20 })
+  const first: number | undefined = result.items[0]?.rerankScore
+  console.log(first, result.items[0]?.ranks.rerank, result.timings.rerankMs)
+  // @ts-expect-error a rerank function returns numbers
+  await Engram.open({ path, reranker: { model: 'm', rerank: async () => ['x'] } })
+  viaFunction.close()
+}
+
 /** stepInjection() type-checks as its doc shows it. */
 export async function stepExample(memory: Engram, injectedIds: string[]): Promise<string | null> {
   const injection: StepInjection | null = await memory.stepInjection(7, {

@@ -99,6 +99,10 @@ pub enum Error {
     /// The embedding provider failed (inference error, server error or malformed answer).
     #[error("embedding failed: {0}")]
     Embedding(String),
+    /// The reranker failed (server down or refusing, callback error, malformed scores). Recall
+    /// reports it in `skipped` and keeps the fused order.
+    #[error("rerank failed: {0}")]
+    Rerank(String),
     /// A bug: an invariant broke or a panic was caught. Please report it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -122,6 +126,7 @@ impl Error {
             Error::Callback(_) => "ENGRAM_CALLBACK",
             Error::ModelUnavailable(_) => "ENGRAM_MODEL_UNAVAILABLE",
             Error::Embedding(_) => "ENGRAM_EMBEDDING",
+            Error::Rerank(_) => "ENGRAM_RERANK",
             Error::Internal(_) => "ENGRAM_INTERNAL",
         }
     }

@@ -14,9 +14,15 @@ use engram::memory::{MemoryType, RememberInput};
 use engram::retrieval::injection::{InjectionKind, StepContext, ToolCall};
 use engram::retrieval::recall::{ItemContent, PackState, Recall, RecallItem};
 use engram::retrieval::request::RecallRequest;
+use engram::retrieval::rerank::{
+    CallbackReranker, HttpRerankOptions, HttpReranker, RerankFn, RerankerProvider,
+};
 use engram::retrieval::scoring::Phase;
 use engram::vector::ItemKind;
 use engram::{Engram, OpenOptions};
+use serde_json::json;
+
+mod common;
 
 /// One definition per file, so that each chunk is one symbol.
 const FILES: &[(&str, &str)] = &[
@@ -104,6 +110,10 @@ struct Fixture {
 }
 
 async fn fixture(embeddings: EmbeddingProvider) -> Fixture {
+    fixture_with(embeddings, RerankerProvider::default()).await
+}
+
+async fn fixture_with(embeddings: EmbeddingProvider, reranker: RerankerProvider) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
     for (path, text) in FILES {
@@ -117,6 +127,7 @@ async fn fixture(embeddings: EmbeddingProvider) -> Fixture {
     options.engine = EngineOptions {
         clock: clock.clone(),
         embeddings,
+        reranker,
         ..EngineOptions::default()
     };
     let e = Engram::open(options).await.unwrap();
@@ -641,4 +652,174 @@ async fn step_injection_short_circuits_a_search_for_something_known() {
         injected_ids: Vec::new(),
     };
     assert!(f.e.step_injection(9, &old).await.unwrap().is_none());
+}
+
+/// A request with the dense path off (these engines have no embedder).
+fn keyword_only(query: &str) -> RecallRequest {
+    let mut request = RecallRequest::new(query);
+    request.stages.dense = false;
+    request
+}
+
+/// The rank order of the items' symbols or memory contents.
+fn order(recall: &Recall) -> Vec<String> {
+    recall
+        .items
+        .iter()
+        .map(|i| match &i.content {
+            ItemContent::Chunk(c) => c.qualified_name.clone().unwrap_or_default(),
+            ItemContent::Memory(m) => m.content.clone(),
+        })
+        .collect()
+}
+
+/// A reranker that scores a document by how many times it says `word`.
+fn counting(word: &'static str) -> RerankFn {
+    Arc::new(move |_query: String, documents: Vec<String>| {
+        let scores = documents
+            .iter()
+            .map(|d| d.matches(word).count() as f32)
+            .collect();
+        Box::pin(async move { Ok(scores) })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callback_reranker_reorders_the_top_of_the_list() {
+    let reranker = CallbackReranker::new("count-name", counting("name"));
+    let f = fixture_with(
+        EmbeddingProvider::Disabled,
+        RerankerProvider(Some(Arc::new(reranker))),
+    )
+    .await;
+    let mut request = keyword_only("password user");
+    request.stages.rerank = false;
+    let fused = f.e.recall(request.clone()).await.unwrap();
+    assert!(fused.items.len() >= 2, "{:?}", order(&fused));
+    assert!(fused.items.iter().all(|i| i.ranks.rerank.is_none()));
+    assert_eq!(fused.timings.rerank_us, 0);
+
+    request.stages.rerank = true;
+    let reranked = f.e.recall(request.clone()).await.unwrap();
+    assert!(reranked.skipped.is_empty(), "{:?}", reranked.skipped);
+    // The items saying `name` most come first, each with its rerank rank and score.
+    let counts: Vec<f32> = reranked
+        .items
+        .iter()
+        .map(|i| i.rerank_score.expect("every item was reranked"))
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+    assert!(counts[0] > 0.0);
+    for (position, item) in reranked.items.iter().enumerate() {
+        assert_eq!(item.ranks.rerank, Some(position as u32 + 1));
+    }
+    let mut same = order(&reranked);
+    same.sort();
+    let mut before = order(&fused);
+    before.sort();
+    assert_eq!(same, before, "the same items, in another order");
+
+    // Depth 1: only the first item is scored; the rest keep the fused order.
+    request.rerank_depth = Some(1);
+    let shallow = f.e.recall(request).await.unwrap();
+    assert_eq!(order(&shallow), order(&fused));
+    assert_eq!(shallow.items[0].ranks.rerank, Some(1));
+    assert!(shallow.items[1..].iter().all(|i| i.ranks.rerank.is_none()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_reranker_speaks_the_cohere_wire_format_and_its_failures_only_skip_the_stage() {
+    // The server scores a document by how often it says `hash`; the second request fails,
+    // and so does its one retry.
+    let server = common::Server::start(|seen, index| {
+        if index == 1 || index == 2 {
+            return common::Answer {
+                status: 500,
+                headers: Vec::new(),
+                body: json!({"message": "model crashed"}),
+            };
+        }
+        let documents = seen.body["documents"].as_array().unwrap();
+        let results: Vec<_> = documents
+            .iter()
+            .enumerate()
+            .map(|(index, d)| {
+                let score = d.as_str().unwrap().matches("hash").count() as f64;
+                json!({"index": index, "relevance_score": score})
+            })
+            .collect();
+        common::ok(json!({"id": "x", "results": results}))
+    });
+    let mut options = HttpRerankOptions::new(format!("{}/v1/rerank", server.url), "rerank-test");
+    options.api_key = Some("sk-test".to_owned());
+    let f = fixture_with(
+        EmbeddingProvider::Disabled,
+        RerankerProvider(Some(Arc::new(HttpReranker::new(options)))),
+    )
+    .await;
+    let request = keyword_only("password user");
+    let reranked = f.e.recall(request.clone()).await.unwrap();
+    assert!(reranked.skipped.is_empty(), "{:?}", reranked.skipped);
+    let seen = &server.requests()[0];
+    assert_eq!(seen.path, "/v1/rerank");
+    assert_eq!(seen.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(seen.body["model"], "rerank-test");
+    assert_eq!(seen.body["query"], "password user");
+    let sent = seen.body["documents"].as_array().unwrap().len();
+    assert_eq!(seen.body["top_n"], sent);
+    assert_eq!(sent, reranked.items.len());
+    let first = &reranked.items[0];
+    assert!(first.rerank_score.unwrap() > 0.0);
+    assert!(matches!(&first.content, ItemContent::Chunk(c) if c.content.contains("hash")));
+
+    // The server fails: the fused order stands and the stage is named in `skipped`.
+    let failed = f.e.recall(request.clone()).await.unwrap();
+    assert_eq!(failed.skipped.len(), 1, "{:?}", failed.skipped);
+    assert!(
+        failed.skipped[0].starts_with("rerank: ENGRAM_RERANK") && failed.skipped[0].contains("500"),
+        "{:?}",
+        failed.skipped
+    );
+    assert_eq!(server.requests().len(), 3, "one retry of the 500");
+    assert!(failed.items.iter().all(|i| i.ranks.rerank.is_none()));
+    let mut fused = request.clone();
+    fused.stages.rerank = false;
+    assert_eq!(order(&failed), order(&f.e.recall(fused).await.unwrap()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_rerank_server_or_a_failing_callback_only_skip_the_stage() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let options = HttpRerankOptions::new(format!("http://127.0.0.1:{port}/rerank"), "m");
+    let f = fixture_with(
+        EmbeddingProvider::Disabled,
+        RerankerProvider(Some(Arc::new(HttpReranker::new(options)))),
+    )
+    .await;
+    let recall = f.e.recall(keyword_only("password")).await.unwrap();
+    assert!(!recall.items.is_empty());
+    assert!(
+        recall.skipped[0].starts_with("rerank: ENGRAM_RERANK"),
+        "{:?}",
+        recall.skipped
+    );
+
+    let wrong_length: RerankFn = Arc::new(|_, _| Box::pin(async { Ok(vec![1.0f32]) }));
+    let f = fixture_with(
+        EmbeddingProvider::Disabled,
+        RerankerProvider(Some(Arc::new(CallbackReranker::new("short", wrong_length)))),
+    )
+    .await;
+    let recall = f.e.recall(keyword_only("password user")).await.unwrap();
+    assert!(recall.items.len() > 1);
+    assert!(
+        recall.skipped[0].contains("1 scores for"),
+        "{:?}",
+        recall.skipped
+    );
 }

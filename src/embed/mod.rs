@@ -17,6 +17,7 @@ pub mod service;
 
 pub use callback::{CallbackOptions, EmbedFn};
 pub use http::HttpOptions;
+pub(crate) use http::{HttpFailure, JsonClient};
 pub use install::install_model;
 pub use local::{LocalEmbedder, LocalModelOptions};
 pub use model_files::{locate, ModelFiles};

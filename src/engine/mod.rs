@@ -38,6 +38,8 @@ pub struct EngineOptions {
     /// leaves some without a vector, and at open for whatever an earlier process left (a
     /// cancelled run, a new model) (default off: a run keeps the cores busy).
     pub auto_embed: bool,
+    /// Stage 3 of recall: the reranker of the fused top items (default none).
+    pub reranker: crate::retrieval::rerank::RerankerProvider,
 }
 
 impl Default for EngineOptions {
@@ -49,6 +51,7 @@ impl Default for EngineOptions {
             closure_depth: crate::graph::DEFAULT_CLOSURE_DEPTH,
             embeddings: crate::embed::EmbeddingProvider::default(),
             auto_embed: false,
+            reranker: crate::retrieval::rerank::RerankerProvider::default(),
         }
     }
 }
@@ -74,6 +77,8 @@ pub struct Engine {
     pub(crate) vectors: crate::vector::VectorIndexes,
     /// Background embedding runs, when the engine was opened with `auto_embed`.
     pub(crate) auto_embed: Option<crate::vector::AutoEmbed>,
+    /// Stage 3 of recall, when configured.
+    pub(crate) reranker: crate::retrieval::rerank::RerankerProvider,
     /// Per project, held while an embedding run is going (runs queue behind each other).
     embed_runs: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Projects with an index run in progress.
@@ -169,6 +174,7 @@ impl Engine {
             embeddings: crate::embed::EmbeddingService::new(options.embeddings),
             vectors: crate::vector::VectorIndexes::default(),
             auto_embed,
+            reranker: options.reranker,
             embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
         })

@@ -86,6 +86,9 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
         options.engine.auto_embed = e.auto_embed.unwrap_or(false);
         options.engine.embeddings = super::embed_options::core_provider(e)?;
     }
+    if let Some(r) = o.reranker {
+        options.engine.reranker = super::rerank_options::core_reranker(r)?;
+    }
     if let Some(n) = o.max_content_bytes {
         if n == 0 {
             return Err(CoreError::invalid("maxContentBytes must be positive"));

@@ -30,6 +30,7 @@ mod graph_class;
 mod graph_types;
 mod json;
 mod recall;
+mod rerank_options;
 mod types;
 mod vector;
 

@@ -81,6 +81,9 @@ pub struct RecallOptions {
     pub budget_tokens: Option<u32>,
     /// Ranked items returned (1..200, default 20).
     pub limit: Option<u32>,
+    /// Items the configured reranker scores again, from the top of the fused list (1..200,
+    /// default 30).
+    pub rerank_depth: Option<u32>,
     /// Stages to switch off for this call.
     pub stages: Option<RecallStages>,
     /// Count the memories put into the context as used (access count and last access, which
@@ -136,6 +139,9 @@ pub struct RecallItem {
     pub tokens: u32,
     /// A short reference (at most 40 characters): `src/auth.ts:10-42`, `gotcha: never...`.
     pub citation: String,
+    /// The reranker's score, when it scored this item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f64>,
     /// Chunks: the file, relative to the project root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -273,6 +279,7 @@ fn request(
     request.recent_tool_calls = o.recent_tool_calls.unwrap_or_default();
     request.budget_tokens = o.budget_tokens;
     request.limit = o.limit;
+    request.rerank_depth = o.rerank_depth;
     request.track_access = o.track_access.unwrap_or(false);
     if let Some(f) = o.filters {
         request.filters = CoreFilters {
@@ -332,6 +339,7 @@ fn item(i: core::RecallItem) -> RecallItem {
         pack: i.pack.as_str().to_owned(),
         tokens: i.tokens,
         citation: i.citation,
+        rerank_score: i.rerank_score.map(f64::from),
         path: None,
         symbol: None,
         start_line: None,

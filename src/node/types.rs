@@ -166,6 +166,8 @@ pub struct OpenOptions {
     pub closure_depth: Option<u32>,
     /// The embedder (default: the built-in local model, loaded on first `embed()`).
     pub embeddings: Option<super::embed_options::EmbeddingsOptions>,
+    /// Stage 3 of `recall()`: a rerank server or your own function (default none).
+    pub reranker: Option<super::rerank_options::RerankerOptions>,
 }
 
 /// The methodology unit a memory belongs to.

@@ -388,6 +388,7 @@ mod tests {
                 pack: PackState::NotPacked,
                 tokens: 0,
                 citation: String::new(),
+                rerank_score: None,
             })
             .collect()
     }

@@ -108,6 +108,8 @@ pub struct RecallItem {
     pub tokens: u32,
     /// A short reference to it (at most 40 characters).
     pub citation: String,
+    /// The reranker's score, when it scored this item.
+    pub rerank_score: Option<f32>,
 }
 
 /// How long each stage took, in microseconds.
@@ -288,8 +290,18 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
         }
         items.sort_by(|a, b| b.score.total_cmp(&a.score));
     }
-    items.truncate(request.limit_or_default());
     timings.fusion_us = micros(fusion_started);
+
+    if stages.rerank {
+        if let Some(reranker) = handle.engine().reranker.0.clone() {
+            let rerank_started = Instant::now();
+            if let Err(e) = rerank(&*reranker, &request, &mut items).await {
+                skipped.push(format!("rerank: {}: {e}", e.code()));
+            }
+            timings.rerank_us = micros(rerank_started);
+        }
+    }
+    items.truncate(request.limit_or_default());
 
     let packing_started = Instant::now();
     let budget = request
@@ -542,6 +554,44 @@ async fn graph_path(
     Ok(out)
 }
 
+/// Stage 3: the reranker scores the top of the list again and that part is put in its order
+/// (the rest keeps the fused order after it). On failure the list is left as it was.
+async fn rerank(
+    reranker: &dyn super::rerank::Reranker,
+    request: &RecallRequest,
+    items: &mut Vec<RecallItem>,
+) -> Result<()> {
+    let depth = request
+        .rerank_depth
+        .unwrap_or(super::rerank::DEFAULT_RERANK_DEPTH) as usize;
+    let depth = depth.min(items.len());
+    if depth == 0 {
+        return Ok(());
+    }
+    let documents: Vec<String> = items[..depth]
+        .iter()
+        .map(|item| match &item.content {
+            // The contextual prefix says where the code sits, as it does for the other stages.
+            ItemContent::Chunk(c) => format!("{}\n{}", c.context, c.content),
+            ItemContent::Memory(m) => m.content.clone(),
+        })
+        .collect();
+    let scores = reranker.rerank(request.query.clone(), documents).await?;
+    let mut head: Vec<Option<RecallItem>> = items.drain(..depth).map(Some).collect();
+    let reordered: Vec<RecallItem> = super::rerank::order_by_scores(&scores)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(position, i)| {
+            let mut item = head[i].take()?;
+            item.ranks.rerank = Some(position as u32 + 1);
+            item.rerank_score = Some(scores[i]);
+            Some(item)
+        })
+        .collect();
+    items.splice(0..0, reordered);
+    Ok(())
+}
+
 /// Reads the rows of fused items no path loaded (dense hits carry ids only).
 async fn load_missing(handle: &Engram, fused: &[Fused], rows: &mut Rows) -> Result<()> {
     let mut chunk_ids = Vec::new();
@@ -661,5 +711,6 @@ fn to_item(f: Fused, index: usize, rows: &mut Rows) -> Option<RecallItem> {
         pack: PackState::NotPacked,
         tokens: 0,
         citation: String::new(),
+        rerank_score: None,
     })
 }

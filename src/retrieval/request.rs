@@ -39,6 +39,9 @@ pub struct RecallRequest {
     pub budget_tokens: Option<u32>,
     /// Ranked items returned (1..=[`MAX_RECALL_LIMIT`], default [`DEFAULT_RECALL_LIMIT`]).
     pub limit: Option<u32>,
+    /// Items the reranker scores again, from the top of the fused list (1..=200, default 30;
+    /// only when a reranker is configured).
+    pub rerank_depth: Option<u32>,
     /// Which stages run.
     pub stages: Stages,
     /// Counts the packed memories as used (access count, last access): set it when the
@@ -132,6 +135,14 @@ impl RecallRequest {
                 )));
             }
         }
+        if let Some(depth) = self.rerank_depth {
+            let max = super::rerank::MAX_RERANK_DEPTH;
+            if !(1..=max).contains(&depth) {
+                return Err(Error::invalid(format!(
+                    "rerankDepth must be between 1 and {max}, got {depth}"
+                )));
+            }
+        }
         if let Some(budget) = self.budget_tokens {
             if !(1..=MAX_BUDGET_TOKENS).contains(&budget) {
                 return Err(Error::invalid(format!(
@@ -202,6 +213,9 @@ mod tests {
         assert_eq!(code(r), "ENGRAM_INVALID_ARG");
         let mut r = RecallRequest::new("q");
         r.budget_tokens = Some(MAX_BUDGET_TOKENS + 1);
+        assert_eq!(code(r), "ENGRAM_INVALID_ARG");
+        let mut r = RecallRequest::new("q");
+        r.rerank_depth = Some(0);
         assert_eq!(code(r), "ENGRAM_INVALID_ARG");
         let mut r = RecallRequest::new("q");
         r.filters.min_confidence = Some(1.5);

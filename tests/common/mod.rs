@@ -1,0 +1,129 @@
+//! What several test crates share: a tiny HTTP/1.1 server speaking JSON, the stand-in for
+//! model servers that cannot run here (OpenAI, Ollama, Cohere-style rerankers).
+
+// Each test crate uses its own part of this module.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An answer: status, extra headers, JSON body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Value,
+}
+
+pub fn ok(body: Value) -> Answer {
+    Answer {
+        status: 200,
+        headers: Vec::new(),
+        body,
+    }
+}
+
+pub type Handler = dyn Fn(&Seen, usize) -> Answer + Send + Sync;
+
+/// A server on a free loopback port answering with `handler(request, index of the request)`.
+pub struct Server {
+    pub url: String,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    pub fn start(handler: impl Fn(&Seen, usize) -> Answer + Send + Sync + 'static) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let handler: Arc<Handler> = Arc::new(handler);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let (log, handler) = (log.clone(), handler.clone());
+                std::thread::spawn(move || serve(stream, &log, &*handler));
+            }
+        });
+        Server { url, seen }
+    }
+
+    pub fn requests(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Serves one connection: requests until the client closes it.
+fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, handler: &Handler) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        let mut headers = Vec::new();
+        loop {
+            let mut header = String::new();
+            reader.read_line(&mut header).unwrap();
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap();
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+        let length: usize = headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+            .map(|(_, v)| v.parse().unwrap())
+            .expect("requests carry a Content-Length");
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let seen = Seen {
+            path,
+            headers,
+            body: serde_json::from_slice(&body).unwrap(),
+        };
+        let index = {
+            let mut log = log.lock().unwrap();
+            log.push(seen.clone());
+            log.len() - 1
+        };
+        let answer = handler(&seen, index);
+        let body = answer.body.to_string();
+        let mut head = format!(
+            "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            answer.status,
+            body.len()
+        );
+        for (name, value) in answer.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body.as_bytes()).is_err()
+        {
+            return;
+        }
+    }
+}
