@@ -1356,6 +1356,11 @@ export interface RecallResult {
   timings: RecallTimings
   /** Paths that could not run and why (`dense: ENGRAM_MODEL_UNAVAILABLE: ...`). */
   skipped: Array<string>
+  /**
+   * The query the keyword path searched after correcting words no index holds
+   * (`dokcer compose` -> `docker* compose`), when exact search found too little.
+   */
+  correctedQuery?: string
 }
 
 /** Which stages run: each can be switched off for a call (how ablations are measured). */

@@ -289,3 +289,14 @@ test('bad reranker options reject at open with ENGRAM_INVALID_ARG', async (t) =>
   t.after(() => db.close())
   await rejectsWithCode(assert, db.recall('x', { rerankDepth: 0 }), 'ENGRAM_INVALID_ARG')
 })
+
+test('a misspelt query is corrected to indexed terms when exact search finds too little', async (t) => {
+  const { db } = await project(t)
+  const { memory } = await db.remember({ type: 'gotcha', content: 'docker compose needs the .env file' })
+  const fixed = await db.recall('dokcer', { stages: { dense: false } })
+  assert.equal(fixed.correctedQuery, 'docker*')
+  assert.ok(fixed.items.some((i) => i.id === memory.id && i.ranks.keyword === 1), JSON.stringify(fixed.items))
+  const off = await db.recall('dokcer', { stages: { dense: false, typo: false } })
+  assert.equal(off.correctedQuery, undefined)
+  assert.ok(!off.items.some((i) => i.id === memory.id))
+})

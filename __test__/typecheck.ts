@@ -138,6 +138,8 @@ export async function recallExample(memory: Engram, prompt: string): Promise<str
     if (item.kind === 'chunk') console.log(item.path, item.startLine, item.ranks.keyword)
     else console.log(item.memoryType, item.memory?.content)
   }
+  const searched: string | undefined = result.correctedQuery
+  if (searched) console.log('searched for', searched)
   // @ts-expect-error phases are checked
   await memory.recall('x', { phase: 'coding' })
   return prompt + result.context

@@ -336,6 +336,7 @@ async function main(argv) {
         if (json) console.log(JSON.stringify(result))
         else if (values.context) console.log(result.context || '(nothing found)')
         else {
+          if (result.correctedQuery) console.log(`(searched for: ${result.correctedQuery})`)
           if (!result.items.length) console.log('nothing found')
           for (const [i, item] of result.items.entries()) {
             const r = item.ranks

@@ -823,3 +823,65 @@ async fn an_unreachable_rerank_server_or_a_failing_callback_only_skip_the_stage(
         recall.skipped
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn misspelt_words_are_corrected_when_exact_search_finds_too_little() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let compose = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "docker compose needs the .env file next to it",
+        &[],
+    )
+    .await;
+    // `dokcer` is in no index: the keyword path searches `docker*` instead and says so.
+    let recall = f.e.recall(keyword_only("dokcer")).await.unwrap();
+    assert_eq!(recall.corrected_query.as_deref(), Some("docker*"));
+    assert!(find_memory(&recall, &compose).is_some_and(|m| m.ranks.keyword.is_some()));
+    // Identifiers too, and the words that were right stay as typed.
+    let recall =
+        f.e.recall(keyword_only("chekpassword stored"))
+            .await
+            .unwrap();
+    assert_eq!(
+        recall.corrected_query.as_deref(),
+        Some("checkpassword* stored")
+    );
+    assert!(find_symbol(&recall, "checkPassword").is_some_and(|i| i.ranks.keyword.is_some()));
+
+    // Switched off, or when the words are known, nothing is corrected.
+    let mut off = keyword_only("dokcer");
+    off.stages.typo = false;
+    let recall = f.e.recall(off).await.unwrap();
+    assert!(recall.corrected_query.is_none());
+    assert!(find_memory(&recall, &compose).is_none());
+    let exact = f.e.recall(keyword_only("docker")).await.unwrap();
+    assert!(exact.corrected_query.is_none());
+    assert!(find_memory(&exact, &compose).is_some());
+    // A word nothing is near stays as it is.
+    let far = f.e.recall(keyword_only("xylophone")).await.unwrap();
+    assert!(far.corrected_query.is_none() && far.items.is_empty());
+
+    // New terms reach the vocabulary once it is 30 s old: it is rebuilt when the indexes
+    // changed, but not more often.
+    let kube = remember(
+        &f.e,
+        MemoryType::Decision,
+        "kubernetes runs the workers",
+        &[],
+    )
+    .await;
+    let recall = f.e.recall(keyword_only("kubernetse")).await.unwrap();
+    assert!(
+        find_memory(&recall, &kube).is_none(),
+        "{:?}",
+        recall.corrected_query
+    );
+    f.clock.advance(31_000);
+    let recall = f.e.recall(keyword_only("kubernetse")).await.unwrap();
+    assert!(
+        find_memory(&recall, &kube).is_some(),
+        "{:?}",
+        recall.corrected_query
+    );
+}

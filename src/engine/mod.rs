@@ -79,6 +79,8 @@ pub struct Engine {
     pub(crate) auto_embed: Option<crate::vector::AutoEmbed>,
     /// Stage 3 of recall, when configured.
     pub(crate) reranker: crate::retrieval::rerank::RerankerProvider,
+    /// The indexed terms, for recall's typo tolerance (built on first need).
+    pub(crate) vocabulary: crate::retrieval::typo::VocabularyCache,
     /// Per project, held while an embedding run is going (runs queue behind each other).
     embed_runs: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Projects with an index run in progress.
@@ -175,6 +177,7 @@ impl Engine {
             vectors: crate::vector::VectorIndexes::default(),
             auto_embed,
             reranker: options.reranker,
+            vocabulary: Default::default(),
             embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
         })

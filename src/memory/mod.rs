@@ -23,7 +23,7 @@ pub use search::{SearchHit, SearchMode, SearchOptions};
 pub use write::Remembered;
 
 pub(crate) use read::{attached_to_files, get, get_many, history, list, stats};
-pub(crate) use search::search;
+pub(crate) use search::{document_frequency, search};
 pub(crate) use write::{forget, remember_many, rollback, touch, update};
 
 use std::path::Path;

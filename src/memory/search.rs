@@ -172,6 +172,19 @@ async fn run(
     rank_joined(ctx, conn, expr, options, limit).await
 }
 
+/// How many memories (of every project, forgotten ones too) match the FTS5 expression `expr`.
+pub(crate) async fn document_frequency(conn: &libsql::Connection, expr: &str) -> Result<u64> {
+    const COUNT: &str = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1";
+    let mut rows = conn
+        .query(COUNT, libsql::params![expr])
+        .await
+        .ctx("counting matches")?;
+    match rows.next().await.ctx("counting matches")? {
+        Some(row) => Ok(row.get::<i64>(0).ctx("match count")?.max(0) as u64),
+        None => Ok(0),
+    }
+}
+
 /// True when the filter only scopes by project and forgotten state, so that most index
 /// matches pass it.
 fn is_broad(f: &ListFilter) -> bool {

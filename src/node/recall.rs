@@ -210,6 +210,10 @@ pub struct RecallResult {
     pub timings: RecallTimings,
     /// Paths that could not run and why (`dense: ENGRAM_MODEL_UNAVAILABLE: ...`).
     pub skipped: Vec<String>,
+    /// The query the keyword path searched after correcting words no index holds
+    /// (`dokcer compose` -> `docker* compose`), when exact search found too little.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected_query: Option<String>,
 }
 
 /// One recent tool call of the agent, for `stepInjection()`.
@@ -388,6 +392,7 @@ fn result(r: core::Recall) -> RecallResult {
             total_ms: ms(t.total_us),
         },
         skipped: r.skipped,
+        corrected_query: r.corrected_query,
     }
 }
 

@@ -2,7 +2,7 @@
 //! builder every BM25 path uses, and the four-stage recall pipeline: what a recall asks for
 //! (`request`), query kinds and their fusion weights (`query_kind`), weighted RRF and the
 //! neighbourhood boost (`fusion`), a memory's standing (`scoring`), files one graph edge apart
-//! (`neighbourhood`) and the graph path's ranking of their chunks (`graph_chunks`), the pipeline itself (`recall`), the optional reranker (`rerank`), the token-budget packing (`packing`), and what to inject
+//! (`neighbourhood`) and the graph path's ranking of their chunks (`graph_chunks`), the pipeline itself (`recall`), the optional reranker (`rerank`), typo tolerance for the keyword path (`typo`), the token-budget packing (`packing`), and what to inject
 //! between an agent's steps (`injection`).
 
 pub mod fts_query;
@@ -16,3 +16,4 @@ pub mod recall;
 pub mod request;
 pub mod rerank;
 pub mod scoring;
+pub(crate) mod typo;

@@ -152,6 +152,9 @@ pub struct Recall {
     pub timings: RecallTimings,
     /// Paths that could not run, with why (`dense: ENGRAM_MODEL_UNAVAILABLE: ...`).
     pub skipped: Vec<String>,
+    /// The query the keyword path searched after correcting words no index holds
+    /// (`dokcer compose` -> `docker* compose`), when exact search found too little.
+    pub corrected_query: Option<String>,
 }
 
 /// Rows loaded while gathering candidates, by item.
@@ -169,6 +172,8 @@ struct PathOutput {
     skipped: Option<String>,
     micros: u64,
     embed_micros: u64,
+    /// The keyword path's query after typo correction, when it was corrected.
+    corrected_query: Option<String>,
 }
 
 impl PathOutput {
@@ -251,6 +256,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
         None => Ok(PathOutput::default()),
     };
     let (keyword, dense, graph) = (keyword?, dense?, graph?);
+    let corrected_query = keyword.corrected_query.clone();
     let mut timings = RecallTimings {
         keyword_us: keyword.micros,
         dense_us: dense.micros,
@@ -337,10 +343,16 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
         used_tokens,
         timings,
         skipped,
+        corrected_query,
     })
 }
 
-/// BM25 over chunks (all terms, then any term to fill the depth) and over memories.
+/// Fewer keyword hits than this (chunks and memories together) and the query's unknown words
+/// are corrected (see `typo`).
+const TYPO_TRIGGER: usize = 5;
+
+/// BM25 over chunks and memories; when that finds too little, once more with the words no
+/// index holds corrected to the closest indexed terms.
 async fn keyword_path(
     handle: &Engram,
     request: &RecallRequest,
@@ -348,10 +360,72 @@ async fn keyword_path(
     weight: f64,
 ) -> Result<PathOutput> {
     let started = Instant::now();
+    let mut out = keyword_lists(handle, &request.query, &request.filters, scope, weight).await?;
+    let found: usize = out.lists.iter().map(|l| l.items.len()).sum();
+    if request.stages.typo && found < TYPO_TRIGGER {
+        if let Some(corrected) = corrected_query(handle, &request.query).await? {
+            let more = keyword_lists(handle, &corrected, &request.filters, scope, weight).await?;
+            out.lists.extend(more.lists);
+            out.rows.chunks.extend(more.rows.chunks);
+            out.rows.memories.extend(more.rows.memories);
+            out.corrected_query = Some(corrected);
+        }
+    }
+    out.micros = micros(started);
+    Ok(out)
+}
+
+/// `query` with every word that neither index holds replaced by the closest indexed term (as
+/// a prefix: the terms are stems); `None` when no word needed or found a correction.
+async fn corrected_query(handle: &Engram, query: &str) -> Result<Option<String>> {
+    let Some(parsed) = FtsQuery::parse(query) else {
+        return Ok(None);
+    };
+    let reader = handle.engine().store.reader().await;
+    let mut vocabulary = None;
+    let mut changed = false;
+    let mut words = Vec::with_capacity(parsed.positive.len());
+    for (term, expr) in parsed.positive.iter().zip(parsed.term_exprs()) {
+        let plain = !term.phrase && !term.prefix && term.text.chars().all(char::is_alphanumeric);
+        if plain
+            && code_read::document_frequency(&reader, &expr).await? == 0
+            && memory::document_frequency(&reader, &expr).await? == 0
+        {
+            if vocabulary.is_none() {
+                let now = handle.engine().clock.now_ms();
+                vocabulary = Some(handle.engine().vocabulary.current(&reader, now).await?);
+            }
+            if let Some(fixed) = vocabulary.as_ref().and_then(|v| v.correct(&term.text)) {
+                words.push(format!("{fixed}*"));
+                changed = true;
+                continue;
+            }
+        }
+        words.push(if term.phrase {
+            format!("\"{}\"", term.text)
+        } else if term.prefix {
+            format!("{}*", term.text)
+        } else {
+            term.text.clone()
+        });
+    }
+    for term in &parsed.negative {
+        words.push(format!("-{}", term.text));
+    }
+    Ok(changed.then(|| words.join(" ")))
+}
+
+/// BM25 over chunks (all terms, then any term to fill the depth) and over memories.
+async fn keyword_lists(
+    handle: &Engram,
+    query: &str,
+    filters: &RecallFilters,
+    scope: &[String],
+    weight: f64,
+) -> Result<PathOutput> {
     let mut out = PathOutput::default();
-    let filters = &request.filters;
     if wants(filters, ItemKind::Chunk) {
-        if let Some(parsed) = FtsQuery::parse(&request.query) {
+        if let Some(parsed) = FtsQuery::parse(query) {
             let reader = handle.engine().store.reader().await;
             let mut hits = code_read::search_chunks(
                 &reader,
@@ -390,11 +464,10 @@ async fn keyword_path(
                 ..ListFilter::default()
             },
         };
-        let hits = handle.search(&request.query, &options).await?;
+        let hits = handle.search(query, &options).await?;
         let memories = hits.into_iter().map(|h| h.memory).collect();
         out.add_memories(CandidatePath::Keyword, weight, memories);
     }
-    out.micros = micros(started);
     Ok(out)
 }
 

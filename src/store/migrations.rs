@@ -91,6 +91,11 @@ const MAIN: &[Migration] = &[
         name: "memory_vectors",
         sql: include_str!("sql/main/006_memory_vectors.sql"),
     },
+    Migration {
+        version: 7,
+        name: "memory_vocab",
+        sql: include_str!("sql/main/007_memory_vocab.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
@@ -113,6 +118,11 @@ const CODE: &[Migration] = &[
         version: 4,
         name: "chunk_vectors",
         sql: include_str!("sql/code/004_chunk_vectors.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "chunk_vocab",
+        sql: include_str!("sql/code/005_chunk_vocab.sql"),
     },
 ];
 

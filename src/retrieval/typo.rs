@@ -1,0 +1,286 @@
+//! Typo tolerance for recall's keyword path: when exact BM25 finds too little, query words the
+//! indexes have never seen are replaced by the closest indexed term (`dokcer` -> `docker`).
+//!
+//! The vocabulary is every term of the chunk and memory indexes with its document count (read
+//! through `fts5vocab` tables), held in memory with a trigram index over it and rebuilt when the
+//! indexes changed (at most every 30 s). A word's candidates are the terms sharing enough of its trigrams (padded, so
+//! the ends count) and of about its length; the winner is the one at the smallest edit distance
+//! (transpositions count one, as in Damerau's), then the most documents. The terms are porter
+//! stems, as the index stores them, so a correction is searched as a prefix (`docker*`): the
+//! stemmer applied to a stem does not always give the stem back.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use libsql::Connection;
+
+use crate::error::{DbContext, Result};
+
+/// Words shorter than this are never corrected (too many terms are one edit away).
+const MIN_WORD_CHARS: usize = 4;
+/// Longest word corrected (identifiers this long are not typed by hand).
+const MAX_WORD_CHARS: usize = 32;
+
+/// Every indexed term, with a trigram index over them.
+#[derive(Debug, Default)]
+pub(crate) struct Vocabulary {
+    terms: Vec<(String, u32)>,
+    grams: HashMap<[char; 3], Vec<u32>>,
+}
+
+/// What the vocabulary was built from: rebuilt when it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Generation {
+    chunks: (i64, i64),
+    memories: (i64, i64),
+}
+
+/// How long a vocabulary serves after the indexes changed before it is rebuilt. Reading every
+/// term takes ~0.3 s at 50k chunks, and an agent writes memories between most recalls: a
+/// rebuild per write would make every corrected recall pay it.
+const REBUILD_AFTER_MS: i64 = 30_000;
+
+/// The engine's vocabulary, built on first need.
+#[derive(Debug, Default)]
+pub(crate) struct VocabularyCache(tokio::sync::Mutex<Option<Built>>);
+
+#[derive(Debug)]
+struct Built {
+    generation: Generation,
+    at_ms: i64,
+    vocabulary: Arc<Vocabulary>,
+}
+
+impl VocabularyCache {
+    /// The vocabulary: rebuilt when the indexes changed since it was built and it is at
+    /// least [`REBUILD_AFTER_MS`] old (`now_ms` on the engine's clock).
+    pub(crate) async fn current(&self, conn: &Connection, now_ms: i64) -> Result<Arc<Vocabulary>> {
+        let mut cached = self.0.lock().await;
+        let generation = generation(conn).await?;
+        if let Some(built) = cached.as_ref() {
+            if built.generation == generation || now_ms - built.at_ms < REBUILD_AFTER_MS {
+                return Ok(built.vocabulary.clone());
+            }
+        }
+        let vocabulary = Arc::new(Vocabulary::load(conn).await?);
+        *cached = Some(Built {
+            generation,
+            at_ms: now_ms,
+            vocabulary: vocabulary.clone(),
+        });
+        Ok(vocabulary)
+    }
+}
+
+/// Row counts and largest ids of both indexed tables: any insert or delete changes one.
+async fn generation(conn: &Connection) -> Result<Generation> {
+    const SQL: &str =
+        "SELECT (SELECT count(*) FROM code_chunks), (SELECT max(id) FROM code_chunks),
+        (SELECT count(*) FROM memories), (SELECT max(seq) FROM memories)";
+    let mut rows = conn.query(SQL, ()).await.ctx("reading index generation")?;
+    let row = rows
+        .next()
+        .await
+        .ctx("reading index generation")?
+        .ok_or_else(|| crate::error::Error::Internal("no generation row".into()))?;
+    let number = |i: i32| -> Result<i64> {
+        Ok(row
+            .get::<Option<i64>>(i)
+            .ctx("index generation")?
+            .unwrap_or(0))
+    };
+    Ok(Generation {
+        chunks: (number(0)?, number(1)?),
+        memories: (number(2)?, number(3)?),
+    })
+}
+
+impl Vocabulary {
+    /// Reads every term of both indexes (document counts summed over them).
+    async fn load(conn: &Connection) -> Result<Vocabulary> {
+        const SQL: &str = "SELECT term, sum(doc) FROM (
+            SELECT term, doc FROM code_chunks_vocab UNION ALL SELECT term, doc FROM memories_vocab)
+            GROUP BY term";
+        let mut rows = conn.query(SQL, ()).await.ctx("reading the vocabulary")?;
+        let mut terms = Vec::new();
+        while let Some(row) = rows.next().await.ctx("reading the vocabulary")? {
+            let term: String = row.get(0).ctx("term")?;
+            let docs: i64 = row.get(1).ctx("term documents")?;
+            terms.push((term, docs.clamp(0, i64::from(u32::MAX)) as u32));
+        }
+        Ok(Vocabulary::new(terms))
+    }
+
+    /// A vocabulary of `terms` with their document counts.
+    pub(crate) fn new(terms: Vec<(String, u32)>) -> Vocabulary {
+        let terms: Vec<(String, u32)> = terms
+            .into_iter()
+            .filter(|(term, _)| {
+                let chars = term.chars().count();
+                (MIN_WORD_CHARS - 1..=MAX_WORD_CHARS + 2).contains(&chars)
+                    && term.chars().any(char::is_alphabetic)
+            })
+            .collect();
+        let mut grams: HashMap<[char; 3], Vec<u32>> = HashMap::new();
+        for (i, (term, _)) in terms.iter().enumerate() {
+            let mut own = trigrams(term);
+            own.sort_unstable();
+            own.dedup();
+            for gram in own {
+                grams.entry(gram).or_default().push(i as u32);
+            }
+        }
+        Vocabulary { terms, grams }
+    }
+
+    /// The indexed term closest to `word` (lower-cased), when one is close enough (one edit
+    /// for words of up to five characters, two for longer ones) and `word` is not itself one.
+    pub(crate) fn correct(&self, word: &str) -> Option<&str> {
+        let word: Vec<char> = word.to_lowercase().chars().collect();
+        if !(MIN_WORD_CHARS..=MAX_WORD_CHARS).contains(&word.len()) {
+            return None;
+        }
+        let max_distance = if word.len() <= 5 { 1 } else { 2 };
+        let word_text: String = word.iter().collect();
+        let mut own = trigrams(&word_text);
+        own.sort_unstable();
+        own.dedup();
+        // A term `max_distance` edits away shares at least this many padded trigrams (each
+        // edit touches at most three) — loosened by one, as transpositions touch four.
+        let needed = own.len().saturating_sub(3 * max_distance + 1).max(1);
+        let mut shared: HashMap<u32, usize> = HashMap::new();
+        for gram in &own {
+            for &i in self.grams.get(gram).into_iter().flatten() {
+                *shared.entry(i).or_default() += 1;
+            }
+        }
+        let mut best: Option<(usize, u32, &str)> = None;
+        for (i, count) in shared {
+            if count < needed {
+                continue;
+            }
+            let (term, docs) = &self.terms[i as usize];
+            let chars: Vec<char> = term.chars().collect();
+            if chars == word {
+                return None; // an indexed word needs no correction
+            }
+            if chars.len().abs_diff(word.len()) > max_distance {
+                continue;
+            }
+            let distance = edit_distance(&word, &chars);
+            if distance > max_distance {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((d, n, t)) => {
+                    (distance, std::cmp::Reverse(*docs), term.as_str())
+                        < (d, std::cmp::Reverse(n), t)
+                }
+            };
+            if better {
+                best = Some((distance, *docs, term));
+            }
+        }
+        best.map(|(_, _, term)| term)
+    }
+}
+
+/// The trigrams of `word` padded with two `\0` on each side, so that its ends count.
+fn trigrams(word: &str) -> Vec<[char; 3]> {
+    let padded: Vec<char> = ['\0', '\0']
+        .into_iter()
+        .chain(word.chars())
+        .chain(['\0', '\0'])
+        .collect();
+    padded.windows(3).map(|w| [w[0], w[1], w[2]]).collect()
+}
+
+/// Edits (insert, delete, substitute, swap two neighbours) from `a` to `b`: the optimal string
+/// alignment distance.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let width = b.len() + 1;
+    let mut rows = vec![0usize; (a.len() + 1) * width];
+    for (j, cell) in rows.iter_mut().enumerate().take(width) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        rows[i * width] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[(i - 1) * width + j] + 1)
+                .min(rows[i * width + j - 1] + 1)
+                .min(rows[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[(i - 2) * width + j - 2] + 1);
+            }
+            rows[i * width + j] = d;
+        }
+    }
+    rows[a.len() * width + b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocabulary() -> Vocabulary {
+        Vocabulary::new(
+            [
+                ("docker", 40),
+                ("dock", 3),
+                ("kubernet", 12),
+                ("container", 30),
+                ("password", 25),
+                ("passport", 2),
+                ("db", 90),
+            ]
+            .into_iter()
+            .map(|(t, n)| (t.to_owned(), n))
+            .collect(),
+        )
+    }
+
+    #[test]
+    fn misspelt_words_find_the_closest_indexed_term() {
+        let v = vocabulary();
+        assert_eq!(v.correct("dokcer"), Some("docker"), "a swap is one edit");
+        assert_eq!(v.correct("Dockr"), Some("docker"));
+        assert_eq!(v.correct("pasword"), Some("password"));
+        assert_eq!(v.correct("containr"), Some("container"));
+        assert_eq!(
+            v.correct("kubernetse"),
+            Some("kubernet"),
+            "two edits for long words"
+        );
+    }
+
+    #[test]
+    fn known_short_or_far_words_are_left_alone() {
+        let v = vocabulary();
+        assert_eq!(v.correct("docker"), None, "already indexed");
+        assert_eq!(v.correct("dbx"), None, "too short to correct");
+        assert_eq!(v.correct("zebra"), None);
+        assert_eq!(v.correct("dxqwer"), None, "three edits from docker");
+    }
+
+    #[test]
+    fn ties_go_to_the_term_in_more_documents() {
+        let v = Vocabulary::new(vec![("parse".into(), 5), ("parso".into(), 50)]);
+        assert_eq!(v.correct("parsx"), Some("parso"));
+    }
+
+    #[test]
+    fn edit_distance_counts_swaps_as_one() {
+        let d = |a: &str, b: &str| {
+            edit_distance(
+                &a.chars().collect::<Vec<_>>(),
+                &b.chars().collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(d("dokcer", "docker"), 1);
+        assert_eq!(d("kitten", "sitting"), 3);
+        assert_eq!(d("", "abc"), 3);
+        assert_eq!(d("same", "same"), 0);
+    }
+}
