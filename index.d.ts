@@ -1034,6 +1034,8 @@ export interface Memory {
   version: number
   /** App metadata. */
   metadata: Record<string, unknown>
+  /** Patterns that make `recall()` put it first (lower case). */
+  triggers: Array<string>
 }
 
 /**
@@ -1079,6 +1081,8 @@ export interface MemoryPatch {
   pinned?: boolean
   /** New metadata object. */
   metadata?: Record<string, unknown>
+  /** Replaces the trigger patterns. */
+  triggers?: Array<string>
 }
 
 /** A typed link from a memory to another memory or a file. */
@@ -1274,6 +1278,8 @@ export interface RecallItem {
   citation: string
   /** The reranker's score, when it scored this item. */
   rerankScore?: number
+  /** Memories: the trigger pattern found in the query or a recent file, which put it first. */
+  triggeredBy?: string
   /** Chunks: the file, relative to the project root. */
   path?: string
   /** Chunks: the qualified name of the definition, when the chunk is one. */
@@ -1469,6 +1475,13 @@ export interface RememberInput {
   pinned?: boolean
   /** A plain object for the app (at most 64 KiB as JSON). */
   metadata?: Record<string, unknown>
+  /**
+   * Text that makes `recall()` put this memory first whatever else ranks, when it appears
+   * in the query or in a recent file's path (case-insensitive, at least 2 characters): a
+   * "never do X" memory with the patterns of X, such as `['.env']` for "never commit .env
+   * files" or `['println!']` for "log with tracing, not println!".
+   */
+  triggers?: Array<string>
 }
 
 /** Result of `remember`. */

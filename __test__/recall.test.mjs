@@ -300,3 +300,22 @@ test('a misspelt query is corrected to indexed terms when exact search finds too
   assert.equal(off.correctedQuery, undefined)
   assert.ok(!off.items.some((i) => i.id === memory.id))
 })
+
+test('a memory whose trigger is in the query or a recent file comes first', async (t) => {
+  const { db, root } = await project(t)
+  const { memory } = await db.remember({
+    type: 'gotcha',
+    content: 'never commit secrets files; the deploy reads them from the vault',
+    triggers: ['.ENV'],
+  })
+  assert.deepEqual(memory.triggers, ['.env'])
+  const byQuery = await db.recall('should I commit config.env for login', { stages: { dense: false } })
+  assert.equal(byQuery.items[0].id, memory.id)
+  assert.equal(byQuery.items[0].triggeredBy, '.env')
+  writeFileSync(join(root, 'local.env'), 'X=1\n')
+  const byFile = await db.recall('checkPassword', { recentFiles: ['local.env'], stages: { dense: false } })
+  assert.equal(byFile.items[0].triggeredBy, '.env')
+  const without = await db.recall('checkPassword', { stages: { dense: false } })
+  assert.ok(without.items.every((i) => i.triggeredBy === undefined))
+  await assert.rejects(db.remember({ type: 'gotcha', content: 'x', triggers: ['a'] }), { code: 'ENGRAM_INVALID_ARG' })
+})

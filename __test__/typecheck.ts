@@ -145,6 +145,19 @@ export async function recallExample(memory: Engram, prompt: string): Promise<str
   return prompt + result.context
 }
 
+/** Trigger patterns put "never do X" memories first when X is in play. */
+export async function triggerExample(memory: Engram): Promise<string | undefined> {
+  const { memory: stored } = await memory.remember({
+    type: 'gotcha',
+    content: 'never commit .env files',
+    triggers: ['.env', 'dotenv'],
+  })
+  const patterns: string[] = stored.triggers
+  await memory.update(stored.id, { triggers: [...patterns, 'secrets.json'] })
+  const result = await memory.recall('add the .env to git', { recentFiles: ['config/.env'] })
+  return result.items[0]?.triggeredBy
+}
+
 /** A reranker is an open option: a server speaking the Cohere format, or a function. */
 export async function rerankExample(path: string, score: (q: string, d: string) => number): Promise<void> {
   const viaServer = await Engram.open({

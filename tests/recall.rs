@@ -885,3 +885,80 @@ async fn misspelt_words_are_corrected_when_exact_search_finds_too_little() {
         recall.corrected_query
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memories_with_a_trigger_in_the_query_or_a_recent_file_come_first() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let mut never_env = RememberInput::new(
+        MemoryType::Gotcha,
+        "never commit secrets files; the deploy reads them from the vault",
+    );
+    never_env.triggers = vec![".ENV".into(), "dotenv".into()];
+    let never_env = f.e.remember(never_env).await.unwrap().memory;
+    assert_eq!(
+        never_env.triggers,
+        vec![".env", "dotenv"],
+        "stored in lower case"
+    );
+    let mut no_println = RememberInput::new(MemoryType::Gotcha, "log through tracing");
+    no_println.triggers = vec!["println!".into()];
+    let no_println = f.e.remember(no_println).await.unwrap().memory;
+
+    // No word in common with the query: only the trigger brings it, first.
+    let recall =
+        f.e.recall(keyword_only("load the DotEnv config for login"))
+            .await
+            .unwrap();
+    let first = &recall.items[0];
+    assert_eq!(first.triggered_by.as_deref(), Some("dotenv"));
+    assert!(matches!(&first.content, ItemContent::Memory(m) if m.id == never_env.id));
+    assert!(find_memory(&recall, &no_println.id).is_none());
+    assert!(
+        recall.context.contains("never commit secrets"),
+        "it is packed"
+    );
+
+    // A recent file's path triggers too; filters still apply.
+    let mut request = keyword_only("checkPassword");
+    request.recent_files = vec![f.root.join("src/auth/login.ts").display().to_string()];
+    let plain = f.e.recall(request.clone()).await.unwrap();
+    assert!(plain.items.iter().all(|i| i.triggered_by.is_none()));
+    std::fs::write(f.root.join("config.env"), "X=1\n").unwrap();
+    request
+        .recent_files
+        .push(f.root.join("config.env").display().to_string());
+    let recall = f.e.recall(request.clone()).await.unwrap();
+    assert_eq!(recall.items[0].triggered_by.as_deref(), Some(".env"));
+    request.filters.types = vec![MemoryType::Decision];
+    let filtered = f.e.recall(request).await.unwrap();
+    assert!(filtered.items.iter().all(|i| i.triggered_by.is_none()));
+
+    // An update replaces the patterns (and is versioned like any change).
+    let patch = engram::memory::MemoryPatch {
+        triggers: Some(vec!["DBG!".into()]),
+        ..Default::default()
+    };
+    let updated = f.e.update(&no_println.id, patch).await.unwrap();
+    assert_eq!(
+        (updated.triggers.clone(), updated.version),
+        (vec!["dbg!".to_owned()], 2)
+    );
+    let recall =
+        f.e.recall(keyword_only("remove the dbg! calls"))
+            .await
+            .unwrap();
+    assert_eq!(recall.items[0].triggered_by.as_deref(), Some("dbg!"));
+
+    // Forgotten memories never come back; too short a trigger is refused.
+    f.e.forget(&never_env.id, Some("moved to a doc".to_owned()))
+        .await
+        .unwrap();
+    let recall = f.e.recall(keyword_only("dotenv")).await.unwrap();
+    assert!(find_memory(&recall, &never_env.id).is_none());
+    let mut bad = RememberInput::new(MemoryType::Gotcha, "x");
+    bad.triggers = vec!["a".into()];
+    assert_eq!(
+        f.e.remember(bad).await.unwrap_err().code(),
+        "ENGRAM_INVALID_ARG"
+    );
+}

@@ -86,6 +86,8 @@ pub struct RememberInput {
     pub pinned: Option<bool>,
     /// A JSON object for the app.
     pub metadata: Option<Value>,
+    /// Patterns whose presence in a recall's query or recent files surfaces the memory.
+    pub triggers: Vec<String>,
 }
 
 impl RememberInput {
@@ -114,6 +116,7 @@ impl RememberInput {
             citation_text: None,
             pinned: None,
             metadata: None,
+            triggers: Vec::new(),
         }
     }
 }
@@ -160,6 +163,8 @@ pub struct MemoryPatch {
     pub pinned: Option<bool>,
     /// Replaces metadata.
     pub metadata: Option<Value>,
+    /// Replaces the trigger patterns.
+    pub triggers: Option<Vec<String>>,
 }
 
 impl MemoryPatch {
@@ -184,6 +189,7 @@ impl MemoryPatch {
             && self.citation_text.is_none()
             && self.pinned.is_none()
             && self.metadata.is_none()
+            && self.triggers.is_none()
     }
 }
 
@@ -253,6 +259,25 @@ impl Validator<'_> {
             redactions += r.count;
             if !out.contains(&r.text) {
                 out.push(r.text);
+            }
+        }
+        Ok((out, redactions))
+    }
+
+    /// Trigger patterns: a list whose entries are matched case-insensitively, so stored in
+    /// lower case, and of at least two characters (one would match nearly every query).
+    pub fn triggers(&self, items: &[String]) -> Result<(Vec<String>, u32)> {
+        let (list, redactions) = self.list("triggers", items)?;
+        let mut out: Vec<String> = Vec::with_capacity(list.len());
+        for item in list {
+            if item.chars().count() < 2 {
+                return Err(Error::invalid(format!(
+                    "triggers must be at least 2 characters long, got '{item}'"
+                )));
+            }
+            let lower = item.to_lowercase();
+            if !out.contains(&lower) {
+                out.push(lower);
             }
         }
         Ok((out, redactions))

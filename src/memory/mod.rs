@@ -22,7 +22,7 @@ pub use read::{ListFilter, ListOrder, MemoryVersion, Stats};
 pub use search::{SearchHit, SearchMode, SearchOptions};
 pub use write::Remembered;
 
-pub(crate) use read::{attached_to_files, get, get_many, history, list, stats};
+pub(crate) use read::{attached_to_files, get, get_many, history, list, stats, triggered};
 pub(crate) use search::{document_frequency, search};
 pub(crate) use write::{forget, remember_many, rollback, touch, update};
 

@@ -254,6 +254,11 @@ pub struct Memory {
     pub version: u32,
     /// Free-form JSON object for the app.
     pub metadata: serde_json::Value,
+    /// Text that makes recall show this memory whatever else ranks: a pattern found in the
+    /// query or in a recent file's path (case-insensitive), such as `println!` or `.env` for
+    /// "never log with println!" or "never commit .env files".
+    #[serde(default)]
+    pub triggers: Vec<String>,
 }
 
 /// The text a memory is embedded as: its files, first module and type, a blank line, then its
@@ -286,7 +291,7 @@ pub(crate) fn sample(memory_type: MemoryType, content: &str) -> Memory {
         "provenanceSessionIds": [], "impactedNodeIds": [], "relations": [],
         "needsReview": false, "userVerified": false, "pinned": false, "deprecated": false,
         "redactions": 0, "reinforceCount": 0, "accessCount": 0, "createdAt": 0,
-        "updatedAt": 0, "lastAccessedAt": 0, "version": 1, "metadata": {}
+        "updatedAt": 0, "lastAccessedAt": 0, "version": 1, "metadata": {}, "triggers": []
     });
     serde_json::from_value(json).expect("a memory")
 }

@@ -2,6 +2,7 @@
 //! connections, concurrently with each other and with the writer (WAL).
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use libsql::{params, params_from_iter, Value};
 
@@ -267,6 +268,28 @@ pub(crate) async fn attached_to_files(
     while let Some(row) = rows.next().await.ctx("reading attached memories")? {
         let position: i64 = row.get(super::rows::COLUMN_COUNT).ctx("position")?;
         out.push((position as usize, from_row(&row)?));
+    }
+    Ok(out)
+}
+
+/// The project's active memories with trigger patterns (at most 1,000, most confident first).
+pub(crate) async fn triggered(ctx: &Ctx<'_>) -> Result<Vec<Memory>> {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {} FROM memories m
+             WHERE m.project_id = ?1 AND m.triggers <> '[]' AND m.deprecated = 0
+             ORDER BY m.confidence DESC, m.seq DESC LIMIT 1000",
+            *SELECT_M
+        )
+    });
+    let conn = ctx.store.reader().await;
+    let mut rows = conn
+        .query(&SQL, params![ctx.project_id])
+        .await
+        .ctx("reading triggered memories")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading triggered memories")? {
+        out.push(from_row(&row)?);
     }
     Ok(out)
 }

@@ -47,6 +47,7 @@ const COLUMNS: &[&str] = &[
     "last_accessed_at",
     "version",
     "metadata",
+    "triggers",
 ];
 
 /// `m.id, m.project_id, ...` for queries that alias `memories` as `m`.
@@ -146,6 +147,7 @@ pub(crate) fn to_params(m: &Memory, content_hash: &str) -> Vec<Value> {
         Value::Integer(m.last_accessed_at),
         Value::Integer(m.version as i64),
         json(&m.metadata),
+        json(&m.triggers),
         Value::Text(content_hash.to_owned()),
     ]
 }
@@ -203,6 +205,7 @@ pub(crate) fn from_row(row: &Row) -> Result<Memory> {
         last_accessed_at: int(next()?)?,
         version: int(next()?)? as u32,
         metadata: parse_json(next()?)?,
+        triggers: parse_json(next()?)?,
     })
 }
 

@@ -42,6 +42,7 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
     let (impacted_node_ids, _) = v.list("impactedNodeIds", &input.impacted_node_ids)?;
     let (citation_text, r_cite) = v.citation(input.citation_text.as_deref())?;
     let (metadata, r_meta) = v.metadata(input.metadata.as_ref())?;
+    let (triggers, r_triggers) = v.triggers(&input.triggers)?;
     let session_id = v.opt_id("sessionId", input.session_id.as_deref())?;
     let confidence = v.unit("confidence", input.confidence.unwrap_or(0.8))?;
     let decay_half_life_days = input
@@ -78,7 +79,7 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
         deprecated_at: None,
         deprecated_reason: None,
         stale_at: None,
-        redactions: content.count + r_tags + r_files + r_modules + r_cite + r_meta,
+        redactions: content.count + r_tags + r_files + r_modules + r_cite + r_meta + r_triggers,
         reinforce_count: 0,
         access_count: 0,
         created_at: now,
@@ -86,6 +87,7 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
         last_accessed_at: now,
         version: 1,
         metadata,
+        triggers,
     };
     Ok(Prepared { memory, hash })
 }
@@ -221,6 +223,7 @@ fn reinforce(ctx: &Ctx<'_>, old: &Memory, new: Memory, now: i64) -> Memory {
     m.tags = union(&old.tags, &new.tags);
     m.related_files = union(&old.related_files, &new.related_files);
     m.related_modules = union(&old.related_modules, &new.related_modules);
+    m.triggers = union(&old.triggers, &new.triggers);
     m.impacted_node_ids = union(&old.impacted_node_ids, &new.impacted_node_ids);
     m.provenance_session_ids = union(&old.provenance_session_ids, &new.provenance_session_ids);
     m.pinned = old.pinned || new.pinned;
@@ -349,6 +352,11 @@ pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Resul
         .as_deref()
         .map(|c| v.citation(Some(c)))
         .transpose()?;
+    let triggers = patch
+        .triggers
+        .as_deref()
+        .map(|t| v.triggers(t))
+        .transpose()?;
     let metadata = patch
         .metadata
         .as_ref()
@@ -408,6 +416,10 @@ pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Resul
     }
     if let Some((c, r)) = citation {
         m.citation_text = c;
+        m.redactions += r;
+    }
+    if let Some((t, r)) = triggers {
+        m.triggers = t;
         m.redactions += r;
     }
     if let Some((meta, r)) = metadata {

@@ -142,6 +142,9 @@ pub struct RecallItem {
     /// The reranker's score, when it scored this item.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerank_score: Option<f64>,
+    /// Memories: the trigger pattern found in the query or a recent file, which put it first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggered_by: Option<String>,
     /// Chunks: the file, relative to the project root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -344,6 +347,7 @@ fn item(i: core::RecallItem) -> RecallItem {
         tokens: i.tokens,
         citation: i.citation,
         rerank_score: i.rerank_score.map(f64::from),
+        triggered_by: i.triggered_by,
         path: None,
         symbol: None,
         start_line: None,

@@ -253,6 +253,11 @@ pub struct RememberInput {
     /// A plain object for the app (at most 64 KiB as JSON).
     #[napi(ts_type = "Record<string, unknown>")]
     pub metadata: Option<Json>,
+    /// Text that makes `recall()` put this memory first whatever else ranks, when it appears
+    /// in the query or in a recent file's path (case-insensitive, at least 2 characters): a
+    /// "never do X" memory with the patterns of X, such as `['.env']` for "never commit .env
+    /// files" or `['println!']` for "log with tracing, not println!".
+    pub triggers: Option<Vec<String>>,
 }
 
 /// Fields to change in `update`; omitted fields stay. An empty string clears `citationText`,
@@ -299,6 +304,8 @@ pub struct MemoryPatch {
     /// New metadata object.
     #[napi(ts_type = "Record<string, unknown>")]
     pub metadata: Option<Json>,
+    /// Replaces the trigger patterns.
+    pub triggers: Option<Vec<String>>,
 }
 
 /// A stored memory.
@@ -391,6 +398,8 @@ pub struct Memory {
     /// App metadata.
     #[napi(ts_type = "Record<string, unknown>")]
     pub metadata: Json,
+    /// Patterns that make `recall()` put it first (lower case).
+    pub triggers: Vec<String>,
 }
 
 /// Result of `remember`.
@@ -587,6 +596,7 @@ impl From<RememberInput> for core::RememberInput {
             citation_text: i.citation_text,
             pinned: i.pinned,
             metadata: i.metadata,
+            triggers: i.triggers.unwrap_or_default(),
         }
     }
 }
@@ -613,6 +623,7 @@ impl From<MemoryPatch> for core::MemoryPatch {
             citation_text: p.citation_text,
             pinned: p.pinned,
             metadata: p.metadata,
+            triggers: p.triggers,
         }
     }
 }
@@ -656,6 +667,7 @@ impl From<core::Memory> for Memory {
             last_accessed_at: m.last_accessed_at,
             version: m.version,
             metadata: m.metadata,
+            triggers: m.triggers,
         }
     }
 }

@@ -389,6 +389,7 @@ mod tests {
                 tokens: 0,
                 citation: String::new(),
                 rerank_score: None,
+                triggered_by: None,
             })
             .collect()
     }

@@ -30,6 +30,9 @@ use crate::Engram;
 /// Candidates each path contributes per kind (the fusion's depth).
 pub const CANDIDATES: u32 = 50;
 
+/// Most memories one recall puts first because a trigger pattern matched.
+pub const MAX_TRIGGERED: usize = 3;
+
 /// What a recalled item is.
 // Unboxed: a recall holds at most 200 items, built once and moved rarely.
 #[allow(clippy::large_enum_variant)]
@@ -110,6 +113,9 @@ pub struct RecallItem {
     pub citation: String,
     /// The reranker's score, when it scored this item.
     pub rerank_score: Option<f32>,
+    /// The memory's trigger pattern found in the query or a recent file: it was put first
+    /// whatever it ranked (see [`MAX_TRIGGERED`]).
+    pub triggered_by: Option<String>,
 }
 
 /// How long each stage took, in microseconds.
@@ -307,6 +313,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
             timings.rerank_us = micros(rerank_started);
         }
     }
+    put_triggered_first(handle, &request, &scope, &mut rows, &mut items, now).await?;
     items.truncate(request.limit_or_default());
 
     let packing_started = Instant::now();
@@ -627,6 +634,73 @@ async fn graph_path(
     Ok(out)
 }
 
+/// The memories whose trigger pattern is in the query or a recent file's path go first (the
+/// seed's negative memories: "never commit .env files" when `.env` is in play), at most
+/// [`MAX_TRIGGERED`], most confident first, when the filters allow them.
+async fn put_triggered_first(
+    handle: &Engram,
+    request: &RecallRequest,
+    scope: &[String],
+    rows: &mut Rows,
+    items: &mut Vec<RecallItem>,
+    now: i64,
+) -> Result<()> {
+    if !wants(&request.filters, ItemKind::Memory) {
+        return Ok(());
+    }
+    let query = request.query.to_lowercase();
+    let files: Vec<String> = request
+        .recent_files
+        .iter()
+        .map(|f| f.to_lowercase())
+        .collect();
+    let mut chosen: Vec<(Memory, String)> = Vec::new();
+    for memory in memory::triggered(&handle.ctx()).await? {
+        if chosen.len() >= MAX_TRIGGERED {
+            break;
+        }
+        let Some(pattern) = memory
+            .triggers
+            .iter()
+            .find(|t| query.contains(t.as_str()) || files.iter().any(|f| f.contains(t.as_str())))
+            .cloned()
+        else {
+            continue;
+        };
+        let item = ItemRef::Memory(memory.id.clone());
+        rows.memories.insert(memory.id.clone(), memory.clone());
+        let allowed = passes(&item, rows, &request.filters, scope, now);
+        rows.memories.remove(&memory.id);
+        if allowed {
+            chosen.push((memory, pattern));
+        }
+    }
+    let top_score = items.iter().map(|i| i.score).fold(0.0, f64::max);
+    for (memory, pattern) in chosen.into_iter().rev() {
+        let found = items
+            .iter()
+            .position(|i| matches!(&i.content, ItemContent::Memory(m) if m.id == memory.id));
+        let mut item = match found {
+            Some(at) => items.remove(at),
+            None => RecallItem {
+                content: ItemContent::Memory(memory),
+                score: top_score,
+                ranks: StageRanks::default(),
+                boost: 0.0,
+                factor: 1.0,
+                pack: PackState::NotPacked,
+                tokens: 0,
+                citation: String::new(),
+                rerank_score: None,
+                triggered_by: None,
+            },
+        };
+        item.triggered_by = Some(pattern);
+        items.insert(0, item);
+    }
+    Ok(())
+}
+
 /// Stage 3: the reranker scores the top of the list again and that part is put in its order
 /// (the rest keeps the fused order after it). On failure the list is left as it was.
 async fn rerank(
@@ -785,5 +859,6 @@ fn to_item(f: Fused, index: usize, rows: &mut Rows) -> Option<RecallItem> {
         tokens: 0,
         citation: String::new(),
         rerank_score: None,
+        triggered_by: None,
     })
 }

@@ -96,6 +96,11 @@ const MAIN: &[Migration] = &[
         name: "memory_vocab",
         sql: include_str!("sql/main/007_memory_vocab.sql"),
     },
+    Migration {
+        version: 8,
+        name: "memory_triggers",
+        sql: include_str!("sql/main/008_memory_triggers.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
