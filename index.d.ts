@@ -1410,7 +1410,7 @@ export interface RecallTimings {
   graphMs: number
   /** Stage 1 as a whole (its paths run concurrently). */
   candidatesMs: number
-  /** Fusion, loading rows, filters, boost and memory scoring. */
+  /** Fusion, loading rows, filters, boost, memory scoring and the triggered memories. */
   fusionMs: number
   /** The reranker. */
   rerankMs: number

@@ -276,7 +276,9 @@ pub(crate) async fn attached_to_files(
 pub(crate) async fn triggered(ctx: &Ctx<'_>) -> Result<Vec<Memory>> {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "SELECT {} FROM memories m
+            // INDEXED BY: without it the planner took the (project, deprecated) index and
+            // read every memory of the project (8 ms at 10k) to find the few with triggers.
+            "SELECT {} FROM memories m INDEXED BY memories_triggered
              WHERE m.project_id = ?1 AND m.triggers <> '[]' AND m.deprecated = 0
              ORDER BY m.confidence DESC, m.seq DESC LIMIT 1000",
             *SELECT_M

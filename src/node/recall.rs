@@ -183,7 +183,7 @@ pub struct RecallTimings {
     pub graph_ms: f64,
     /// Stage 1 as a whole (its paths run concurrently).
     pub candidates_ms: f64,
-    /// Fusion, loading rows, filters, boost and memory scoring.
+    /// Fusion, loading rows, filters, boost, memory scoring and the triggered memories.
     pub fusion_ms: f64,
     /// The reranker.
     pub rerank_ms: f64,

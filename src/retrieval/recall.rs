@@ -131,7 +131,8 @@ pub struct RecallTimings {
     pub graph_us: u64,
     /// Stage 1 as a whole (its paths run concurrently).
     pub candidates_us: u64,
-    /// Fusion, loading the candidates' rows, filters, boost and scoring.
+    /// Fusion, loading the candidates' rows, filters, boost, scoring and the triggered
+    /// memories.
     pub fusion_us: u64,
     /// The reranker.
     pub rerank_us: u64,
@@ -313,7 +314,9 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
             timings.rerank_us = micros(rerank_started);
         }
     }
+    let triggers_started = Instant::now();
     put_triggered_first(handle, &request, &scope, &mut rows, &mut items, now).await?;
+    timings.fusion_us += micros(triggers_started);
     items.truncate(request.limit_or_default());
 
     let packing_started = Instant::now();
