@@ -962,3 +962,39 @@ async fn memories_with_a_trigger_in_the_query_or_a_recent_file_come_first() {
         "ENGRAM_INVALID_ARG"
     );
 }
+
+/// A reranker of the application's own that answers with one score too many.
+struct Overcounting;
+
+impl engram::retrieval::rerank::Reranker for Overcounting {
+    fn name(&self) -> String {
+        "mine:overcounting".to_owned()
+    }
+
+    fn rerank(
+        &self,
+        _query: String,
+        documents: Vec<String>,
+    ) -> futures::future::BoxFuture<'static, engram::Result<Vec<f32>>> {
+        let scores = vec![1.0; documents.len() + 1];
+        Box::pin(async move { Ok(scores) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reranker_of_ones_own_with_the_wrong_number_of_scores_only_skips_the_stage() {
+    let f = fixture_with(
+        EmbeddingProvider::Disabled,
+        RerankerProvider(Some(Arc::new(Overcounting))),
+    )
+    .await;
+    let recall = f.e.recall(keyword_only("password user")).await.unwrap();
+    assert!(recall.items.len() > 1);
+    assert!(recall.items.iter().all(|i| i.ranks.rerank.is_none()));
+    assert!(
+        recall.skipped[0].starts_with("rerank: ENGRAM_RERANK")
+            && recall.skipped[0].contains("mine:overcounting"),
+        "{:?}",
+        recall.skipped
+    );
+}

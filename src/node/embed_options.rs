@@ -188,7 +188,7 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
         "ollama" => {
             let mut options = OllamaOptions::new(model(&o)?);
             if let Some(url) = o.base_url {
-                options.base_url = base_url(url, name)?;
+                options.base_url = http_url(url, &format!("{name}.baseUrl"))?;
             }
             options.dimensions = dimensions;
             options.batch_size = batch_size;
@@ -198,7 +198,7 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
         "openai" => {
             let mut options = OpenAiOptions::new(model(&o)?);
             if let Some(url) = o.base_url {
-                options.base_url = base_url(url, name)?;
+                options.base_url = http_url(url, &format!("{name}.baseUrl"))?;
             }
             let official = options.base_url == crate::embed::openai::DEFAULT_OPENAI_URL;
             options.api_key = o
@@ -247,22 +247,23 @@ fn in_range(
     }
 }
 
-/// An `http://` or `https://` URL without its trailing slashes.
-fn base_url(url: String, name: &str) -> Converted<String> {
+/// An `http://` or `https://` URL without its trailing slashes; `field` names the option in
+/// messages (`embeddings.baseUrl`, `reranker.url`).
+pub(super) fn http_url(url: String, field: &str) -> Converted<String> {
     let trimmed = url.trim().trim_end_matches('/');
     let rest = trimmed
         .strip_prefix("http://")
         .or_else(|| trimmed.strip_prefix("https://"));
     let Some(rest) = rest.filter(|r| !r.is_empty()) else {
         return Err(CoreError::invalid(format!(
-            "{name}.baseUrl must be an http:// or https:// URL, got '{url}'"
+            "{field} must be an http:// or https:// URL, got '{url}'"
         )));
     };
     // Credentials in the URL would show in every error message that names the server.
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.contains('@') {
         return Err(CoreError::invalid(format!(
-            "{name}.baseUrl must not carry credentials (user:password@): pass a key as apiKey"
+            "{field} must not carry credentials (user:password@): pass a key as apiKey"
         )));
     }
     Ok(trimmed.to_owned())

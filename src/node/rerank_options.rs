@@ -89,22 +89,7 @@ pub(crate) fn core_reranker(
             Ok(RerankerProvider(Some(Arc::new(reranker))))
         }
         (None, Some(url)) => {
-            let url = url.trim().to_owned();
-            let rest = url
-                .strip_prefix("http://")
-                .or_else(|| url.strip_prefix("https://"))
-                .filter(|rest| !rest.is_empty());
-            let Some(rest) = rest else {
-                return Err(CoreError::invalid(format!(
-                    "reranker.url must be an http:// or https:// URL, got '{url}'"
-                )));
-            };
-            // Credentials in the URL would show in every message that names the server.
-            if rest.split('/').next().unwrap_or_default().contains('@') {
-                return Err(CoreError::invalid(
-                    "reranker.url must not carry credentials (user:password@): pass a key as apiKey",
-                ));
-            }
+            let url = super::embed_options::http_url(url, "reranker.url")?;
             let mut options = HttpRerankOptions::new(url, model);
             options.api_key = o.api_key.filter(|k| !k.is_empty());
             if let Some(bytes) = o.max_document_bytes {

@@ -24,6 +24,9 @@ const MAX_RANGES: usize = 16;
 /// match gets).
 const NAME_BONUS: f64 = 2.0;
 
+/// Query terms looked up (in their order).
+const MAX_TERMS: usize = 8;
+
 /// Terms in more than this share of all chunks are left out...
 const UBIQUITOUS_SHARE: f64 = 0.5;
 /// ...once they are in this many (in a small project every term counts).
@@ -57,7 +60,8 @@ pub(crate) async fn rank_in_files(
     }
     let total = chunk_total(conn).await? as f64;
     let mut scores: HashMap<i64, f64> = HashMap::new();
-    for expr in query.term_exprs() {
+    // A long agent query would cost two statements per term and range: its first terms do.
+    for expr in query.term_exprs().into_iter().take(MAX_TERMS) {
         let df = document_frequency(conn, &expr).await? as f64;
         // A term in most chunks (`file`, which every contextual prefix holds) weighs next to
         // nothing and walking its matches would cost the most.
@@ -66,14 +70,22 @@ pub(crate) async fn rank_in_files(
         }
         let idf = idf(total, df);
         // The term anywhere, then the term in the chunk's name: a name says what the chunk
-        // is (the keyword path's BM25 weighs the name column 4x for the same reason).
+        // is (the keyword path's BM25 weighs the name column 4x for the same reason). The
+        // column filter applies to the exclusions too, so a name match counts only for a
+        // chunk the plain match (exclusions and all) took.
         let in_name = format!("symbol : ({expr})");
-        for (expr, weight) in [(&expr, idf), (&in_name, idf * NAME_BONUS)] {
-            for &(low, high) in &ranges {
-                for id in ids(conn, MATCHES_IN_RANGE, params![expr.clone(), low, high]).await? {
-                    if in_files.contains(&id) {
-                        *scores.entry(id).or_default() += weight;
-                    }
+        let mut matched: HashSet<i64> = HashSet::new();
+        for &(low, high) in &ranges {
+            for id in ids(conn, MATCHES_IN_RANGE, params![expr.clone(), low, high]).await? {
+                if in_files.contains(&id) && matched.insert(id) {
+                    *scores.entry(id).or_default() += idf;
+                }
+            }
+        }
+        for &(low, high) in &ranges {
+            for id in ids(conn, MATCHES_IN_RANGE, params![in_name.clone(), low, high]).await? {
+                if matched.contains(&id) {
+                    *scores.entry(id).or_default() += idf * NAME_BONUS;
                 }
             }
         }
@@ -133,8 +145,9 @@ fn id_ranges(ids: &HashSet<i64>, max: usize) -> Vec<(i64, i64)> {
     merged
 }
 
-/// BM25's inverse document frequency of a term in `df` of `total` documents (what FTS5's
-/// `bm25()` uses, so a term weighs here what it weighs in the keyword path).
+/// Inverse document frequency of a term in `df` of `total` documents: BM25's, with the `+ 1`
+/// inside the log (as Lucene has it) so that it stays positive for a term in most documents
+/// where FTS5's `bm25()` clamps it to a tiny constant.
 pub(crate) fn idf(total: f64, df: f64) -> f64 {
     ((total - df + 0.5) / (df + 0.5) + 1.0).ln()
 }

@@ -379,17 +379,8 @@ mod tests {
         contents
             .into_iter()
             .enumerate()
-            .map(|(i, content)| RecallItem {
-                content,
-                score: 1.0 / (i + 1) as f64,
-                ranks: StageRanks::default(),
-                boost: 0.0,
-                factor: 1.0,
-                pack: PackState::NotPacked,
-                tokens: 0,
-                citation: String::new(),
-                rerank_score: None,
-                triggered_by: None,
+            .map(|(i, content)| {
+                RecallItem::new(content, 1.0 / (i + 1) as f64, StageRanks::default())
             })
             .collect()
     }

@@ -86,7 +86,8 @@ pub struct StageRanks {
     pub dense: Option<u32>,
     /// In its graph list.
     pub graph: Option<u32>,
-    /// After fusion and the filters, before the memory factors and the rerank.
+    /// After fusion and the filters, before the memory factors and the rerank (0 for a
+    /// memory that only its trigger pattern brought).
     pub fused: u32,
     /// After the reranker, when one ran.
     pub rerank: Option<u32>,
@@ -116,6 +117,24 @@ pub struct RecallItem {
     /// The memory's trigger pattern found in the query or a recent file: it was put first
     /// whatever it ranked (see [`MAX_TRIGGERED`]).
     pub triggered_by: Option<String>,
+}
+
+impl RecallItem {
+    /// An item as stage 2 makes it: not boosted, factor 1, not packed, not reranked.
+    pub fn new(content: ItemContent, score: f64, ranks: StageRanks) -> Self {
+        RecallItem {
+            content,
+            score,
+            ranks,
+            boost: 0.0,
+            factor: 1.0,
+            pack: PackState::NotPacked,
+            tokens: 0,
+            citation: String::new(),
+            rerank_score: None,
+            triggered_by: None,
+        }
+    }
 }
 
 /// How long each stage took, in microseconds.
@@ -420,7 +439,11 @@ async fn corrected_query(handle: &Engram, query: &str) -> Result<Option<String>>
         });
     }
     for term in &parsed.negative {
-        words.push(format!("-{}", term.text));
+        words.push(format!(
+            "-{}{}",
+            term.text,
+            if term.prefix { "*" } else { "" }
+        ));
     }
     Ok(changed.then(|| words.join(" ")))
 }
@@ -685,18 +708,11 @@ async fn put_triggered_first(
             .position(|i| matches!(&i.content, ItemContent::Memory(m) if m.id == memory.id));
         let mut item = match found {
             Some(at) => items.remove(at),
-            None => RecallItem {
-                content: ItemContent::Memory(memory),
-                score: top_score,
-                ranks: StageRanks::default(),
-                boost: 0.0,
-                factor: 1.0,
-                pack: PackState::NotPacked,
-                tokens: 0,
-                citation: String::new(),
-                rerank_score: None,
-                triggered_by: None,
-            },
+            None => RecallItem::new(
+                ItemContent::Memory(memory),
+                top_score,
+                StageRanks::default(),
+            ),
         };
         item.triggered_by = Some(pattern);
         items.insert(0, item);
@@ -727,6 +743,9 @@ async fn rerank(
         })
         .collect();
     let scores = reranker.rerank(request.query.clone(), documents).await?;
+    // Any `Reranker` may be plugged in: one finite score per item, or the order stands.
+    let scores = super::rerank::checked(scores, depth)
+        .map_err(|why| crate::error::Error::Rerank(format!("{} {why}", reranker.name())))?;
     let mut head: Vec<Option<RecallItem>> = items.drain(..depth).map(Some).collect();
     let reordered: Vec<RecallItem> = super::rerank::order_by_scores(&scores)
         .into_iter()
@@ -847,21 +866,17 @@ fn to_item(f: Fused, index: usize, rows: &mut Rows) -> Option<RecallItem> {
         ItemRef::Memory(id) => ItemContent::Memory(rows.memories.remove(id)?),
     };
     Some(RecallItem {
-        content,
-        score: f.score,
-        ranks: StageRanks {
-            keyword: f.ranks.keyword,
-            dense: f.ranks.dense,
-            graph: f.ranks.graph,
-            fused: index as u32 + 1,
-            rerank: None,
-        },
         boost: f.boost,
-        factor: 1.0,
-        pack: PackState::NotPacked,
-        tokens: 0,
-        citation: String::new(),
-        rerank_score: None,
-        triggered_by: None,
+        ..RecallItem::new(
+            content,
+            f.score,
+            StageRanks {
+                keyword: f.ranks.keyword,
+                dense: f.ranks.dense,
+                graph: f.ranks.graph,
+                fused: index as u32 + 1,
+                rerank: None,
+            },
+        )
     })
 }

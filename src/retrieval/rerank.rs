@@ -173,10 +173,20 @@ impl Reranker for HttpReranker {
         documents: Vec<String>,
     ) -> BoxFuture<'static, Result<Vec<f32>>> {
         let inner = Arc::clone(&self.0);
+        // One deadline for the whole call: the client's timeout is per attempt, and a
+        // retry may wait for the server's Retry-After.
+        let deadline = inner.options.http.timeout;
         Box::pin(async move {
             // The client blocks: keep it off the async workers.
-            tokio::task::spawn_blocking(move || inner.call(&query, &documents))
+            let call = tokio::task::spawn_blocking(move || inner.call(&query, &documents));
+            tokio::time::timeout(deadline, call)
                 .await
+                .map_err(|_| {
+                    Error::Rerank(format!(
+                        "the rerank server did not answer within {} ms",
+                        deadline.as_millis()
+                    ))
+                })?
                 .map_err(|e| Error::Internal(format!("rerank task failed: {e}")))?
         })
     }
@@ -222,7 +232,7 @@ impl HttpInner {
 
 /// The scores of a rerank answer in document order: `{results | data: [{index,
 /// relevance_score | score}]}` or a bare array of such items (Hugging Face's TEI). Documents
-/// the server left out (it ranked fewer than asked) score lowest.
+/// the server left out (it ranked fewer than asked) score lowest (`f32::MIN`).
 fn scores_from_answer(answer: &Value, expected: usize) -> std::result::Result<Vec<f32>, String> {
     let items = answer
         .get("results")
@@ -249,14 +259,11 @@ fn scores_from_answer(answer: &Value, expected: usize) -> std::result::Result<Ve
             return Err(format!("index {index} twice"));
         }
     }
-    Ok(scores
-        .into_iter()
-        .map(|s| s.unwrap_or(f32::NEG_INFINITY))
-        .collect())
+    Ok(scores.into_iter().map(|s| s.unwrap_or(f32::MIN)).collect())
 }
 
 /// `scores` when it holds one finite score per document.
-fn checked(scores: Vec<f32>, expected: usize) -> std::result::Result<Vec<f32>, String> {
+pub(crate) fn checked(scores: Vec<f32>, expected: usize) -> std::result::Result<Vec<f32>, String> {
     if scores.len() != expected {
         return Err(format!(
             "returned {} scores for {expected} documents",
@@ -290,7 +297,7 @@ mod tests {
         ]});
         assert_eq!(
             scores_from_answer(&cohere, 3).unwrap(),
-            vec![0.5, f32::NEG_INFINITY, 0.9]
+            vec![0.5, f32::MIN, 0.9]
         );
         let voyage = json!({"data": [{"index": 0, "relevance_score": 0.1}]});
         assert_eq!(scores_from_answer(&voyage, 1).unwrap(), vec![0.1]);

@@ -32,7 +32,7 @@ pub(crate) struct Vocabulary {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Generation {
     chunks: (i64, i64),
-    memories: (i64, i64),
+    memories: (i64, i64, i64),
 }
 
 /// How long a vocabulary serves after the indexes changed before it is rebuilt. Reading every
@@ -74,9 +74,11 @@ impl VocabularyCache {
 
 /// Row counts and largest ids of both indexed tables: any insert or delete changes one.
 async fn generation(conn: &Connection) -> Result<Generation> {
+    // A memory's text changes in place (same count and ids): its last update time tells.
     const SQL: &str =
         "SELECT (SELECT count(*) FROM code_chunks), (SELECT max(id) FROM code_chunks),
-        (SELECT count(*) FROM memories), (SELECT max(seq) FROM memories)";
+        (SELECT count(*) FROM memories), (SELECT max(seq) FROM memories),
+        (SELECT max(updated_at) FROM memories)";
     let mut rows = conn.query(SQL, ()).await.ctx("reading index generation")?;
     let row = rows
         .next()
@@ -91,7 +93,7 @@ async fn generation(conn: &Connection) -> Result<Generation> {
     };
     Ok(Generation {
         chunks: (number(0)?, number(1)?),
-        memories: (number(2)?, number(3)?),
+        memories: (number(2)?, number(3)?, number(4)?),
     })
 }
 
@@ -145,9 +147,9 @@ impl Vocabulary {
         let mut own = trigrams(&word_text);
         own.sort_unstable();
         own.dedup();
-        // A term `max_distance` edits away shares at least this many padded trigrams (each
-        // edit touches at most three) — loosened by one, as transpositions touch four.
-        let needed = own.len().saturating_sub(3 * max_distance + 1).max(1);
+        // A term `max_distance` edits away shares at least this many padded trigrams: an
+        // insertion, deletion or substitution breaks at most three, a swap of neighbours four.
+        let needed = own.len().saturating_sub(4 * max_distance).max(1);
         let mut shared: HashMap<u32, usize> = HashMap::new();
         for gram in &own {
             for &i in self.grams.get(gram).into_iter().flatten() {
@@ -253,6 +255,7 @@ mod tests {
             Some("kubernet"),
             "two edits for long words"
         );
+        assert_eq!(v.correct("ocntainre"), Some("container"), "two swaps");
     }
 
     #[test]
