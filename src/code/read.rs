@@ -4,6 +4,7 @@ use libsql::{params, Connection, Row};
 
 use crate::error::{DbContext, Result};
 use crate::retrieval::fts_query::FtsQuery;
+use crate::store::Reader;
 
 /// A stored chunk, as tools and tests see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,28 +158,15 @@ pub(crate) async fn search_chunks(
 }
 
 /// How many chunks (of every project) match the FTS5 expression `expr`.
-pub(crate) async fn document_frequency(conn: &Connection, expr: &str) -> Result<u64> {
+pub(crate) async fn document_frequency(reader: &mut Reader<'_>, expr: &str) -> Result<u64> {
     const COUNT: &str = "SELECT count(*) FROM code_chunks_fts WHERE code_chunks_fts MATCH ?1";
-    let mut rows = conn
-        .query(COUNT, params![expr])
-        .await
-        .ctx("counting matches")?;
-    match rows.next().await.ctx("counting matches")? {
-        Some(row) => Ok(row.get::<i64>(0).ctx("match count")?.max(0) as u64),
-        None => Ok(0),
-    }
+    Ok(reader.query_integer(COUNT, params![expr]).await?.max(0) as u64)
 }
 
 /// Chunks in the index (of every project), the N of inverse document frequencies.
-pub(crate) async fn chunk_total(conn: &Connection) -> Result<u64> {
-    let mut rows = conn
-        .query("SELECT count(*) FROM code_chunks", ())
-        .await
-        .ctx("counting chunks")?;
-    match rows.next().await.ctx("counting chunks")? {
-        Some(row) => Ok(row.get::<i64>(0).ctx("chunk count")?.max(0) as u64),
-        None => Ok(0),
-    }
+pub(crate) async fn chunk_total(reader: &mut Reader<'_>) -> Result<u64> {
+    const COUNT: &str = "SELECT count(*) FROM code_chunks";
+    Ok(reader.query_integer(COUNT, ()).await?.max(0) as u64)
 }
 
 /// `search_chunks` without a path filter, ranked in the FTS index alone: the top matches by
@@ -225,19 +213,27 @@ async fn rank_in_index(
         return Ok(None);
     }
     ranked.truncate(limit as usize);
-    let wanted: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
+    hits_in_order(conn, project_id, ranked).await.map(Some)
+}
+
+/// The chunks of `ranked` (`(id, score)`, best first) as hits in that order; ids that are not
+/// the project's chunks (any more) drop out.
+pub(crate) async fn hits_in_order(
+    conn: &Connection,
+    project_id: &str,
+    ranked: Vec<(i64, f64)>,
+) -> Result<Vec<CodeHit>> {
+    let ids: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
     let mut chunks: std::collections::HashMap<i64, CodeChunk> =
-        chunks_by_ids(conn, project_id, &wanted)
+        chunks_by_ids(conn, project_id, &ids)
             .await?
             .into_iter()
             .map(|chunk| (chunk.id, chunk))
             .collect();
-    Ok(Some(
-        ranked
-            .into_iter()
-            .filter_map(|(id, score)| chunks.remove(&id).map(|chunk| CodeHit { chunk, score }))
-            .collect(),
-    ))
+    Ok(ranked
+        .into_iter()
+        .filter_map(|(id, score)| chunks.remove(&id).map(|chunk| CodeHit { chunk, score }))
+        .collect())
 }
 
 /// The chunks of the project with these ids (unknown ids are skipped), in no order. CROSS JOIN

@@ -284,16 +284,10 @@ pub(crate) async fn triggered(ctx: &Ctx<'_>) -> Result<Vec<Memory>> {
             *SELECT_M
         )
     });
-    let conn = ctx.store.reader().await;
-    let mut rows = conn
-        .query(&SQL, params![ctx.project_id])
+    let mut reader = ctx.store.reader().await;
+    reader
+        .query_cached(SQL.as_str(), params![ctx.project_id], from_row)
         .await
-        .ctx("reading triggered memories")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.ctx("reading triggered memories")? {
-        out.push(from_row(&row)?);
-    }
-    Ok(out)
 }
 
 /// A filtered, sorted page of the project's memories.

@@ -173,16 +173,12 @@ async fn run(
 }
 
 /// How many memories (of every project, forgotten ones too) match the FTS5 expression `expr`.
-pub(crate) async fn document_frequency(conn: &libsql::Connection, expr: &str) -> Result<u64> {
+pub(crate) async fn document_frequency(reader: &mut Reader<'_>, expr: &str) -> Result<u64> {
     const COUNT: &str = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1";
-    let mut rows = conn
-        .query(COUNT, libsql::params![expr])
-        .await
-        .ctx("counting matches")?;
-    match rows.next().await.ctx("counting matches")? {
-        Some(row) => Ok(row.get::<i64>(0).ctx("match count")?.max(0) as u64),
-        None => Ok(0),
-    }
+    Ok(reader
+        .query_integer(COUNT, libsql::params![expr])
+        .await?
+        .max(0) as u64)
 }
 
 /// True when the filter only scopes by project and forgotten state, so that most index

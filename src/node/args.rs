@@ -65,3 +65,25 @@ pub(crate) fn optional_object<T: FromNapiValue>(
         _ => Ok(None),
     }
 }
+
+/// `value` as `T` (a threadsafe function type) when it is a JS function; else `InvalidArg`
+/// saying that `what` must be one.
+///
+/// # Safety
+///
+/// `value` must be a live value of `env`'s current scope.
+pub(super) unsafe fn js_function<T: FromNapiValue>(
+    env: napi::sys::napi_env,
+    value: napi::sys::napi_value,
+    what: &str,
+) -> Result<T> {
+    // SAFETY (both calls): the caller's contract.
+    let kind = unsafe { Unknown::from_napi_value(env, value) }?.get_type()?;
+    if kind != ValueType::Function {
+        return Err(Error::new(
+            Status::InvalidArg,
+            format!("{what} must be a function, got {kind}"),
+        ));
+    }
+    unsafe { T::from_napi_value(env, value) }
+}

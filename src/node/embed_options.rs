@@ -289,15 +289,8 @@ impl FromNapiValue for EmbedFunction {
         env: napi::sys::napi_env,
         value: napi::sys::napi_value,
     ) -> Result<Self> {
-        // SAFETY (both calls): the caller hands a live value of `env`'s current scope.
-        let kind = unsafe { Unknown::from_napi_value(env, value) }?.get_type()?;
-        if kind != ValueType::Function {
-            return Err(Error::new(
-                Status::InvalidArg,
-                format!("embed must be a function, got {kind}"),
-            ));
-        }
-        unsafe { EmbedCallback::from_napi_value(env, value) }.map(EmbedFunction)
+        // SAFETY: the caller hands a live value of `env`'s current scope.
+        unsafe { super::args::js_function(env, value, "embed") }.map(EmbedFunction)
     }
 }
 

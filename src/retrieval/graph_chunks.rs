@@ -10,11 +10,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use libsql::{params, Connection};
+use libsql::params;
 
-use crate::code::read::{chunk_total, chunks_by_ids, document_frequency, CodeHit};
+use super::term_counts::TermCounts;
+use crate::code::read::{hits_in_order, CodeHit};
 use crate::error::{DbContext, Result};
 use crate::retrieval::fts_query::FtsQuery;
+use crate::store::Reader;
 
 /// Most rowid ranges one term is looked up in: the files' chunks are runs of consecutive ids
 /// (a file's chunks are written together), merged across the smallest gaps down to this many.
@@ -35,7 +37,8 @@ const UBIQUITOUS_MIN_CHUNKS: f64 = 1000.0;
 /// The best `limit` chunks of `files` (project-relative paths) for `query`, best first. A chunk
 /// must contain at least one positive term and none of the excluded ones.
 pub(crate) async fn rank_in_files(
-    conn: &Connection,
+    reader: &mut Reader<'_>,
+    counts: &mut TermCounts,
     project_id: &str,
     query: &FtsQuery,
     files: &[String],
@@ -44,13 +47,14 @@ pub(crate) async fn rank_in_files(
     const CHUNKS_OF_FILES: &str = "SELECT c.id FROM json_each(?2) p
         CROSS JOIN code_files f ON f.project_id = ?1 AND f.path = p.value
         CROSS JOIN code_chunks c ON c.file_id = f.id";
-    const MATCHES_IN_RANGE: &str = "SELECT rowid FROM code_chunks_fts
-        WHERE code_chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid <= ?3";
     if files.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
     let files_json = serde_json::to_string(files).unwrap_or_else(|_| "[]".to_owned());
-    let in_files: HashSet<i64> = ids(conn, CHUNKS_OF_FILES, params![project_id, files_json])
+    let in_files: HashSet<i64> = reader
+        .query_cached(CHUNKS_OF_FILES, params![project_id, files_json], |row| {
+            row.get::<i64>(0).ctx("chunk id")
+        })
         .await?
         .into_iter()
         .collect();
@@ -58,11 +62,11 @@ pub(crate) async fn rank_in_files(
     if ranges.is_empty() {
         return Ok(Vec::new());
     }
-    let total = chunk_total(conn).await? as f64;
+    let total = counts.total(reader).await? as f64;
     let mut scores: HashMap<i64, f64> = HashMap::new();
     // A long agent query would cost two statements per term and range: its first terms do.
     for expr in query.term_exprs().into_iter().take(MAX_TERMS) {
-        let df = document_frequency(conn, &expr).await? as f64;
+        let df = counts.of(reader, &expr).await? as f64;
         // A term in most chunks (`file`, which every contextual prefix holds) weighs next to
         // nothing and walking its matches would cost the most.
         if df == 0.0 || df > (total * UBIQUITOUS_SHARE).max(UBIQUITOUS_MIN_CHUNKS) {
@@ -73,36 +77,43 @@ pub(crate) async fn rank_in_files(
         // is (the keyword path's BM25 weighs the name column 4x for the same reason). The
         // column filter applies to the exclusions too, so a name match counts only for a
         // chunk the plain match (exclusions and all) took.
-        let in_name = format!("symbol : ({expr})");
         let mut matched: HashSet<i64> = HashSet::new();
-        for &(low, high) in &ranges {
-            for id in ids(conn, MATCHES_IN_RANGE, params![expr.clone(), low, high]).await? {
-                if in_files.contains(&id) && matched.insert(id) {
-                    *scores.entry(id).or_default() += idf;
-                }
+        for id in matches_in(reader, &expr, &ranges).await? {
+            if in_files.contains(&id) && matched.insert(id) {
+                *scores.entry(id).or_default() += idf;
             }
         }
-        for &(low, high) in &ranges {
-            for id in ids(conn, MATCHES_IN_RANGE, params![in_name.clone(), low, high]).await? {
-                if matched.contains(&id) {
-                    *scores.entry(id).or_default() += idf * NAME_BONUS;
-                }
+        for id in matches_in(reader, &format!("symbol : ({expr})"), &ranges).await? {
+            if matched.contains(&id) {
+                *scores.entry(id).or_default() += idf * NAME_BONUS;
             }
         }
     }
     let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked.truncate(limit);
-    let wanted: Vec<i64> = ranked.iter().map(|(id, _)| *id).collect();
-    let mut rows: HashMap<i64, _> = chunks_by_ids(conn, project_id, &wanted)
-        .await?
-        .into_iter()
-        .map(|chunk| (chunk.id, chunk))
-        .collect();
-    Ok(ranked
-        .into_iter()
-        .filter_map(|(id, score)| rows.remove(&id).map(|chunk| CodeHit { chunk, score }))
-        .collect())
+    hits_in_order(reader, project_id, ranked).await
+}
+
+/// Rowids matching `expr` within the inclusive `ranges`.
+async fn matches_in(
+    reader: &mut Reader<'_>,
+    expr: &str,
+    ranges: &[(i64, i64)],
+) -> Result<Vec<i64>> {
+    const MATCHES_IN_RANGE: &str = "SELECT rowid FROM code_chunks_fts
+        WHERE code_chunks_fts MATCH ?1 AND rowid >= ?2 AND rowid <= ?3";
+    let mut out = Vec::new();
+    for &(low, high) in ranges {
+        out.extend(
+            reader
+                .query_cached(MATCHES_IN_RANGE, params![expr, low, high], |row| {
+                    row.get::<i64>(0).ctx("rowid")
+                })
+                .await?,
+        );
+    }
+    Ok(out)
 }
 
 /// `ids` as at most `max` inclusive ranges covering them all: runs of consecutive ids, with
@@ -150,23 +161,6 @@ fn id_ranges(ids: &HashSet<i64>, max: usize) -> Vec<(i64, i64)> {
 /// where FTS5's `bm25()` clamps it to a tiny constant.
 pub(crate) fn idf(total: f64, df: f64) -> f64 {
     ((total - df + 0.5) / (df + 0.5) + 1.0).ln()
-}
-
-/// The first column of every row, as integers.
-async fn ids(
-    conn: &Connection,
-    sql: &str,
-    params: impl libsql::params::IntoParams,
-) -> Result<Vec<i64>> {
-    let mut rows = conn
-        .query(sql, params)
-        .await
-        .ctx("ranking chunks of files")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.ctx("ranking chunks of files")? {
-        out.push(row.get::<i64>(0).ctx("ranking chunks of files")?);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -16,4 +16,5 @@ pub mod recall;
 pub mod request;
 pub mod rerank;
 pub mod scoring;
+mod term_counts;
 pub(crate) mod typo;

@@ -21,9 +21,11 @@ use super::packing::{self, phase_budget};
 use super::query_kind::{self, QueryKind};
 use super::request::{under_any, RecallFilters, RecallRequest};
 use super::scoring::{current_confidence, memory_factor};
+use super::term_counts::TermCounts;
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
+use crate::store::Reader;
 use crate::vector::{DenseQuery, ItemKind};
 use crate::Engram;
 
@@ -265,13 +267,14 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     if dense.is_some() {
         tokio::task::yield_now().await;
     }
+    let mut counts = TermCounts::default();
     let keyword = if stages.keyword {
-        keyword_path(handle, &request, &scope, weights.keyword).await
+        keyword_path(handle, &request, &scope, weights.keyword, &mut counts).await
     } else {
         Ok(PathOutput::default())
     };
     let graph = if stages.graph {
-        graph_path(handle, &request, &scope, weights.graph).await
+        graph_path(handle, &request, &scope, weights.graph, &mut counts).await
     } else {
         Ok(PathOutput::default())
     };
@@ -334,7 +337,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
         }
     }
     let triggers_started = Instant::now();
-    put_triggered_first(handle, &request, &scope, &mut rows, &mut items, now).await?;
+    put_triggered_first(handle, &request, &mut items, now).await?;
     timings.fusion_us += micros(triggers_started);
     items.truncate(request.limit_or_default());
 
@@ -387,13 +390,15 @@ async fn keyword_path(
     request: &RecallRequest,
     scope: &[String],
     weight: f64,
+    counts: &mut TermCounts,
 ) -> Result<PathOutput> {
     let started = Instant::now();
-    let mut out = keyword_lists(handle, &request.query, &request.filters, scope, weight).await?;
+    let filters = &request.filters;
+    let mut out = keyword_lists(handle, &request.query, filters, scope, weight, counts).await?;
     let found: usize = out.lists.iter().map(|l| l.items.len()).sum();
     if request.stages.typo && found < TYPO_TRIGGER {
-        if let Some(corrected) = corrected_query(handle, &request.query).await? {
-            let more = keyword_lists(handle, &corrected, &request.filters, scope, weight).await?;
+        if let Some(corrected) = corrected_query(handle, &request.query, counts).await? {
+            let more = keyword_lists(handle, &corrected, filters, scope, weight, counts).await?;
             out.lists.extend(more.lists);
             out.rows.chunks.extend(more.rows.chunks);
             out.rows.memories.extend(more.rows.memories);
@@ -406,23 +411,27 @@ async fn keyword_path(
 
 /// `query` with every word that neither index holds replaced by the closest indexed term (as
 /// a prefix: the terms are stems); `None` when no word needed or found a correction.
-async fn corrected_query(handle: &Engram, query: &str) -> Result<Option<String>> {
+async fn corrected_query(
+    handle: &Engram,
+    query: &str,
+    counts: &mut TermCounts,
+) -> Result<Option<String>> {
     let Some(parsed) = FtsQuery::parse(query) else {
         return Ok(None);
     };
-    let reader = handle.engine().store.reader().await;
+    let mut reader = handle.engine().store.reader().await;
     let mut vocabulary = None;
     let mut changed = false;
     let mut words = Vec::with_capacity(parsed.positive.len());
     for (term, expr) in parsed.positive.iter().zip(parsed.term_exprs()) {
         let plain = !term.phrase && !term.prefix && term.text.chars().all(char::is_alphanumeric);
         if plain
-            && code_read::document_frequency(&reader, &expr).await? == 0
-            && memory::document_frequency(&reader, &expr).await? == 0
+            && counts.of(&mut reader, &expr).await? == 0
+            && memory::document_frequency(&mut reader, &expr).await? == 0
         {
             if vocabulary.is_none() {
                 let now = handle.engine().clock.now_ms();
-                vocabulary = Some(handle.engine().vocabulary.current(&reader, now).await?);
+                vocabulary = Some(handle.engine().vocabulary.current(&mut reader, now).await?);
             }
             if let Some(fixed) = vocabulary.as_ref().and_then(|v| v.correct(&term.text)) {
                 words.push(format!("{fixed}*"));
@@ -455,11 +464,12 @@ async fn keyword_lists(
     filters: &RecallFilters,
     scope: &[String],
     weight: f64,
+    counts: &mut TermCounts,
 ) -> Result<PathOutput> {
     let mut out = PathOutput::default();
     if wants(filters, ItemKind::Chunk) {
         if let Some(parsed) = FtsQuery::parse(query) {
-            let reader = handle.engine().store.reader().await;
+            let mut reader = handle.engine().store.reader().await;
             let mut hits = code_read::search_chunks(
                 &reader,
                 handle.project_id(),
@@ -469,7 +479,7 @@ async fn keyword_lists(
             )
             .await?;
             if parsed.has_alternatives() && (hits.len() as u32) < CANDIDATES / 2 {
-                let fill = distinctive_terms(&reader, &parsed).await?;
+                let fill = distinctive_terms(&mut reader, counts, &parsed).await?;
                 let more = code_read::search_chunks(
                     &reader,
                     handle.project_id(),
@@ -519,11 +529,15 @@ const COMMON_TERM_MIN_CHUNKS: f64 = 1000.0;
 /// recursively" at 76k chunks, 1 ms without `copy`). A chunk holding only such a word cannot
 /// outrank one holding a rare query word, so the fill loses little; the AND pass before it
 /// still requires every term.
-async fn distinctive_terms(conn: &libsql::Connection, query: &FtsQuery) -> Result<FtsQuery> {
-    let total = code_read::chunk_total(conn).await? as f64;
+async fn distinctive_terms(
+    reader: &mut Reader<'_>,
+    counts: &mut TermCounts,
+    query: &FtsQuery,
+) -> Result<FtsQuery> {
+    let total = counts.total(reader).await? as f64;
     let mut frequencies = Vec::with_capacity(query.positive.len());
     for expr in query.term_exprs() {
-        frequencies.push(code_read::document_frequency(conn, &expr).await? as f64);
+        frequencies.push(counts.of(reader, &expr).await? as f64);
     }
     let limit = (total * COMMON_TERM_SHARE).max(COMMON_TERM_MIN_CHUNKS);
     if let Some(rare) = query.only(|i, _| frequencies[i] <= limit) {
@@ -607,12 +621,14 @@ async fn dense_path(
 }
 
 /// From the recent files and their graph neighbours: the chunks there sharing a term with the
-/// query (BM25 order), and the memories attached to them (recent files first).
+/// query (by the terms' rarity, see `graph_chunks`), and the memories attached to them
+/// (recent files first).
 async fn graph_path(
     handle: &Engram,
     request: &RecallRequest,
     scope: &[String],
     weight: f64,
+    counts: &mut TermCounts,
 ) -> Result<PathOutput> {
     let started = Instant::now();
     let mut out = PathOutput::default();
@@ -638,9 +654,10 @@ async fn graph_path(
                 .cloned()
                 .collect();
             if !in_scope.is_empty() {
-                let reader = handle.engine().store.reader().await;
+                let mut reader = handle.engine().store.reader().await;
                 let hits = super::graph_chunks::rank_in_files(
-                    &reader,
+                    &mut reader,
+                    counts,
                     handle.project_id(),
                     &parsed,
                     &in_scope,
@@ -666,8 +683,6 @@ async fn graph_path(
 async fn put_triggered_first(
     handle: &Engram,
     request: &RecallRequest,
-    scope: &[String],
-    rows: &mut Rows,
     items: &mut Vec<RecallItem>,
     now: i64,
 ) -> Result<()> {
@@ -693,11 +708,7 @@ async fn put_triggered_first(
         else {
             continue;
         };
-        let item = ItemRef::Memory(memory.id.clone());
-        rows.memories.insert(memory.id.clone(), memory.clone());
-        let allowed = passes(&item, rows, &request.filters, scope, now);
-        rows.memories.remove(&memory.id);
-        if allowed {
+        if memory_passes(&memory, &request.filters, now) {
             chosen.push((memory, pattern));
         }
     }
@@ -801,32 +812,35 @@ fn passes(
                     .get(id)
                     .is_some_and(|c| scope.is_empty() || under_any(&c.path, scope))
         }
-        ItemRef::Memory(id) => {
-            let Some(m) = rows.memories.get(id) else {
-                return false;
-            };
-            wants(filters, ItemKind::Memory)
-                && !m.deprecated
-                && (filters.include_stale || m.stale_at.is_none())
-                && (filters.types.is_empty() || filters.types.contains(&m.memory_type))
-                && (filters.scopes.is_empty() || filters.scopes.contains(&m.scope))
-                && filters
-                    .min_confidence
-                    .is_none_or(|min| current_confidence(m, now) >= min)
-                && (filters.files.is_empty()
-                    || m.related_files.iter().any(|f| under_any(f, &filters.files)))
-                && (filters.modules.is_empty()
-                    || m.related_modules.iter().any(|module| {
-                        filters
-                            .modules
-                            .iter()
-                            .any(|f| f == module.trim_end_matches('/'))
-                    })
-                    || m.related_files
-                        .iter()
-                        .any(|f| under_any(f, &filters.modules)))
-        }
+        ItemRef::Memory(id) => rows
+            .memories
+            .get(id)
+            .is_some_and(|m| memory_passes(m, filters, now)),
     }
+}
+
+/// Whether a memory may be returned under `filters` (`now` decays its confidence).
+fn memory_passes(m: &Memory, filters: &RecallFilters, now: i64) -> bool {
+    wants(filters, ItemKind::Memory)
+        && !m.deprecated
+        && (filters.include_stale || m.stale_at.is_none())
+        && (filters.types.is_empty() || filters.types.contains(&m.memory_type))
+        && (filters.scopes.is_empty() || filters.scopes.contains(&m.scope))
+        && filters
+            .min_confidence
+            .is_none_or(|min| current_confidence(m, now) >= min)
+        && (filters.files.is_empty()
+            || m.related_files.iter().any(|f| under_any(f, &filters.files)))
+        && (filters.modules.is_empty()
+            || m.related_modules.iter().any(|module| {
+                filters
+                    .modules
+                    .iter()
+                    .any(|f| f == module.trim_end_matches('/'))
+            })
+            || m.related_files
+                .iter()
+                .any(|f| under_any(f, &filters.modules)))
 }
 
 /// The graph neighbourhood boost over the filtered candidates: an item's files are a chunk's

@@ -12,9 +12,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use libsql::Connection;
-
 use crate::error::{DbContext, Result};
+use crate::store::Reader;
 
 /// Words shorter than this are never corrected (too many terms are one edit away).
 const MIN_WORD_CHARS: usize = 4;
@@ -30,10 +29,7 @@ pub(crate) struct Vocabulary {
 
 /// What the vocabulary was built from: rebuilt when it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Generation {
-    chunks: (i64, i64),
-    memories: (i64, i64, i64),
-}
+pub(crate) struct Generation([i64; 5]);
 
 /// How long a vocabulary serves after the indexes changed before it is rebuilt. Reading every
 /// term takes ~0.3 s at 50k chunks, and an agent writes memories between most recalls: a
@@ -54,15 +50,19 @@ struct Built {
 impl VocabularyCache {
     /// The vocabulary: rebuilt when the indexes changed since it was built and it is at
     /// least [`REBUILD_AFTER_MS`] old (`now_ms` on the engine's clock).
-    pub(crate) async fn current(&self, conn: &Connection, now_ms: i64) -> Result<Arc<Vocabulary>> {
+    pub(crate) async fn current(
+        &self,
+        reader: &mut Reader<'_>,
+        now_ms: i64,
+    ) -> Result<Arc<Vocabulary>> {
         let mut cached = self.0.lock().await;
-        let generation = generation(conn).await?;
+        let generation = generation(reader).await?;
         if let Some(built) = cached.as_ref() {
             if built.generation == generation || now_ms - built.at_ms < REBUILD_AFTER_MS {
                 return Ok(built.vocabulary.clone());
             }
         }
-        let vocabulary = Arc::new(Vocabulary::load(conn).await?);
+        let vocabulary = Arc::new(Vocabulary::load(reader).await?);
         *cached = Some(Built {
             generation,
             at_ms: now_ms,
@@ -72,44 +72,41 @@ impl VocabularyCache {
     }
 }
 
-/// Row counts and largest ids of both indexed tables: any insert or delete changes one.
-async fn generation(conn: &Connection) -> Result<Generation> {
-    // A memory's text changes in place (same count and ids): its last update time tells.
+/// Row counts and largest ids of both indexed tables (any insert or delete changes one) and
+/// the memories' last update (a memory's text changes in place).
+async fn generation(reader: &mut Reader<'_>) -> Result<Generation> {
     const SQL: &str =
         "SELECT (SELECT count(*) FROM code_chunks), (SELECT max(id) FROM code_chunks),
         (SELECT count(*) FROM memories), (SELECT max(seq) FROM memories),
         (SELECT max(updated_at) FROM memories)";
-    let mut rows = conn.query(SQL, ()).await.ctx("reading index generation")?;
-    let row = rows
-        .next()
-        .await
-        .ctx("reading index generation")?
-        .ok_or_else(|| crate::error::Error::Internal("no generation row".into()))?;
-    let number = |i: i32| -> Result<i64> {
-        Ok(row
-            .get::<Option<i64>>(i)
-            .ctx("index generation")?
-            .unwrap_or(0))
-    };
-    Ok(Generation {
-        chunks: (number(0)?, number(1)?),
-        memories: (number(2)?, number(3)?, number(4)?),
-    })
+    let rows = reader
+        .query_cached(SQL, (), |row| {
+            let mut values = [0i64; 5];
+            for (i, value) in values.iter_mut().enumerate() {
+                *value = row
+                    .get::<Option<i64>>(i as i32)
+                    .ctx("index generation")?
+                    .unwrap_or(0);
+            }
+            Ok(values)
+        })
+        .await?;
+    Ok(Generation(rows.into_iter().next().unwrap_or_default()))
 }
 
 impl Vocabulary {
     /// Reads every term of both indexes (document counts summed over them).
-    async fn load(conn: &Connection) -> Result<Vocabulary> {
+    async fn load(reader: &mut Reader<'_>) -> Result<Vocabulary> {
         const SQL: &str = "SELECT term, sum(doc) FROM (
             SELECT term, doc FROM code_chunks_vocab UNION ALL SELECT term, doc FROM memories_vocab)
             GROUP BY term";
-        let mut rows = conn.query(SQL, ()).await.ctx("reading the vocabulary")?;
-        let mut terms = Vec::new();
-        while let Some(row) = rows.next().await.ctx("reading the vocabulary")? {
-            let term: String = row.get(0).ctx("term")?;
-            let docs: i64 = row.get(1).ctx("term documents")?;
-            terms.push((term, docs.clamp(0, i64::from(u32::MAX)) as u32));
-        }
+        let terms = reader
+            .query_cached(SQL, (), |row| {
+                let term: String = row.get(0).ctx("term")?;
+                let docs: i64 = row.get(1).ctx("term documents")?;
+                Ok((term, docs.clamp(0, i64::from(u32::MAX)) as u32))
+            })
+            .await?;
         Ok(Vocabulary::new(terms))
     }
 

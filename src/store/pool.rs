@@ -96,6 +96,23 @@ impl Reader<'_> {
     }
 }
 
+impl Reader<'_> {
+    /// The first column of the first row as an integer, 0 when there is no row or it is NULL
+    /// (counts, maxima), through the cached statement.
+    pub async fn query_integer(
+        &mut self,
+        sql: &'static str,
+        params: impl IntoParams,
+    ) -> Result<i64> {
+        let values = self
+            .query_cached(sql, params, |row| {
+                row.get::<Option<i64>>(0).ctx("reading an integer")
+            })
+            .await?;
+        Ok(values.into_iter().next().flatten().unwrap_or(0))
+    }
+}
+
 impl Drop for Reader<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
