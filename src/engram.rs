@@ -136,6 +136,32 @@ impl Engram {
         self.project_root.as_deref()
     }
 
+    /// Opens an observed agent session, or joins the open one with the same id (from any
+    /// handle on this engine, in any thread). Observing is synchronous and never touches the
+    /// database; [`Engram::finalize`] promotes what the session showed.
+    pub fn observe(
+        &self,
+        options: &crate::observer::SessionOptions,
+    ) -> Result<Arc<crate::observer::Session>> {
+        self.engine.sessions.open(
+            &self.project_id,
+            options,
+            self.engine.clock.clone(),
+            self.project_root.clone(),
+        )
+    }
+
+    /// Ends an observed session: runs the signal detectors and the promotion pipeline and
+    /// stores what passes, with the session's counts and metrics, in one transaction.
+    /// `outcome` defaults to what a session-complete message reported, else `success`.
+    pub async fn finalize(
+        &self,
+        session: &crate::observer::Session,
+        outcome: Option<crate::observer::SessionOutcome>,
+    ) -> Result<crate::observer::Finalized> {
+        crate::observer::finalize(&self.ctx(), &self.engine.sessions, session, outcome).await
+    }
+
     /// Stores a memory (privacy-filtered, deduplicated within project and scope).
     pub async fn remember(&self, input: RememberInput) -> Result<Remembered> {
         let mut out = memory::remember_many(&self.ctx(), vec![input]).await?;

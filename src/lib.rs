@@ -15,6 +15,7 @@ mod engram;
 pub mod error;
 pub mod graph;
 pub mod memory;
+pub mod observer;
 pub mod retrieval;
 pub mod store;
 mod text;

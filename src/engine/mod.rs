@@ -85,6 +85,8 @@ pub struct Engine {
     embed_runs: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Projects with an index run in progress.
     indexing: Mutex<HashSet<String>>,
+    /// Observed agent sessions not yet finalized (shared by every handle and thread).
+    pub(crate) sessions: crate::observer::Sessions,
 }
 
 /// Held while a project is being indexed; dropping it lets the next run start.
@@ -180,6 +182,7 @@ impl Engine {
             vocabulary: Default::default(),
             embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
+            sessions: Default::default(),
         })
     }
 

@@ -24,7 +24,9 @@ pub use write::Remembered;
 
 pub(crate) use read::{attached_to_files, get, get_many, history, list, stats, triggered};
 pub(crate) use search::{document_frequency, search};
-pub(crate) use write::{forget, remember_many, rollback, touch, update};
+pub(crate) use write::{
+    forget, prepare_batch, remember_in, remember_many, rollback, touch, update,
+};
 
 use std::path::Path;
 

@@ -109,9 +109,26 @@ pub(crate) async fn remember_many(
     ctx: &Ctx<'_>,
     inputs: Vec<RememberInput>,
 ) -> Result<Vec<Remembered>> {
+    let batch = prepare_batch(ctx, inputs)?;
+    let mut conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let out = remember_in(ctx, &mut conn, &tx, batch).await?;
+    tx.commit().await.ctx("committing remember")?;
+    Ok(out)
+}
+
+/// Validated, redacted inputs ready for [`remember_in`].
+pub(crate) struct PreparedBatch {
+    items: Vec<Prepared>,
+    now: i64,
+}
+
+/// Validates and redacts every input (before any lock is taken); the first invalid input
+/// fails the batch, naming its index.
+pub(crate) fn prepare_batch(ctx: &Ctx<'_>, inputs: Vec<RememberInput>) -> Result<PreparedBatch> {
     let now = ctx.clock.now_ms();
     let batch = inputs.len() > 1;
-    let prepared = inputs
+    let items = inputs
         .into_iter()
         .enumerate()
         .map(|(i, input)| {
@@ -121,9 +138,21 @@ pub(crate) async fn remember_many(
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    Ok(PreparedBatch { items, now })
+}
 
-    let mut conn = ctx.store.writer().await;
-    let tx = begin_write(&conn).await?;
+/// Stores a prepared batch inside the caller's write transaction `tx` on `conn` (so that other
+/// writes, like the observer's counts, commit or roll back with it).
+pub(crate) async fn remember_in(
+    ctx: &Ctx<'_>,
+    conn: &mut Writer<'_>,
+    tx: &Transaction,
+    batch: PreparedBatch,
+) -> Result<Vec<Remembered>> {
+    let PreparedBatch {
+        items: prepared,
+        now,
+    } = batch;
     // The writer's cached statements: preparing these two costs more than a remember.
     let find = conn.cached(&FIND_DUPLICATE).await?;
     let insert = conn.cached(&rows::INSERT).await?;
@@ -149,10 +178,10 @@ pub(crate) async fn remember_many(
             Some(old) => {
                 // The update trigger removes the old row's terms from the index, so a row
                 // inserted earlier in this batch must be indexed before it changes.
-                index_for_search(&mut conn, &mut unindexed).await?;
+                index_for_search(conn, &mut unindexed).await?;
                 let merged = reinforce(ctx, &old, p.memory, now);
-                save_version(&tx, &old, "reinforce", now).await?;
-                write_row(&tx, &merged).await?;
+                save_version(tx, &old, "reinforce", now).await?;
+                write_row(tx, &merged).await?;
                 out.push(Remembered {
                     memory: merged,
                     created: false,
@@ -174,8 +203,7 @@ pub(crate) async fn remember_many(
     }
     drop(find);
     drop(insert);
-    index_for_search(&mut conn, &mut unindexed).await?;
-    tx.commit().await.ctx("committing remember")?;
+    index_for_search(conn, &mut unindexed).await?;
     Ok(out)
 }
 

@@ -101,6 +101,11 @@ const MAIN: &[Migration] = &[
         name: "memory_triggers",
         sql: include_str!("sql/main/008_memory_triggers.sql"),
     },
+    Migration {
+        version: 9,
+        name: "observer",
+        sql: include_str!("sql/main/009_observer.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[

@@ -1,0 +1,50 @@
+-- The observer's cross-session record (what cannot be recomputed, so it lives with the
+-- memories and syncs with them).
+--
+-- One table of counts replaces the seed's per-signal tables (file nodes, co-access edges,
+-- error patterns, module session counts): every signal names what it saw by a key (a file,
+-- a pair of files, an error fingerprint, a module and command...), and the frequency filter,
+-- the calibration means and the synthesis summaries all read "in how many sessions, and what
+-- came of it" per key. `detail` holds a signal's running numbers (sum and count of a measure,
+-- the latest wording).
+CREATE TABLE observer_signal_counts (
+  project_id       TEXT    NOT NULL,
+  signal           TEXT    NOT NULL,
+  key              TEXT    NOT NULL,
+  session_count    INTEGER NOT NULL,
+  occurrences      INTEGER NOT NULL,
+  last_session_id  TEXT    NOT NULL,
+  first_seen_at    INTEGER NOT NULL,
+  last_seen_at     INTEGER NOT NULL,
+  measure_sum      REAL    NOT NULL DEFAULT 0,
+  measure_count    INTEGER NOT NULL DEFAULT 0,
+  memory_id        TEXT,              -- the memory it was promoted to
+  PRIMARY KEY (project_id, signal, key)
+) WITHOUT ROWID;
+
+-- "Which of this class's memories were later rejected": the false-positive rate per signal.
+CREATE INDEX observer_signal_counts_promoted
+  ON observer_signal_counts(project_id, signal) WHERE memory_id IS NOT NULL;
+-- Cross-session summaries read the strongest keys of a signal.
+CREATE INDEX observer_signal_counts_strength
+  ON observer_signal_counts(project_id, signal, session_count DESC);
+
+-- Sessions the observer finalized, with the seed's section-19 metrics and A/B group.
+CREATE TABLE observer_sessions (
+  project_id      TEXT    NOT NULL,
+  session_id      TEXT    NOT NULL,
+  session_type    TEXT    NOT NULL,
+  work_unit       TEXT,
+  methodology     TEXT,
+  ab_group        TEXT    NOT NULL,
+  outcome         TEXT    NOT NULL,
+  module          TEXT,
+  started_at      INTEGER NOT NULL,
+  finalized_at    INTEGER NOT NULL,
+  steps           INTEGER NOT NULL,
+  planned_steps   INTEGER,
+  metrics         TEXT    NOT NULL,  -- JSON: tool calls, file reads, re-reads, errors, tokens...
+  promoted        TEXT    NOT NULL,  -- JSON array of memory ids
+  PRIMARY KEY (project_id, session_id)
+) WITHOUT ROWID;
+CREATE INDEX observer_sessions_recent ON observer_sessions(project_id, finalized_at DESC);

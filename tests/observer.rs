@@ -1,0 +1,476 @@
+//! The MemoryObserver against real libSQL files: every recorded session in
+//! `tests/fixtures/observer/` replayed with its expectations, and each signal, the trust gate,
+//! the gates and the scratchpad cap checked on sessions built for them.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use engram::clock::ManualClock;
+use engram::memory::Memory;
+use engram::observer::protocol::json;
+use engram::observer::{
+    Decision, Finalized, Message, SessionOptions, SessionOutcome, SessionType, Signal, ToolCall,
+    ToolResult,
+};
+use engram::{EngineOptions, Engram, OpenOptions};
+use serde_json::Value;
+
+/// The fixtures' clock origin (2026-01-01): their timestamps are at or after it.
+const T0: i64 = 1_767_225_600_000;
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/observer")
+}
+
+async fn open_at(dir: &Path, root: Option<PathBuf>, clock: Arc<ManualClock>) -> Engram {
+    let mut options = OpenOptions::new(dir.join("memory.db"));
+    options.project_root = root;
+    options.engine = EngineOptions {
+        clock,
+        ..EngineOptions::default()
+    };
+    Engram::open(options).await.unwrap()
+}
+
+fn session_options(v: &Value) -> SessionOptions {
+    let mut o = SessionOptions::new(v["sessionId"].as_str().unwrap());
+    if let Some(t) = v["sessionType"].as_str() {
+        o.session_type = SessionType::parse(t).unwrap();
+    }
+    o.work_unit = v["workUnit"].as_str().map(Into::into);
+    o.planned_steps = v["plannedSteps"].as_u64().map(|n| n as u32);
+    o
+}
+
+/// Whether a promoted memory matches a fixture matcher.
+fn matches(m: &Memory, matcher: &Value, done: &Finalized) -> bool {
+    let signal_of = |m: &Memory| {
+        done.candidates
+            .iter()
+            .find(|c| c.memory_id.as_deref() == Some(m.id.as_str()))
+            .map(|c| c.signal.as_str())
+    };
+    let str_ok = |key: &str, actual: Option<&str>| {
+        matcher[key]
+            .as_str()
+            .is_none_or(|want| actual == Some(want))
+    };
+    str_ok("type", Some(m.memory_type.as_str()))
+        && str_ok("source", Some(m.source.as_str()))
+        && (matcher["signal"].is_null()
+            || (m.source.as_str() == "observer_inferred" && str_ok("signal", signal_of(m))))
+        && matcher["needsReview"]
+            .as_bool()
+            .is_none_or(|want| m.needs_review == want)
+        && matcher["contains"].as_array().is_none_or(|parts| {
+            parts
+                .iter()
+                .all(|p| m.content.contains(p.as_str().unwrap()))
+        })
+        && matcher["tags"].as_array().is_none_or(|tags| {
+            tags.iter()
+                .all(|t| m.tags.iter().any(|have| have == t.as_str().unwrap()))
+        })
+}
+
+fn describe(done: &Finalized) -> String {
+    let mut s = String::new();
+    for c in &done.candidates {
+        s += &format!(
+            "\n  {:?} {} [{}] {:?} sessions={} value={:.2}: {}",
+            c.decision,
+            c.signal.as_str(),
+            c.memory_type.as_str(),
+            c.key.replace('\n', " | "),
+            c.sessions,
+            c.value,
+            c.content
+        );
+    }
+    s
+}
+
+fn check_session(name: &str, spec: &Value, done: &Finalized) {
+    let context = || format!("{name} / {}:{}", done.session_id, describe(done));
+    for matcher in spec["expectPromoted"].as_array().into_iter().flatten() {
+        assert!(
+            done.promoted.iter().any(|m| matches(m, matcher, done)),
+            "expected a promoted memory like {matcher} in {}",
+            context()
+        );
+    }
+    for matcher in spec["expectNotPromoted"].as_array().into_iter().flatten() {
+        if let Some(m) = done.promoted.iter().find(|m| matches(m, matcher, done)) {
+            panic!(
+                "{:?} was promoted, against {matcher}, in {}",
+                m.content,
+                context()
+            );
+        }
+    }
+    for want in spec["expectDecisions"].as_array().into_iter().flatten() {
+        let signal = Signal::parse(want["signal"].as_str().unwrap()).unwrap();
+        let decision = want["decision"].as_str().unwrap();
+        let found = done.candidates.iter().any(|c| {
+            c.signal == signal
+                && serde_json::to_value(c.decision).unwrap() == decision
+                && want["contains"].as_array().is_none_or(|parts| {
+                    parts
+                        .iter()
+                        .all(|p| c.content.contains(p.as_str().unwrap()))
+                })
+        });
+        assert!(found, "expected a {want} candidate in {}", context());
+    }
+}
+
+/// Replays one fixture file; returns every session's result.
+async fn replay(path: &Path) -> Vec<Finalized> {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    let mut results = Vec::new();
+    for spec in doc["sessions"].as_array().unwrap() {
+        let session = e.observe(&session_options(&spec["session"])).unwrap();
+        for m in spec["messages"].as_array().unwrap() {
+            clock.advance(1000);
+            session.observe(json::message(m).unwrap()).unwrap();
+        }
+        let outcome = SessionOutcome::parse(spec["outcome"].as_str().unwrap()).unwrap();
+        let done = e.finalize(&session, Some(outcome)).await.unwrap();
+        check_session(&name, spec, &done);
+        results.push(done);
+    }
+    results
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_recorded_session_promotes_what_it_must_and_nothing_it_must_not() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "fixtures missing: {files:?}");
+    for file in files {
+        replay(&file).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_promotion_is_one_transaction_with_the_counts_and_the_session_row() {
+    let results = replay(&fixtures_dir().join("co_access_three_sessions.json")).await;
+    let last = results.last().unwrap();
+    assert_eq!(last.metrics.files_edited, 2);
+    assert_eq!(last.metrics.memories_promoted as usize, last.promoted.len());
+    // The co-access memory names both files and is linked to its count row.
+    let pair = last
+        .candidates
+        .iter()
+        .find(|c| c.signal == Signal::CoAccess && c.decision == Decision::Promoted)
+        .unwrap();
+    assert_eq!(pair.sessions, 3);
+    assert!(pair.memory_id.is_some());
+    let memory = last
+        .promoted
+        .iter()
+        .find(|m| Some(&m.id) == pair.memory_id.as_ref())
+        .unwrap();
+    assert_eq!(
+        memory.related_files,
+        vec!["src/auth/session.ts", "src/auth/token.ts"]
+    );
+    assert_eq!(memory.source.as_str(), "observer_inferred");
+    assert!(memory.tags.contains(&"signal:co_access".to_owned()));
+    assert_eq!(memory.session_id.as_deref(), Some("auth-3"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_is_promoted_once_and_a_forgotten_one_stays_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    let correction = |id: &str| {
+        let s = e.observe(&SessionOptions::new(id)).unwrap();
+        s.observe(Message::Reasoning {
+            text: "Correction: the queue drains on SIGTERM, not on exit.".into(),
+            step: 1,
+        })
+        .unwrap();
+        s
+    };
+    let first = e.finalize(&correction("s1"), None).await.unwrap();
+    assert_eq!(first.promoted.len(), 1);
+    let id = first.promoted[0].id.clone();
+    let second = e.finalize(&correction("s2"), None).await.unwrap();
+    assert!(second.promoted.is_empty());
+    assert_eq!(second.candidates[0].decision, Decision::AlreadyPromoted);
+    assert_eq!(second.candidates[0].sessions, 2);
+    // The user rejects it: it is not promoted again, and the class's record worsens.
+    e.forget(&id, Some("wrong".into())).await.unwrap();
+    let third = e.finalize(&correction("s3"), None).await.unwrap();
+    assert!(third.promoted.is_empty());
+    assert_eq!(third.candidates[0].decision, Decision::AlreadyPromoted);
+    assert!(third.candidates[0].value < first.candidates[0].value);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handles_on_one_engine_share_a_session_and_finalize_ends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let a = open_at(dir.path(), None, clock.clone()).await;
+    let b = open_at(dir.path(), None, clock.clone()).await;
+    let s1 = a.observe(&SessionOptions::new("shared")).unwrap();
+    let s2 = b.observe(&SessionOptions::new("shared")).unwrap();
+    s1.observe(read_call("src/a.ts", 1)).unwrap();
+    s2.observe(read_call("src/b.ts", 2)).unwrap();
+    assert_eq!(s1.snapshot().unwrap().events, 2);
+    a.finalize(&s2, None).await.unwrap();
+    let err = s1.observe(read_call("src/c.ts", 3)).unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_CONFLICT");
+    assert_eq!(
+        a.finalize(&s1, None).await.unwrap_err().code(),
+        "ENGRAM_CONFLICT"
+    );
+    // The id can be reopened, but a second finalize of it is refused and keeps the pad.
+    let again = a.observe(&SessionOptions::new("shared")).unwrap();
+    again.observe(read_call("src/d.ts", 1)).unwrap();
+    let err = a.finalize(&again, None).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_CONFLICT");
+    assert_eq!(again.snapshot().unwrap().events, 1);
+    // Bad options are coded.
+    let err = a.observe(&SessionOptions::new("  ")).unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+}
+
+fn read_call(path: &str, step: u32) -> Message {
+    Message::ToolCall(ToolCall {
+        tool: "Read".into(),
+        step,
+        path: Some(path.into()),
+        ..ToolCall::default()
+    })
+}
+
+fn call(tool: &str, step: u32, f: impl FnOnce(&mut ToolCall)) -> Message {
+    let mut c = ToolCall {
+        tool: tool.into(),
+        step,
+        ..ToolCall::default()
+    };
+    f(&mut c);
+    Message::ToolCall(c)
+}
+
+fn result(tool: &str, step: u32, is_error: bool, text: &str) -> Message {
+    Message::ToolResult(ToolResult {
+        tool: tool.into(),
+        step,
+        is_error,
+        text: text.into(),
+        full_len: text.len() as u32,
+        ..ToolResult::default()
+    })
+}
+
+fn candidate(done: &Finalized, signal: Signal) -> &engram::observer::CandidateReport {
+    done.candidates
+        .iter()
+        .find(|c| c.signal == signal)
+        .unwrap_or_else(|| panic!("no {signal:?} candidate in{}", describe(done)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_single_session_signal_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real project, indexed, so that the import chase can be confirmed.
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join("src/orders")).unwrap();
+    std::fs::write(
+        root.join("src/orders/service.ts"),
+        "import { price } from './pricing';\nexport const total = (n: number) => price(n);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/orders/pricing.ts"),
+        "export function price(n: number) { return n * 2; }\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("src/orders/legacy.ts"), "export const old = 1;\n").unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), Some(root.clone()), clock.clone()).await;
+    e.index(
+        &Default::default(),
+        &|_| {},
+        &Arc::new(AtomicBool::new(false)),
+    )
+    .await
+    .unwrap();
+
+    let s = e.observe(&SessionOptions::new("signals")).unwrap();
+    let abs = |p: &str| root.join(p).to_string_lossy().into_owned();
+    let big = "x".repeat(60_000);
+    let listing: String = (0..12)
+        .map(|i| format!("node_modules/lib{i}/index.d.ts\n"))
+        .chain(["src/orders/service.ts\n".to_owned()])
+        .collect();
+    let steps: Vec<Message> = vec![
+        // import chase: service.ts then pricing.ts, which it imports (absolute paths as
+        // agents send them, made relative to the root).
+        call("Read", 1, |c| c.path = Some(abs("src/orders/service.ts"))),
+        result("Read", 1, false, "import { price } from './pricing';"),
+        call("Read", 1, |c| c.path = Some(abs("src/orders/pricing.ts"))),
+        result("Read", 1, false, "export function price"),
+        // read-abandon: legacy.ts read once and left while pricing.ts is edited.
+        call("Read", 2, |c| c.path = Some("src/orders/legacy.ts".into())),
+        result("Read", 2, false, "export const old = 1;"),
+        // repeated grep x3 (early trigger), then the file it leads to.
+        call("Grep", 3, |c| c.pattern = Some("applyDiscount".into())),
+        result("Grep", 3, false, ""),
+        call("Grep", 4, |c| c.pattern = Some("applyDiscount".into())),
+        result("Grep", 4, false, ""),
+        call("Grep", 5, |c| c.pattern = Some("applyDiscount".into())),
+        result(
+            "Grep",
+            5,
+            false,
+            "src/orders/pricing.ts:1:export function price",
+        ),
+        call("Read", 5, |c| c.path = Some("src/orders/pricing.ts".into())),
+        result("Read", 5, false, "export function price"),
+        // glob-ignore: a search listing mostly node_modules.
+        call("Glob", 6, |c| c.pattern = Some("**/*.d.ts".into())),
+        result("Glob", 6, false, &listing),
+        // backtrack: an edit undone by the next one.
+        call("Edit", 7, |c| {
+            c.path = Some("src/orders/pricing.ts".into());
+            c.old_text_hash = Some(11);
+            c.new_text_hash = Some(22);
+        }),
+        result("Edit", 7, false, "ok"),
+        call("Edit", 8, |c| {
+            c.path = Some("src/orders/pricing.ts".into());
+            c.old_text_hash = Some(22);
+            c.new_text_hash = Some(11);
+        }),
+        result("Edit", 8, false, "ok"),
+        // config touch: package.json with two source files.
+        call("Edit", 9, |c| c.path = Some("src/orders/service.ts".into())),
+        result("Edit", 9, false, "ok"),
+        call("Edit", 9, |c| c.path = Some("package.json".into())),
+        result("Edit", 9, false, "ok"),
+        // tool sequence: edit, run, run.
+        call("Bash", 10, |c| c.command = Some("npm run lint".into())),
+        result("Bash", 10, false, "ok"),
+        call("Bash", 10, |c| c.command = Some("npm test".into())),
+        result("Bash", 10, false, "ok"),
+        // token spike: one huge output.
+        call("Bash", 11, |c| {
+            c.command = Some("cat fixtures/orders.json".into())
+        }),
+        result("Bash", 11, false, &big),
+        // external reference.
+        call("WebFetch", 12, |c| {
+            c.url = Some("https://developer.mozilla.org/en-US/docs/Web/API/Intl".into())
+        }),
+        result("WebFetch", 12, false, "Intl.NumberFormat"),
+        Message::SessionComplete {
+            outcome: SessionOutcome::Success,
+            steps_executed: 12,
+        },
+    ];
+    for m in steps {
+        clock.advance(500);
+        s.observe(m).unwrap();
+    }
+    let snapshot = s.snapshot().unwrap();
+    assert_eq!(snapshot.external_step, Some(12));
+    let early: Vec<Signal> = snapshot.early_triggers.iter().map(|t| t.signal).collect();
+    assert_eq!(early, vec![Signal::RepeatedGrep, Signal::ConfigTouch]);
+    let done = e.finalize(&s, None).await.unwrap();
+
+    let chase = done
+        .candidates
+        .iter()
+        .find(|c| {
+            c.signal == Signal::ImportChase
+                && c.key == "src/orders/service.ts\nsrc/orders/pricing.ts"
+        })
+        .unwrap_or_else(|| panic!("no import chase in{}", describe(&done)));
+    assert_eq!(chase.decision, Decision::TooFewSessions);
+    // pricing -> legacy is a read sequence but not an import.
+    assert!(done
+        .candidates
+        .iter()
+        .any(|c| c.signal == Signal::ImportChase && c.decision == Decision::NotAnImport));
+    assert!(candidate(&done, Signal::ReadAbandon).key == "src/orders/legacy.ts");
+    let grep = candidate(&done, Signal::RepeatedGrep);
+    assert_eq!(
+        grep.decision,
+        Decision::Promoted,
+        "early trigger skips the session count"
+    );
+    assert!(grep.content.contains("src/orders/pricing.ts"));
+    assert!(candidate(&done, Signal::GlobIgnore)
+        .content
+        .contains("12 of 13"));
+    assert_eq!(
+        candidate(&done, Signal::Backtrack).key,
+        "src/orders/pricing.ts"
+    );
+    let config = candidate(&done, Signal::ConfigTouch);
+    assert_eq!(config.decision, Decision::Promoted);
+    assert!(config.content.contains("package.json"));
+    assert!(done
+        .candidates
+        .iter()
+        .any(|c| c.signal == Signal::ToolSequence
+            && c.key.contains("run `npm run lint` → run `npm test`")));
+    assert!(candidate(&done, Signal::ContextTokenSpike)
+        .content
+        .contains("run `cat`"));
+    assert!(candidate(&done, Signal::ExternalReference)
+        .content
+        .contains("developer.mozilla.org"));
+    assert!(candidate(&done, Signal::FileAccess).sessions == 1);
+    assert!(candidate(&done, Signal::CoAccess).sessions == 1);
+    assert_eq!(done.metrics.tool_calls, 16);
+    assert_eq!(done.metrics.repeat_reads, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scratchpad_stays_under_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    let mut options = SessionOptions::new("huge");
+    options.max_bytes = 256 * 1024;
+    let s = e.observe(&options).unwrap();
+    for i in 0..200_000u32 {
+        s.observe(call("Read", i / 3, |c| {
+            c.path = Some(format!("src/m{}/f{i}.ts", i % 50))
+        }))
+        .unwrap();
+        s.observe(result("Read", i / 3, i % 97 == 0, "error: boom"))
+            .unwrap();
+        if i % 1000 == 0 {
+            let snap = s.snapshot().unwrap();
+            assert!(
+                snap.bytes <= options.max_bytes,
+                "{} > cap at {i}",
+                snap.bytes
+            );
+        }
+    }
+    let snap = s.snapshot().unwrap();
+    assert!(snap.bytes <= options.max_bytes);
+    assert!(snap.evicted_calls > 0);
+    assert_eq!(snap.events, 400_000);
+    // It still finalizes.
+    let done = e.finalize(&s, None).await.unwrap();
+    assert_eq!(done.metrics.tool_calls, 200_000);
+}
