@@ -253,6 +253,18 @@ export declare class Engram {
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
   /**
+   * Opens an observed agent session (or joins the open one with the same id, from any
+   * handle on this database in any thread: a worker and the main thread can both feed it).
+   * Throws `ENGRAM_INVALID_ARG` for bad options, `ENGRAM_CLOSED` on a closed handle.
+   *
+   * ```ts
+   * const session = memory.observe({ sessionId: crypto.randomUUID(), sessionType: 'build' })
+   * session.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'src/a.ts' }, stepIndex: 1 })
+   * const { promoted } = await session.finalize('success')
+   * ```
+   */
+  observe(options: ObserveOptions): ObserverSession
+  /**
    * Memories and code chunks for `query`, ranked together, plus a context packed into a
    * token budget with a citation per item: keyword (BM25), dense (when a model is available)
    * and graph candidates (from `recentFiles`) fused by weights chosen from the kind of query,
@@ -318,6 +330,44 @@ export declare class Engram {
    * ```
    */
   denseSearch(query: string, options?: DenseSearchOptions): Promise<DenseHit[]>
+}
+
+/**
+ * An observed agent session (the seed's MemoryObserver for one session). `observe()` is
+ * synchronous and cheap (microseconds, no I/O); `finalize()` promotes what the session
+ * showed into memories in one transaction.
+ */
+export declare class ObserverSession {
+  /** The session's id. */
+  get sessionId(): string
+  /**
+   * Records one message of the agent loop. Synchronous, O(1), never touches the database.
+   * Throws `ENGRAM_INVALID_ARG` for a malformed message and `ENGRAM_CONFLICT` after
+   * `finalize()`.
+   *
+   * ```ts
+   * worker.on('message', (m) => { if (m.type.startsWith('memory:')) session.observe(m) })
+   * ```
+   */
+  observe(message: ToolCallMessage | ToolResultMessage | ReasoningMessage | StepCompleteMessage | SessionCompleteMessage | RecordMessage | SearchMessage): void
+  /** Records several messages at once (one lock, one call across the boundary). */
+  observeMany(messages: Array<ToolCallMessage | ToolResultMessage | ReasoningMessage | StepCompleteMessage | SessionCompleteMessage | RecordMessage | SearchMessage>): void
+  /** The scratchpad so far: counts, early triggers, the first web step, its size in bytes. */
+  snapshot(): SessionSnapshot
+  /**
+   * Ends the session: runs the 17 signals' detectors and the promotion pipeline
+   * (validation, session-type gate, frequency across sessions, signal value, novelty, trust
+   * gate, cap) and stores the promoted memories, the signal counts and the session's
+   * metrics in one transaction. `outcome` defaults to what a `memory:session-complete`
+   * message said, else `'success'`. Rejects with `ENGRAM_CONFLICT` if already finalized
+   * (the scratchpad is kept on any failure, so the call can be retried).
+   *
+   * ```ts
+   * const { promoted, candidates } = await session.finalize('success')
+   * for (const c of candidates) console.log(c.signal, c.decision, c.content)
+   * ```
+   */
+  finalize(outcome?: 'success' | 'partial' | 'failure' | 'abandoned'): Promise<FinalizeResult>
 }
 
 /** One recent tool call of the agent, for `stepInjection()`. */
@@ -485,6 +535,16 @@ export interface DeriveOptions {
   modules?: Array<string>
 }
 
+/** An early trigger that fired: its signal is promoted without waiting for other sessions. */
+export interface EarlyTrigger {
+  /** The signal (`'self_correction'`, `'repeated_grep'`, `'config_touch'`, `'error_retry'`). */
+  signal: 'self_correction' | 'repeated_grep' | 'config_touch' | 'error_retry'
+  /** The seed's priority. */
+  priority: number
+  /** The step it fired at. */
+  step: number
+}
+
 /**
  * The `embeddings` option of `Engram.open`: which embedder the engine uses. The first open of a
  * file decides (like every engine option). Models load on first use, never at open; a server
@@ -644,6 +704,24 @@ export interface FileProblem {
    * `too_deep`, `parse_timeout` (indexed in a degraded way).
    */
   issue: string
+}
+
+/** What `finalize()` did. */
+export interface FinalizeResult {
+  /** The session. */
+  sessionId: string
+  /** How it ended. */
+  outcome: 'success' | 'partial' | 'failure' | 'abandoned'
+  /** Its A/B group. */
+  abGroup: 'control' | 'passive' | 'full'
+  /** The directory module it worked in (most edits, else most reads). */
+  module?: string
+  /** The memories promoted (new or reinforced). */
+  promoted: Array<Memory>
+  /** Every candidate and its fate. */
+  candidates: Array<ObserverCandidate>
+  /** The session's metrics (also stored in `observer_sessions`). */
+  metrics: SessionMetrics
 }
 
 /** Nodes and edges written together in one transaction by `injectGraph`. */
@@ -1174,6 +1252,52 @@ export interface NodeScore {
   score: number
 }
 
+/** How an observed session is opened. */
+export interface ObserveOptions {
+  /**
+   * The session's id, unique in the project. Opening it again (from this or another handle
+   * on the same database, in any thread) joins the open session.
+   */
+  sessionId: string
+  /**
+   * Which promotion gate applies (default `'build'`): `'build'` (every signal, up to 20
+   * memories, only on success), `'insights'` (5), `'roadmap'` (3, recorded decisions and
+   * requirements), `'terminal'` (3), `'changelog'` (none), `'spec_creation'` (3),
+   * `'pr_review'` (8).
+   */
+  sessionType?: 'build' | 'insights' | 'roadmap' | 'terminal' | 'changelog' | 'spec_creation' | 'pr_review'
+  /** The work unit (spec / subtask label), stored with what the session promotes. */
+  workUnit?: string
+  /** The methodology plugin (`'native'`, `'bmad'`, `'tdd'`...). */
+  methodology?: string
+  /** Steps the plan expects: the step-overrun signal compares the steps run with it. */
+  plannedSteps?: number
+  /** Most bytes the scratchpad may hold (default 50 MiB, least 64 KiB). */
+  maxScratchpadBytes?: number
+}
+
+/** A candidate memory of a finalized session and what became of it. */
+export interface ObserverCandidate {
+  /** The signal that produced it (one of the 17, e.g. `'co_access'`, `'error_retry'`). */
+  signal: 'file_access' | 'co_access' | 'error_retry' | 'backtrack' | 'read_abandon' | 'repeated_grep' | 'tool_sequence' | 'time_anomaly' | 'self_correction' | 'external_reference' | 'glob_ignore' | 'import_chase' | 'test_order' | 'config_touch' | 'step_overrun' | 'parallel_conflict' | 'context_token_spike'
+  /** What identifies it across sessions (a file, a pair of files, a fingerprint...). */
+  key: string
+  /** The memory type it would become. */
+  type: MemoryType
+  /** Its text. */
+  content: string
+  /** Sessions that showed it, this one included. */
+  sessions: number
+  /** The seed's signal value (0..1; under 0.4 is dropped). */
+  value: number
+  /** It originated after a web fetch or search. */
+  tainted: boolean
+  /** What became of it. */
+  decision: 'promoted' | 'reinforced' | 'outcome' | 'session_type' | 'too_few_sessions' | 'low_value' | 'not_novel' | 'already_promoted' | 'over_cap' | 'not_an_import'
+  /** The memory it became. */
+  memoryId?: string
+}
+
 /**
  * Number of database engines alive in this process (one per open file, shared by every
  * handle and thread). For diagnostics and tests.
@@ -1227,6 +1351,16 @@ export interface ReachOptions {
   maxDepth?: number
   /** Most nodes returned (1..10000, default 500). */
   limit?: number
+}
+
+/** `memory:reasoning`: text the model produced (self-corrections and dead ends are found in it). */
+export interface ReasoningMessage {
+  /** The message type. */
+  type: 'memory:reasoning'
+  /** The text. */
+  text: string
+  /** The step. */
+  stepIndex: number
 }
 
 /** What a recall may return. Every filter left out allows everything. */
@@ -1420,6 +1554,28 @@ export interface RecallTimings {
   totalMs: number
 }
 
+/** What the agent asked to remember (`record_memory`). */
+export interface RecordedEntry {
+  /** Memory type (default `'gotcha'`). */
+  type?: MemoryType
+  /** The text. */
+  content: string
+  /** Files it concerns. */
+  relatedFiles?: Array<string>
+}
+
+/** `memory:record`: a scratchpad entry, promoted at `finalize` as `agent_explicit`. */
+export interface RecordMessage {
+  /** The message type. */
+  type: 'memory:record'
+  /** The IPC request id (not used by the observer). */
+  requestId?: string
+  /** The entry. */
+  entry: RecordedEntry
+  /** The step. */
+  stepIndex?: number
+}
+
 /** The argument of a relation deriver: up to 25 modules per call. */
 export interface RelationRequest {
   /** The modules to describe. */
@@ -1542,6 +1698,16 @@ export interface SearchHit {
   matchedAll: boolean
 }
 
+/** `memory:search`: the agent searched memory. */
+export interface SearchMessage {
+  /** The message type. */
+  type: 'memory:search'
+  /** The IPC request id (not used by the observer). */
+  requestId?: string
+  /** What it searched for. */
+  query: string
+}
+
 /** Options of `search`. */
 export interface SearchOptions {
   /** Maximum hits, 1..200 (default 10). */
@@ -1562,6 +1728,76 @@ export interface SearchOptions {
   minConfidence?: number
   /** Include forgotten memories. */
   includeForgotten?: boolean
+}
+
+/** `memory:session-complete`: the loop ended. */
+export interface SessionCompleteMessage {
+  /** The message type. */
+  type: 'memory:session-complete'
+  /** How it ended. */
+  outcome: 'success' | 'partial' | 'failure' | 'abandoned'
+  /** Steps run. */
+  stepsExecuted: number
+}
+
+/** The seed's section-19 metrics of a session. */
+export interface SessionMetrics {
+  /** Tool calls. */
+  toolCalls: number
+  /** Read calls. */
+  fileReads: number
+  /** Reads of a file already read in the session. */
+  repeatReads: number
+  /** Distinct files changed. */
+  filesEdited: number
+  /** Failed tool calls. */
+  errors: number
+  /** Self-corrections. */
+  selfCorrections: number
+  /** Input tokens reported (else output characters / 4). */
+  tokens: number
+  /** Steps run. */
+  steps: number
+  /** Memories promoted. */
+  memoriesPromoted: number
+  /** Calls dropped to stay under the scratchpad cap. */
+  evictedCalls: number
+}
+
+/** A session's scratchpad so far. */
+export interface SessionSnapshot {
+  /** The session. */
+  sessionId: string
+  /** Its type. */
+  sessionType: 'build' | 'insights' | 'roadmap' | 'terminal' | 'changelog' | 'spec_creation' | 'pr_review'
+  /** Its A/B group: `'control'` (5 %, no injection), `'passive'` (10 %), `'full'` (85 %). */
+  abGroup: 'control' | 'passive' | 'full'
+  /** Messages observed. */
+  events: number
+  /** The highest step seen. */
+  currentStep: number
+  /** Tool calls held. */
+  toolCalls: number
+  /** Distinct files read or changed. */
+  filesTouched: number
+  /** Distinct files changed. */
+  filesEdited: number
+  /** Errors (every occurrence). */
+  errors: number
+  /** Self-corrections said. */
+  selfCorrections: number
+  /** Entries recorded. */
+  recorded: number
+  /** Early triggers that fired. */
+  earlyTriggers: Array<EarlyTrigger>
+  /** The first step with a web fetch or search: later conclusions are flagged for review. */
+  externalStep?: number
+  /** Bytes the scratchpad holds. */
+  bytes: number
+  /** Its cap. */
+  maxBytes: number
+  /** Calls dropped to stay under the cap. */
+  evictedCalls: number
 }
 
 /** r" Who may see a memory. `personal` memories never leave the device. */
@@ -1589,6 +1825,16 @@ export interface Stats {
   schemaVersion: number
   /** Canonical database path. */
   path: string
+}
+
+/** `memory:step-complete`: a step of the loop ended. */
+export interface StepCompleteMessage {
+  /** The message type. */
+  type: 'memory:step-complete'
+  /** The step. */
+  stepNumber: number
+  /** Input tokens of the step's model call, when known. */
+  inputTokens?: number
 }
 
 /** What the agent did lately and what it has been shown, for `stepInjection()`. */
@@ -1625,6 +1871,47 @@ export interface Subgraph {
   edges: Array<GraphEdge>
   /** True when `limit` cut the result. */
   truncated: boolean
+}
+
+/**
+ * `memory:tool-call`: the agent called a tool. Only the arguments the tool's family uses are
+ * read: the file (`file_path`, `filePath`, `path`...), pattern (`pattern`, `query`, `glob`),
+ * command (`command`, `cmd`), URL (`url`), and an edit's `old_string` / `new_string`.
+ */
+export interface ToolCallMessage {
+  /** The message type. */
+  type: 'memory:tool-call'
+  /**
+   * The tool (`Read`, `Edit`, `Write`, `Bash`, `Grep`, `Glob`, `WebFetch`, `WebSearch`, or
+   * any other name; common aliases such as `read_file` are recognised).
+   */
+  toolName: string
+  /** The tool's arguments. */
+  args?: Record<string, unknown>
+  /** The step the call was made in. */
+  stepIndex: number
+  /** The framework's id of the call (pairs the result exactly). */
+  toolCallId?: string
+  /** When (ms since the epoch); default: now. */
+  timestamp?: number
+}
+
+/** `memory:tool-result`: a tool answered. */
+export interface ToolResultMessage {
+  /** The message type. */
+  type: 'memory:tool-result'
+  /** The tool. */
+  toolName: string
+  /** Its output (the first 16 KiB are looked at; its length counts as context cost). */
+  result?: string
+  /** Whether it failed. */
+  isError?: boolean
+  /** The step. */
+  stepIndex: number
+  /** The call's id, when the framework has one. */
+  toolCallId?: string
+  /** When (ms since the epoch); default: now. */
+  timestamp?: number
 }
 
 /** Options of `traverse()`. */

@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Engram = nativeBinding.Engram
+module.exports.ObserverSession = nativeBinding.ObserverSession
 module.exports.defaultModelDir = nativeBinding.defaultModelDir
 module.exports.ErrorCode = nativeBinding.ErrorCode
 module.exports.installModel = nativeBinding.installModel

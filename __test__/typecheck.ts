@@ -1,6 +1,8 @@
 // Compiled (not run) by `tsc` in the test script: the README's TypeScript usage must type-check
 // against the generated index.d.ts, and misuse must not.
 import {
+  type FinalizeResult,
+  type SessionSnapshot,
   Engram,
   type CodeHit,
   type EmbeddingsOptions,
@@ -186,4 +188,22 @@ export async function stepExample(memory: Engram, injectedIds: string[]): Promis
   if (!injection) return null
   injectedIds.push(...injection.memories.map((m) => m.id))
   return injection.type === 'gotcha_injection' ? injection.content : `search: ${injection.content}`
+}
+
+/** The observer: a session fed by an agent loop's messages, finalized into memories. */
+export async function observeExample(memory: Engram): Promise<string[]> {
+  const session = memory.observe({ sessionId: 'agent-42', sessionType: 'build', plannedSteps: 30 })
+  session.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'src/a.ts' }, stepIndex: 1 })
+  session.observe({ type: 'memory:tool-result', toolName: 'Read', result: '...', isError: false, stepIndex: 1 })
+  session.observeMany([
+    { type: 'memory:reasoning', text: 'Correction: a is b.', stepIndex: 2 },
+    { type: 'memory:step-complete', stepNumber: 2, inputTokens: 5000 },
+    { type: 'memory:record', entry: { type: 'gotcha', content: 'x', relatedFiles: ['src/a.ts'] } },
+  ])
+  // @ts-expect-error unknown message types do not type-check
+  session.observe({ type: 'memory:nap', stepIndex: 3 })
+  const snapshot: SessionSnapshot = session.snapshot()
+  console.log(snapshot.abGroup === 'control', snapshot.earlyTriggers.map((e) => e.signal))
+  const result: FinalizeResult = await session.finalize('success')
+  return result.candidates.filter((c) => c.signal === 'co_access' && c.decision === 'promoted').map((c) => c.content)
 }

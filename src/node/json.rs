@@ -20,6 +20,13 @@ use crate::error::Error as CoreError;
 /// A JSON document that becomes a JS value through `JSON.parse`.
 pub struct JsonText(String);
 
+impl JsonText {
+    /// Wraps serialised JSON (for synchronous methods; async ones use [`promise_json`]).
+    pub(crate) fn new(json: String) -> Self {
+        JsonText(json)
+    }
+}
+
 impl ToNapiValue for JsonText {
     unsafe fn to_napi_value(raw: sys::napi_env, val: Self) -> Result<sys::napi_value> {
         let env = Env::from_raw(raw);

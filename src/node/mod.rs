@@ -29,6 +29,7 @@ mod error;
 mod graph_class;
 mod graph_types;
 mod json;
+mod observer;
 mod recall;
 mod rerank_options;
 mod types;

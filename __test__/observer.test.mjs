@@ -1,0 +1,150 @@
+// The MemoryObserver through the binding: the recorded sessions of tests/fixtures/observer/
+// replayed as a JS agent loop would send them, a worker thread feeding the same session as the
+// main thread, and the errors of bad messages.
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { Worker } from 'node:worker_threads'
+
+import { Engram, tempDir } from './helpers.mjs'
+
+const FIXTURES = new URL('../tests/fixtures/observer/', import.meta.url).pathname
+/** The fixtures' clock origin; their timestamps are shifted to now. */
+const T0 = 1_767_225_600_000
+
+function signalOf(result, memory) {
+  return result.candidates.find((c) => c.memoryId === memory.id)?.signal
+}
+
+function matches(result, memory, m) {
+  return (m.type === undefined || memory.type === m.type)
+    && (m.source === undefined || memory.source === m.source)
+    && (m.signal === undefined || (memory.source === 'observer_inferred' && signalOf(result, memory) === m.signal))
+    && (m.needsReview === undefined || memory.needsReview === m.needsReview)
+    && (m.contains ?? []).every((part) => memory.content.includes(part))
+    && (m.tags ?? []).every((tag) => memory.tags.includes(tag))
+}
+
+function describe(result) {
+  return result.candidates.map((c) => `\n  ${c.decision} ${c.signal} [${c.type}] ${c.content}`).join('')
+}
+
+function check(name, spec, result) {
+  for (const m of spec.expectPromoted ?? []) {
+    assert.ok(result.promoted.some((memory) => matches(result, memory, m)),
+      `${name}/${result.sessionId}: expected a promoted memory like ${JSON.stringify(m)}${describe(result)}`)
+  }
+  for (const m of spec.expectNotPromoted ?? []) {
+    const wrong = result.promoted.find((memory) => matches(result, memory, m))
+    assert.equal(wrong, undefined, `${name}/${result.sessionId}: ${wrong?.content} promoted against ${JSON.stringify(m)}`)
+  }
+  for (const d of spec.expectDecisions ?? []) {
+    assert.ok(result.candidates.some((c) => c.signal === d.signal && c.decision === d.decision
+      && (d.contains ?? []).every((part) => c.content.includes(part))),
+    `${name}/${result.sessionId}: expected ${JSON.stringify(d)}${describe(result)}`)
+  }
+}
+
+for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort()) {
+  test(`recorded session ${file} promotes what it must`, async (t) => {
+    const doc = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8'))
+    const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
+    t.after(() => db.close())
+    const base = Date.now() - 30 * 86_400_000
+    for (const spec of doc.sessions) {
+      const session = db.observe(spec.session)
+      for (const message of spec.messages) {
+        session.observe(message.timestamp === undefined ? message : { ...message, timestamp: message.timestamp - T0 + base })
+      }
+      const result = await session.finalize(spec.outcome)
+      check(file, spec, result)
+      assert.equal(result.metrics.memoriesPromoted, result.promoted.length)
+    }
+  })
+}
+
+test('a worker thread and the main thread feed one session', async (t) => {
+  const path = join(tempDir(t), 'memory.db')
+  const db = await Engram.open({ path })
+  t.after(() => db.close())
+  const session = db.observe({ sessionId: 'shared-1', sessionType: 'build' })
+  const addonPath = new URL('../index.js', import.meta.url).pathname
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const { Engram } = require(workerData.addonPath)
+    ;(async () => {
+      const db = await Engram.open({ path: workerData.path })
+      const s = db.observe({ sessionId: 'shared-1' })
+      for (let step = 1; step <= 50; step++) {
+        s.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'src/w/' + (step % 5) + '.ts' }, stepIndex: step })
+        s.observe({ type: 'memory:tool-result', toolName: 'Read', result: 'x'.repeat(step), isError: false, stepIndex: step })
+      }
+      s.observe({ type: 'memory:reasoning', text: 'Correction: the worker pool is sized by the CPU count, not fixed.', stepIndex: 51 })
+      parentPort.postMessage(s.snapshot().events)
+      db.close()
+    })().catch((e) => parentPort.postMessage('error: ' + e.code + ' ' + e.message))
+  `
+  const workerEvents = await new Promise((resolve, reject) => {
+    const w = new Worker(source, { eval: true, workerData: { addonPath, path } })
+    w.once('message', resolve)
+    w.once('error', reject)
+  })
+  assert.ok(workerEvents >= 101, String(workerEvents))
+  session.observe({ type: 'memory:tool-call', toolName: 'Edit', args: { file_path: 'src/w/1.ts', old_string: 'a', new_string: 'b' }, stepIndex: 52 })
+  const snapshot = session.snapshot()
+  assert.equal(snapshot.events, 102)
+  assert.equal(snapshot.filesTouched, 5)
+  assert.equal(snapshot.selfCorrections, 1)
+  assert.deepEqual(snapshot.earlyTriggers.map((e) => e.signal), ['self_correction'])
+  const result = await session.finalize()
+  assert.ok(result.promoted.some((m) => m.content.includes('sized by the CPU count')))
+  assert.equal(result.metrics.toolCalls, 51)
+})
+
+test('long outputs are measured without being copied whole', async (t) => {
+  const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
+  t.after(() => db.close())
+  const session = db.observe({ sessionId: 'big' })
+  const huge = 'y'.repeat(1 << 20)
+  for (let step = 1; step <= 9; step++) {
+    session.observe({ type: 'memory:tool-call', toolName: 'Bash', args: { command: `echo ${step}` }, stepIndex: step })
+    session.observe({ type: 'memory:tool-result', toolName: 'Bash', result: 'ok', stepIndex: step })
+  }
+  session.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'data/dump.json' }, stepIndex: 10 })
+  session.observe({ type: 'memory:tool-result', toolName: 'Read', result: huge, stepIndex: 10 })
+  assert.ok(session.snapshot().bytes < 64 * 1024, 'the 1 MiB output is not kept')
+  const { candidates } = await session.finalize()
+  const spike = candidates.find((c) => c.signal === 'context_token_spike')
+  assert.ok(spike, JSON.stringify(candidates))
+  assert.match(spike.content, /read `data\/dump\.json` costs about 262144 tokens/)
+})
+
+test('bad messages and options throw coded errors; nothing observed is lost', async (t) => {
+  const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
+  const code = (fn, expected) => assert.throws(fn, (e) => e instanceof Error && e.code === expected, expected)
+  code(() => db.observe({}), 'ENGRAM_INVALID_ARG')
+  code(() => db.observe('s'), 'ENGRAM_INVALID_ARG')
+  code(() => db.observe({ sessionId: 's', sessionType: 'nap' }), 'ENGRAM_INVALID_ARG')
+  code(() => db.observe({ sessionId: 's', plannedSteps: -3 }), 'ENGRAM_INVALID_ARG')
+  const s = db.observe({ sessionId: 's' })
+  code(() => s.observe(42), 'ENGRAM_INVALID_ARG')
+  code(() => s.observe({ type: 'memory:nap' }), 'ENGRAM_INVALID_ARG')
+  code(() => s.observe({ type: 'memory:tool-call', stepIndex: 1 }), 'ENGRAM_INVALID_ARG')
+  code(() => s.observe({ type: 'memory:tool-call', toolName: 'Read', stepIndex: -1 }), 'ENGRAM_INVALID_ARG')
+  code(() => s.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 7 }, stepIndex: 1 }), 'ENGRAM_INVALID_ARG')
+  code(() => s.observe({ type: 'memory:session-complete', outcome: 'meh', stepsExecuted: 1 }), 'ENGRAM_INVALID_ARG')
+  code(() => s.observe({ type: 'memory:record', entry: { type: 'nope', content: 'x' } }), 'ENGRAM_INVALID_ARG')
+  code(() => s.observeMany([{ type: 'memory:reasoning', text: 'ok', stepIndex: 1 }, null]), 'ENGRAM_INVALID_ARG')
+  // Valid messages still count, and invalid UTF-16 in text is replaced, not fatal.
+  s.observe({ type: 'memory:reasoning', text: 'Correction: lone \ud800 surrogate is fine.', stepIndex: 1 })
+  s.observeMany([{ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'a.ts' }, stepIndex: 2 }])
+  assert.equal(s.snapshot().events, 2)
+  await assert.rejects(s.finalize('later'), (e) => e.code === 'ENGRAM_INVALID_ARG')
+  assert.equal(s.snapshot().events, 2)
+  await s.finalize()
+  code(() => s.observe({ type: 'memory:reasoning', text: 'late', stepIndex: 3 }), 'ENGRAM_CONFLICT')
+  await assert.rejects(s.finalize(), (e) => e.code === 'ENGRAM_CONFLICT')
+  db.close()
+  code(() => db.observe({ sessionId: 'after-close' }), 'ENGRAM_CLOSED')
+})
