@@ -240,6 +240,7 @@ fn file_access(v: &View<'_>) -> Vec<Candidate> {
     files.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
     files
         .into_iter()
+        .take(MAX_PER_SIGNAL)
         .map(|(f, step)| {
             let module = module_of(f).unwrap_or_default();
             Candidate::new(
@@ -275,6 +276,7 @@ fn co_access(v: &View<'_>) -> Vec<Candidate> {
     };
     pairs
         .into_iter()
+        .take(MAX_PER_SIGNAL)
         .map(|(a, b, _)| {
             let both_edited = edited(a) && edited(b);
             let (memory_type, content) = if both_edited {
@@ -422,6 +424,9 @@ fn read_abandon(v: &View<'_>) -> Vec<Candidate> {
         .collect();
     abandoned.sort();
     for (step, f) in abandoned {
+        if out.len() == MAX_PER_SIGNAL {
+            break;
+        }
         let Some(module) = module_of(f) else { continue };
         let sibling = a
             .edit_set
@@ -524,6 +529,9 @@ fn tool_sequence(v: &View<'_>) -> Vec<Candidate> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for w in labels.windows(3) {
+        if out.len() == MAX_PER_SIGNAL {
+            break;
+        }
         if !w.iter().any(|(l, _)| l.starts_with("run ")) {
             continue;
         }
@@ -690,6 +698,9 @@ fn import_chase(v: &View<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
     for (i, &(a, step)) in reads.iter().enumerate() {
         for &(b, _) in reads.iter().skip(i + 1).take(2) {
+            if out.len() == MAX_PER_SIGNAL {
+                return out;
+            }
             if a != b && seen.insert((a, b)) {
                 let mut c = Candidate::new(
                     Signal::ImportChase,

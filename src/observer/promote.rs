@@ -10,8 +10,10 @@
 //!    promoted again (and one whose memory was forgotten stays rejected).
 //! 4. Value: the seed's signal-value formula with the class's measured false-positive rate;
 //!    under 0.4 is dropped.
-//! 5. Novelty: a candidate whose words are ≥ 80 % those of an active memory of its type is
-//!    dropped (exact duplicates would only reinforce; near ones would clutter).
+//! 5. Novelty: a candidate whose words overlap ≥ 80 % (Jaccard) with an active memory of its
+//!    type is dropped (exact duplicates would only reinforce; near ones would clutter). It
+//!    runs last, on what passed everything else, and compares with up to 100 memories: those
+//!    linked to the candidate's first file, else the type's newest.
 //! 6. Trust gate: what originated after a web fetch or search is flagged `needsReview`,
 //!    its confidence × 0.7, tagged `tainted:web`.
 //! 7. Scoring and cap: confidence from the value and the observer's source trust (0.85);
@@ -190,29 +192,32 @@ pub(crate) async fn finalize(
 
     // Reads before the write lock: which read pairs are imports, and what is already known.
     let imports = confirmed_imports(ctx, &candidates).await?;
-    let known = known_texts(ctx, &candidates).await?;
 
     let mut reports = Vec::with_capacity(candidates.len());
     let mut conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
 
     // 3. Frequency: count every key once for this session (one statement for the batch).
-    let mut rows: Vec<serde_json::Value> = Vec::with_capacity(candidates.len() + 8);
-    let mut modules: HashSet<String> = HashSet::new();
+    let mut rows: Vec<(&str, &str, f64, i64)> = Vec::with_capacity(candidates.len() + 8);
+    let mut modules: Vec<String> = Vec::new();
     for c in &candidates {
         if c.import_pair.is_some() && !imports.contains(&c.key) {
             continue;
         }
         let (sum, count) = c.measure.map_or((0.0, 0), |m| (m.value, 1));
-        rows.push(serde_json::json!([c.signal.as_str(), c.key, sum, count]));
+        rows.push((c.signal.as_str(), &c.key, sum, count));
         if c.signal == Signal::FileAccess {
-            modules.extend(c.related_modules.iter().cloned());
+            for m in &c.related_modules {
+                if !modules.contains(m) {
+                    modules.push(m.clone());
+                }
+            }
         }
     }
     for m in &modules {
-        rows.push(serde_json::json!([MODULE_SESSIONS, m, 0.0, 0]));
+        rows.push((MODULE_SESSIONS, m, 0.0, 0));
     }
-    let counts = upsert_counts(&tx, ctx.project_id, &pad.session_id, now, &rows).await?;
+    let counts = upsert_counts(&mut conn, ctx.project_id, &pad.session_id, now, &rows).await?;
     let fpr = false_positive_rates(&tx, ctx.project_id).await?;
 
     // 1, 2, 4-7 per candidate.
@@ -220,6 +225,7 @@ pub(crate) async fn finalize(
     let allowed = primary_signals(pad.session_type);
     let succeeded = outcome == SessionOutcome::Success;
     let mut passing: Vec<(f64, usize, RememberInput)> = Vec::new();
+    let mut known: HashMap<MemoryType, Vec<Vec<u64>>> = HashMap::new();
     for c in candidates {
         let tainted = pad.external_step.is_some_and(|s| c.step > s);
         let count = counts.get(&(c.signal.as_str().to_owned(), c.key.clone()));
@@ -254,10 +260,15 @@ pub(crate) async fn finalize(
             Some(Decision::LowValue)
         } else if !coverage_ok(&c, sessions, &counts) {
             Some(Decision::TooFewSessions)
-        } else if !is_novel(&c.content, known.get(&c.memory_type)) {
-            Some(Decision::NotNovel)
         } else {
             None
+        };
+        // 5. Novelty, last: it reads memories, so only for what passed everything else.
+        let decision = match decision {
+            None if !novel(&mut conn, ctx.project_id, &mut known, &c).await? => {
+                Some(Decision::NotNovel)
+            }
+            other => other,
         };
         if let Some(d) = decision {
             report.decision = d;
@@ -391,7 +402,8 @@ pub(crate) async fn finalize(
     let (indexes, inputs): (Vec<usize>, Vec<RememberInput>) = chosen.into_iter().unzip();
     let batch = memory::prepare_batch(ctx, inputs)?;
     let stored = memory::remember_in(ctx, &mut conn, &tx, batch).await?;
-    let mut links: Vec<serde_json::Value> = Vec::new();
+    let mut links: Vec<(&str, String, String)> = Vec::new();
+    let mut promoted_per_signal: HashMap<&str, i64> = HashMap::new();
     let mut promoted = Vec::with_capacity(stored.len());
     for (index, remembered) in indexes.into_iter().zip(stored) {
         let report = &mut reports[index];
@@ -401,26 +413,44 @@ pub(crate) async fn finalize(
             Decision::Reinforced
         };
         report.memory_id = Some(remembered.memory.id.clone());
+        if remembered.created && !report.key.is_empty() {
+            *promoted_per_signal
+                .entry(report.signal.as_str())
+                .or_insert(0) += 1;
+        }
         if !report.key.is_empty() {
-            links.push(serde_json::json!([
+            links.push((
                 report.signal.as_str(),
-                report.key,
-                remembered.memory.id
-            ]));
+                report.key.clone(),
+                remembered.memory.id.clone(),
+            ));
         }
         promoted.push(remembered.memory);
     }
     if !links.is_empty() {
+        // By primary key, one row at a time: an UPDATE ... FROM json_each scans the whole
+        // counts table for every linked row.
+        let link = conn
+            .cached(
+                "UPDATE observer_signal_counts SET memory_id = ?4
+                 WHERE project_id = ?1 AND signal = ?2 AND key = ?3",
+            )
+            .await?;
+        for (signal, key, id) in links {
+            link.execute(params![ctx.project_id, signal, key, id])
+                .await
+                .ctx("linking promoted memories to their signals")?;
+            link.reset();
+        }
+    }
+    for (signal, n) in promoted_per_signal {
         tx.execute(
-            "UPDATE observer_signal_counts SET memory_id = j.value ->> 2
-             FROM json_each(?2) AS j
-             WHERE observer_signal_counts.project_id = ?1
-               AND observer_signal_counts.signal = j.value ->> 0
-               AND observer_signal_counts.key = j.value ->> 1",
-            params![ctx.project_id, serde_json::Value::Array(links).to_string()],
+            "INSERT INTO observer_signal_record(project_id, signal, promoted) VALUES (?1, ?2, ?3)
+             ON CONFLICT(project_id, signal) DO UPDATE SET promoted = promoted + excluded.promoted",
+            params![ctx.project_id, signal, n],
         )
         .await
-        .ctx("linking promoted memories to their signals")?;
+        .ctx("recording promotions")?;
     }
     let ab_group = ab::assign(&pad.session_id, ctx.project_id);
     let mut metrics = metrics;
@@ -492,24 +522,19 @@ struct KeyCount {
 /// Counts each `[signal, key, measure_sum, measure_count]` row once for this session and
 /// returns the counts after.
 async fn upsert_counts(
-    tx: &libsql::Transaction,
+    conn: &mut crate::store::Writer<'_>,
     project_id: &str,
     session_id: &str,
     now: i64,
-    rows: &[serde_json::Value],
+    rows: &[(&str, &str, f64, i64)],
 ) -> Result<HashMap<(String, String), KeyCount>> {
     let mut out = HashMap::with_capacity(rows.len());
-    if rows.is_empty() {
-        return Ok(out);
-    }
-    // `WHERE true` tells SQLite's parser the ON CONFLICT belongs to the INSERT, not a join.
-    let mut returned = tx
-        .query(
+    let statement = conn
+        .cached(
             "INSERT INTO observer_signal_counts(project_id, signal, key, session_count,
                occurrences, last_session_id, first_seen_at, last_seen_at, measure_sum,
                measure_count)
-             SELECT ?1, j.value ->> 0, j.value ->> 1, 1, 1, ?2, ?3, ?3, j.value ->> 2, j.value ->> 3
-             FROM json_each(?4) AS j WHERE true
+             VALUES (?1, ?2, ?3, 1, 1, ?4, ?5, ?5, ?6, ?7)
              ON CONFLICT(project_id, signal, key) DO UPDATE SET
                session_count = session_count + (last_session_id <> excluded.last_session_id),
                occurrences = occurrences + 1,
@@ -517,48 +542,46 @@ async fn upsert_counts(
                measure_count = measure_count + excluded.measure_count,
                last_session_id = excluded.last_session_id,
                last_seen_at = excluded.last_seen_at
-             RETURNING signal, key, session_count, measure_sum, measure_count, memory_id",
-            params![
-                project_id,
-                session_id,
-                now,
-                serde_json::Value::Array(rows.to_vec()).to_string()
-            ],
+             RETURNING session_count, measure_sum, measure_count, memory_id",
         )
-        .await
-        .ctx("counting the session's signals")?;
-    while let Some(row) = returned
-        .next()
-        .await
-        .ctx("counting the session's signals")?
-    {
-        let signal: String = row.get(0).ctx("reading a signal count")?;
-        let key: String = row.get(1).ctx("reading a signal count")?;
-        out.insert(
-            (signal, key),
-            KeyCount {
-                sessions: row.get::<i64>(2).ctx("reading a signal count")? as u32,
-                measure_sum: row.get::<f64>(3).ctx("reading a signal count")?,
-                measure_count: row.get::<i64>(4).ctx("reading a signal count")? as u32,
-                memory_id: row.get::<Option<String>>(5).ctx("reading a signal count")?,
-            },
-        );
+        .await?;
+    for &(signal, key, sum, count) in rows {
+        let mut returned = statement
+            .query(params![
+                project_id, signal, key, session_id, now, sum, count
+            ])
+            .await
+            .ctx("counting the session's signals")?;
+        if let Some(row) = returned
+            .next()
+            .await
+            .ctx("counting the session's signals")?
+        {
+            out.insert(
+                (signal.to_owned(), key.to_owned()),
+                KeyCount {
+                    sessions: row.get::<i64>(0).ctx("reading a signal count")? as u32,
+                    measure_sum: row.get::<f64>(1).ctx("reading a signal count")?,
+                    measure_count: row.get::<i64>(2).ctx("reading a signal count")? as u32,
+                    memory_id: row.get::<Option<String>>(3).ctx("reading a signal count")?,
+                },
+            );
+        }
+        drop(returned);
+        statement.reset();
     }
     Ok(out)
 }
 
 /// Each signal's false-positive rate in this project: its promoted memories that were
-/// forgotten since.
+/// forgotten since (`observer_signal_record`, kept by triggers on `memories`).
 async fn false_positive_rates(
     tx: &libsql::Transaction,
     project_id: &str,
 ) -> Result<HashMap<Signal, f64>> {
     let mut rows = tx
         .query(
-            "SELECT c.signal, count(*), coalesce(sum(m.deprecated), 0)
-             FROM observer_signal_counts c JOIN memories m ON m.id = c.memory_id
-             WHERE c.project_id = ?1 AND c.memory_id IS NOT NULL
-             GROUP BY c.signal",
+            "SELECT signal, promoted, rejected FROM observer_signal_record WHERE project_id = ?1",
             params![project_id],
         )
         .await
@@ -618,62 +641,107 @@ async fn confirmed_imports(ctx: &Ctx<'_>, candidates: &[Candidate]) -> Result<Ha
     Ok(found.into_iter().collect())
 }
 
-/// The word sets of the active memories of the candidates' types (the most recent 500 per
-/// type), for the novelty filter.
-async fn known_texts(
-    ctx: &Ctx<'_>,
-    candidates: &[Candidate],
-) -> Result<HashMap<MemoryType, Vec<HashSet<String>>>> {
-    let types: HashSet<&str> = candidates.iter().map(|c| c.memory_type.as_str()).collect();
-    let mut out: HashMap<MemoryType, Vec<HashSet<String>>> = HashMap::new();
-    if types.is_empty() {
-        return Ok(out);
-    }
-    let list = serde_json::to_string(&types).expect("strings serialise");
-    let mut reader = ctx.store.reader().await;
-    let rows = reader
-        .query_cached(
-            "SELECT t.value, (SELECT json_group_array(content) FROM (
-                 SELECT m.content FROM memories m
-                 WHERE m.project_id = ?1 AND m.type = t.value AND m.deprecated = 0
-                 ORDER BY m.updated_at DESC LIMIT 500))
-             FROM json_each(?2) AS t",
-            params![ctx.project_id, list],
-            |row| {
-                let t: String = row.get(0).ctx("reading known memories")?;
-                let contents: String = row.get(1).ctx("reading known memories")?;
-                Ok((t, contents))
-            },
+/// Whether a candidate says something no active memory of its type already says. It is
+/// compared with up to 100 of them: those linked to its first related file, else the newest.
+async fn novel(
+    conn: &mut crate::store::Writer<'_>,
+    project_id: &str,
+    by_type: &mut HashMap<MemoryType, Vec<Vec<u64>>>,
+    c: &Candidate,
+) -> Result<bool> {
+    let read = |rows: Vec<String>| rows.iter().map(|t| words(t)).collect::<Vec<_>>();
+    if let Some(file) = c.related_files.first() {
+        // Through the memory's file links (an index lookup), not a scan of the type.
+        let statement = conn
+            .cached(
+                "SELECT m.content FROM memory_links l JOIN memories m ON m.seq = l.memory_seq
+                 WHERE l.project_id = ?1 AND l.node_key = ?2 AND l.role = 'file'
+                   AND m.type = ?3 AND m.deprecated = 0
+                 LIMIT 100",
+            )
+            .await?;
+        let texts = collect_texts(
+            &statement,
+            params![project_id, file.as_str(), c.memory_type.as_str()],
         )
         .await?;
-    for (t, contents) in rows {
-        let Ok(memory_type) = MemoryType::parse(&t) else {
-            continue;
-        };
-        let texts: Vec<String> = serde_json::from_str(&contents).unwrap_or_default();
-        out.insert(memory_type, texts.iter().map(|t| words(t)).collect());
+        return Ok(is_novel(&c.content, &read(texts)));
+    }
+    let known = match by_type.entry(c.memory_type) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let statement = conn
+                .cached(
+                    "SELECT content FROM memories
+                     WHERE project_id = ?1 AND type = ?2 AND deprecated = 0
+                     ORDER BY created_at DESC LIMIT 100",
+                )
+                .await?;
+            let texts =
+                collect_texts(&statement, params![project_id, c.memory_type.as_str()]).await?;
+            e.insert(read(texts))
+        }
+    };
+    Ok(is_novel(&c.content, known))
+}
+
+/// The first column of every row, as text.
+async fn collect_texts(
+    statement: &crate::store::Cached,
+    params: impl libsql::params::IntoParams,
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rows = statement
+        .query(params)
+        .await
+        .ctx("reading known memories")?;
+    while let Some(row) = rows.next().await.ctx("reading known memories")? {
+        out.push(row.get::<String>(0).ctx("reading known memories")?);
     }
     Ok(out)
 }
 
-fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+/// A text's distinct words (lower case, alphanumeric runs), as sorted 64-bit hashes: cheap
+/// to build and to intersect for the hundreds of texts one finalize compares.
+fn words(text: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+        .map(|w| super::fingerprint::hash_text(&w.to_lowercase()))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
-/// Whether `content` shares less than [`NOVELTY_OVERLAP`] of its words with every known text.
-fn is_novel(content: &str, known: Option<&Vec<HashSet<String>>>) -> bool {
-    let Some(known) = known else { return true };
+/// How many values two sorted, deduplicated lists share.
+fn shared(a: &[u64], b: &[u64]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Whether `content` shares less than [`NOVELTY_OVERLAP`] of its words (Jaccard) with every
+/// known text.
+fn is_novel(content: &str, known: &[Vec<u64>]) -> bool {
     let mine = words(content);
     if mine.is_empty() {
         return true;
     }
     known.iter().all(|other| {
-        let shared = mine.intersection(other).count();
-        let union = mine.len() + other.len() - shared;
-        (shared as f64 / union.max(1) as f64) < NOVELTY_OVERLAP
+        let common = shared(&mine, other);
+        let union = mine.len() + other.len() - common;
+        (common as f64 / union.max(1) as f64) < NOVELTY_OVERLAP
     })
 }
 

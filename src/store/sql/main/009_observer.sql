@@ -22,12 +22,32 @@ CREATE TABLE observer_signal_counts (
   PRIMARY KEY (project_id, signal, key)
 ) WITHOUT ROWID;
 
--- "Which of this class's memories were later rejected": the false-positive rate per signal.
-CREATE INDEX observer_signal_counts_promoted
-  ON observer_signal_counts(project_id, signal) WHERE memory_id IS NOT NULL;
--- Cross-session summaries read the strongest keys of a signal.
-CREATE INDEX observer_signal_counts_strength
-  ON observer_signal_counts(project_id, signal, session_count DESC);
+-- Each signal's record in a project: memories promoted, and how many of them were later
+-- forgotten (the measured false-positive rate in the signal value). `rejected` is kept by the
+-- triggers below, so every way a memory is forgotten or restored counts.
+CREATE TABLE observer_signal_record (
+  project_id  TEXT    NOT NULL,
+  signal      TEXT    NOT NULL,
+  promoted    INTEGER NOT NULL DEFAULT 0,
+  rejected    INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, signal)
+) WITHOUT ROWID;
+
+CREATE TRIGGER observer_memory_rejected AFTER UPDATE OF deprecated ON memories
+WHEN new.deprecated = 1 AND old.deprecated = 0 AND new.source = 'observer_inferred'
+  AND json_extract(new.metadata, '$.signal') IS NOT NULL
+BEGIN
+  UPDATE observer_signal_record SET rejected = rejected + 1
+  WHERE project_id = new.project_id AND signal = json_extract(new.metadata, '$.signal');
+END;
+
+CREATE TRIGGER observer_memory_restored AFTER UPDATE OF deprecated ON memories
+WHEN new.deprecated = 0 AND old.deprecated = 1 AND new.source = 'observer_inferred'
+  AND json_extract(new.metadata, '$.signal') IS NOT NULL
+BEGIN
+  UPDATE observer_signal_record SET rejected = max(rejected - 1, 0)
+  WHERE project_id = new.project_id AND signal = json_extract(new.metadata, '$.signal');
+END;
 
 -- Sessions the observer finalized, with the seed's section-19 metrics and A/B group.
 CREATE TABLE observer_sessions (
