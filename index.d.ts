@@ -253,6 +253,39 @@ export declare class Engram {
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
   /**
+   * The step limit for a task of `baseMaxSteps` planned steps in `options.module` (a
+   * directory such as `'src/auth/'`): scaled by the module's measured overrun (the
+   * step-overrun signal's mean ratio of steps run to steps planned, once 3 finalized
+   * sessions with `plannedSteps` measured it; between 1x and 2x), at most 1,000. Use it for
+   * the agent loop's stop condition.
+   *
+   * ```ts
+   * const { limit, factor } = await memory.stepLimit(40, { module: 'src/auth/' })
+   * streamText({ ...config, stopWhen: stepCountIs(limit) })
+   * ```
+   */
+  stepLimit(baseMaxSteps: number, options?: StepLimitOptions): Promise<StepLimit>
+  /**
+   * Merges the open sessions `sessionIds` (parallel sub-agents of one task, each observed
+   * under its own id) into a new open session, and returns it; the sources end. Files more
+   * than one agent changed become parallel-conflict candidates, and what more than one
+   * agent showed or recorded needs no other sessions and gains 10 % confidence per extra
+   * agent. Finalize the merged session once. Throws `ENGRAM_NOT_FOUND` for an id that is not
+   * open, `ENGRAM_CONFLICT` if `options.sessionId` is open, `ENGRAM_INVALID_ARG` for fewer
+   * than two distinct ids; nothing changes on failure.
+   *
+   * ```ts
+   * const merged = memory.mergeSessions(['task-9/a', 'task-9/b'], { sessionId: 'task-9' })
+   * const { promoted } = await merged.finalize('success')
+   * ```
+   */
+  mergeSessions(sessionIds: string[], options: ObserveOptions): ObserverSession
+  /**
+   * The open session `sessionId`, else the one restored from its last `checkpoint()` (after
+   * a crash or a restart), else `null`.
+   */
+  resumeSession(sessionId: string): Promise<ObserverSession | null>
+  /**
    * Opens an observed agent session (or joins the open one with the same id, from any
    * handle on this database in any thread: a worker and the main thread can both feed it).
    * Throws `ENGRAM_INVALID_ARG` for bad options, `ENGRAM_CLOSED` on a closed handle.
@@ -352,6 +385,33 @@ export declare class ObserverSession {
   observe(message: ToolCallMessage | ToolResultMessage | ReasoningMessage | StepCompleteMessage | SessionCompleteMessage | RecordMessage | SearchMessage): void
   /** Records several messages at once (one lock, one call across the boundary). */
   observeMany(messages: Array<ToolCallMessage | ToolResultMessage | ReasoningMessage | StepCompleteMessage | SessionCompleteMessage | RecordMessage | SearchMessage>): void
+  /**
+   * What to put in front of the agent before step `step`, or `null`: `stepInjection()`
+   * fed from this session (its recent tool calls, the memories it was already shown), with
+   * the scratchpad trigger between the gotchas and the search short-circuit: what the agent
+   * recorded since the last step, once. Sessions in the `control` and `passive` A/B groups
+   * always get `null` (no mid-session injection). What is injected counts as used.
+   *
+   * ```ts
+   * prepareStep: async ({ stepNumber, messages }) => {
+   *   const injection = await session.stepInjection(stepNumber)
+   *   return injection ? { messages: [...messages, { role: 'system', content: injection.content }] } : {}
+   * }
+   * ```
+   */
+  stepInjection(step: number): Promise<StepInjection | null>
+  /**
+   * Saves the scratchpad (at a subtask boundary; the seed checkpoints there), replacing the
+   * previous checkpoint of this session, so that `resumeSession()` can restore it after a
+   * crash. Observing can go on meanwhile. `finalize()` removes the checkpoint.
+   *
+   * ```ts
+   * onSubtaskDone: async () => { await session.checkpoint() }
+   * // after a restart:
+   * const session = (await memory.resumeSession(id)) ?? memory.observe({ sessionId: id })
+   * ```
+   */
+  checkpoint(): Promise<CheckpointInfo>
   /** The scratchpad so far: counts, early triggers, the first web step, its size in bytes. */
   snapshot(): SessionSnapshot
   /**
@@ -418,6 +478,18 @@ export interface CentralityOptions {
   kinds?: Array<string>
   /** Only edges of these layers. */
   layers?: Array<number>
+}
+
+/** What `checkpoint()` saved. */
+export interface CheckpointInfo {
+  /** The session. */
+  sessionId: string
+  /** The highest step the scratchpad had seen. */
+  step: number
+  /** Bytes saved. */
+  bytes: number
+  /** When (ms since the epoch). */
+  savedAt: number
 }
 
 /** An indexed piece of a file. */
@@ -1292,6 +1364,11 @@ export interface ObserverCandidate {
   value: number
   /** It originated after a web fetch or search. */
   tainted: boolean
+  /**
+   * Parallel agents whose own pads showed it (1 outside merged sessions): 2 or more
+   * confirm it without other sessions and raise its confidence by 10 % per extra agent.
+   */
+  agents: number
   /** What became of it. */
   decision: 'promoted' | 'reinforced' | 'outcome' | 'session_type' | 'too_few_sessions' | 'low_value' | 'not_novel' | 'already_promoted' | 'over_cap' | 'not_an_import'
   /** The memory it became. */
@@ -1848,14 +1925,31 @@ export interface StepContext {
 /** A message to put in front of the agent before its next step. */
 export interface StepInjection {
   /**
-   * `'gotcha_injection'`: pitfalls of files it just touched; `'search_short_circuit'`: a
-   * memory answering what it is searching for.
+   * `'gotcha_injection'`: pitfalls of files it just touched; `'scratchpad_reflection'`:
+   * what it recorded since the last step (observed sessions only); `'search_short_circuit'`:
+   * a memory answering what it is searching for.
    */
-  type: 'gotcha_injection' | 'search_short_circuit'
+  type: 'gotcha_injection' | 'scratchpad_reflection' | 'search_short_circuit'
   /** The text to add as a system message. */
   content: string
   /** The memories it holds (add their ids to `injectedIds`). */
   memories: Array<Memory>
+}
+
+/** A step limit and where it came from. */
+export interface StepLimit {
+  /** The limit to use. */
+  limit: number
+  /** The factor applied (1 without enough calibration). */
+  factor: number
+  /** Finalized sessions the factor comes from (0: none applied). */
+  sessions: number
+}
+
+/** Options of `stepLimit()`. */
+export interface StepLimitOptions {
+  /** The module the task works in (a directory, `'src/auth/'`); default: the project root. */
+  module?: string
 }
 
 /** Nodes reached from a start node, and the edges among them. */

@@ -39,6 +39,10 @@ function check(name, spec, result) {
     const wrong = result.promoted.find((memory) => matches(result, memory, m))
     assert.equal(wrong, undefined, `${name}/${result.sessionId}: ${wrong?.content} promoted against ${JSON.stringify(m)}`)
   }
+  for (const c of spec.expectCount ?? []) {
+    const n = result.promoted.filter((memory) => matches(result, memory, c)).length
+    assert.equal(n, c.count, `${name}/${result.sessionId}: ${JSON.stringify(c)}`)
+  }
   for (const d of spec.expectDecisions ?? []) {
     assert.ok(result.candidates.some((c) => c.signal === d.signal && c.decision === d.decision
       && (d.contains ?? []).every((part) => c.content.includes(part))),
@@ -52,11 +56,17 @@ for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort
     const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
     t.after(() => db.close())
     const base = Date.now() - 30 * 86_400_000
-    for (const spec of doc.sessions) {
+    const feed = (spec) => {
       const session = db.observe(spec.session)
       for (const message of spec.messages) {
         session.observe(message.timestamp === undefined ? message : { ...message, timestamp: message.timestamp - T0 + base })
       }
+      return session
+    }
+    for (const spec of doc.sessions) {
+      const session = spec.parallel
+        ? (spec.parallel.forEach(feed), db.mergeSessions(spec.parallel.map((a) => a.session.sessionId), spec.merged))
+        : feed(spec)
       const result = await session.finalize(spec.outcome)
       check(file, spec, result)
       assert.equal(result.metrics.memoriesPromoted, result.promoted.length)
@@ -147,4 +157,83 @@ test('bad messages and options throw coded errors; nothing observed is lost', as
   await assert.rejects(s.finalize(), (e) => e.code === 'ENGRAM_CONFLICT')
   db.close()
   code(() => db.observe({ sessionId: 'after-close' }), 'ENGRAM_CLOSED')
+})
+
+test('an observed session feeds step injection and step limits', async (t) => {
+  const dir = tempDir(t)
+  const db = await Engram.open({ path: join(dir, 'memory.db') })
+  t.after(() => db.close())
+  await db.remember({ type: 'gotcha', content: 'Re-sign the session cookie after rotation', relatedFiles: ['src/auth/cookie.ts'], confidence: 0.9 })
+  // A session id in the `full` A/B group (the assignment is deterministic).
+  let id
+  for (let i = 0; ; i++) {
+    const probe = db.observe({ sessionId: `probe-${i}` })
+    if (probe.snapshot().abGroup === 'full') { id = `probe-${i}`; break }
+  }
+  const session = db.observe({ sessionId: id })
+  session.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'src/auth/cookie.ts' }, stepIndex: 4 })
+  assert.equal(await session.stepInjection(4), null, 'nothing before step 5')
+  const gotcha = await session.stepInjection(5)
+  assert.equal(gotcha.type, 'gotcha_injection')
+  assert.match(gotcha.content, /Re-sign the session cookie/)
+  assert.equal(await session.stepInjection(6), null, 'never the same memory twice')
+  session.observe({ type: 'memory:record', entry: { content: 'rotation lives in the middleware' }, stepIndex: 6 })
+  const note = await session.stepInjection(7)
+  assert.equal(note.type, 'scratchpad_reflection')
+  assert.match(note.content, /rotation lives in the middleware/)
+  await assert.rejects(session.stepInjection(-1), (e) => e.code === 'ENGRAM_INVALID_ARG')
+
+  const limit = await db.stepLimit(40, { module: 'src/auth/' })
+  assert.deepEqual(limit, { limit: 40, factor: 1, sessions: 0 })
+  await assert.rejects(db.stepLimit(2.5), (e) => e.code === 'ENGRAM_INVALID_ARG')
+})
+
+test('mergeSessions errors are coded and change nothing', async (t) => {
+  const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
+  t.after(() => db.close())
+  db.observe({ sessionId: 'a' })
+  db.observe({ sessionId: 'b' })
+  const code = (fn, expected) => assert.throws(fn, (e) => e.code === expected, expected)
+  code(() => db.mergeSessions(['a'], { sessionId: 'm' }), 'ENGRAM_INVALID_ARG')
+  code(() => db.mergeSessions('a,b', { sessionId: 'm' }), 'ENGRAM_INVALID_ARG')
+  code(() => db.mergeSessions(['a', 'nope'], { sessionId: 'm' }), 'ENGRAM_NOT_FOUND')
+  code(() => db.mergeSessions(['a', 'b'], { sessionId: 'b' }), 'ENGRAM_CONFLICT')
+  const merged = db.mergeSessions(['a', 'b'], { sessionId: 'm' })
+  assert.equal(merged.sessionId, 'm')
+  const result = await merged.finalize()
+  assert.equal(result.sessionId, 'm')
+})
+
+test('a checkpointed session survives its process dying', async (t) => {
+  const { spawnSync } = await import('node:child_process')
+  const path = join(tempDir(t), 'memory.db')
+  const addonPath = new URL('../index.js', import.meta.url).pathname
+  const script = `
+    const { Engram } = require(${JSON.stringify(addonPath)})
+    ;(async () => {
+      const db = await Engram.open({ path: ${JSON.stringify(path)} })
+      const s = db.observe({ sessionId: 'crashy', sessionType: 'build' })
+      s.observe({ type: 'memory:reasoning', text: 'Correction: the migration lock is per database, not per table.', stepIndex: 1 })
+      for (let i = 2; i < 30; i++) s.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'src/db/f' + (i % 4) + '.ts' }, stepIndex: i })
+      const saved = await s.checkpoint()
+      console.log(JSON.stringify(saved))
+      process.kill(process.pid, 'SIGKILL')
+    })()
+  `
+  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+  assert.equal(child.signal, 'SIGKILL', child.stderr)
+  const saved = JSON.parse(child.stdout)
+  assert.equal(saved.sessionId, 'crashy')
+  assert.equal(saved.step, 29)
+
+  const db = await Engram.open({ path })
+  t.after(() => db.close())
+  assert.equal(await db.resumeSession('other'), null)
+  const session = await db.resumeSession('crashy')
+  assert.equal(session.sessionId, 'crashy')
+  assert.equal(session.snapshot().selfCorrections, 1)
+  assert.equal(session.snapshot().filesTouched, 4)
+  const result = await session.finalize('success')
+  assert.ok(result.promoted.some((m) => m.content.includes('per database, not per table')))
+  assert.equal(await db.resumeSession('crashy'), null, 'finalize removed the checkpoint')
 })

@@ -3,6 +3,7 @@
 import {
   type FinalizeResult,
   type SessionSnapshot,
+  type StepLimit,
   Engram,
   type CodeHit,
   type EmbeddingsOptions,
@@ -204,6 +205,11 @@ export async function observeExample(memory: Engram): Promise<string[]> {
   session.observe({ type: 'memory:nap', stepIndex: 3 })
   const snapshot: SessionSnapshot = session.snapshot()
   console.log(snapshot.abGroup === 'control', snapshot.earlyTriggers.map((e) => e.signal))
-  const result: FinalizeResult = await session.finalize('success')
-  return result.candidates.filter((c) => c.signal === 'co_access' && c.decision === 'promoted').map((c) => c.content)
+  const injection = await session.stepInjection(6)
+  if (injection?.type === 'scratchpad_reflection') console.log(injection.content)
+  const { limit }: StepLimit = await memory.stepLimit(30, { module: 'src/auth/' })
+  console.log(limit)
+  const merged = memory.mergeSessions(['agent-42/a', 'agent-42/b'], { sessionId: 'agent-42/all' })
+  const result: FinalizeResult = await merged.finalize('success')
+  return result.candidates.filter((c) => c.signal === 'co_access' && c.agents > 1).map((c) => c.content)
 }

@@ -151,6 +151,50 @@ impl Engram {
         )
     }
 
+    /// Merges the open sessions `source_ids` (parallel sub-agents of one task) into a new open
+    /// session: files several agents changed become parallel-conflict candidates, and what
+    /// several agents showed or recorded needs no other sessions and gains confidence. The
+    /// sources end. Finalize the merged session once.
+    pub fn merge_sessions(
+        &self,
+        source_ids: &[String],
+        options: &crate::observer::SessionOptions,
+    ) -> Result<Arc<crate::observer::Session>> {
+        self.engine.sessions.merge(
+            &self.project_id,
+            source_ids,
+            options,
+            self.engine.clock.clone(),
+            self.project_root.clone(),
+        )
+    }
+
+    /// Saves an observed session's scratchpad (at a subtask boundary), replacing its previous
+    /// checkpoint, so that [`Engram::resume_session`] can restore it after a crash.
+    pub async fn checkpoint(
+        &self,
+        session: &crate::observer::Session,
+    ) -> Result<crate::observer::Checkpoint> {
+        crate::observer::checkpoint::save(&self.ctx(), session).await
+    }
+
+    /// The open session `session_id`, else the one restored from its last checkpoint (after a
+    /// crash or restart), else `None`.
+    pub async fn resume_session(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<Arc<crate::observer::Session>>> {
+        crate::observer::checkpoint::resume(
+            &self.ctx(),
+            &self.engine.sessions,
+            &self.project_id,
+            session_id,
+            self.engine.clock.clone(),
+            self.project_root.clone(),
+        )
+        .await
+    }
+
     /// Ends an observed session: runs the signal detectors and the promotion pipeline and
     /// stores what passes, with the session's counts and metrics, in one transaction.
     /// `outcome` defaults to what a session-complete message reported, else `success`.
@@ -160,6 +204,41 @@ impl Engram {
         outcome: Option<crate::observer::SessionOutcome>,
     ) -> Result<crate::observer::Finalized> {
         crate::observer::finalize(&self.ctx(), &self.engine.sessions, session, outcome).await
+    }
+
+    /// The step limit for a task of `base` planned steps in `module`: scaled by the module's
+    /// measured overrun (1x to 2x, once 3 sessions measured it), at most 1,000.
+    pub async fn step_limit(
+        &self,
+        base: u32,
+        module: Option<&str>,
+    ) -> Result<crate::observer::StepLimit> {
+        crate::observer::calibration::step_limit(&self.ctx(), base, module).await
+    }
+
+    /// What to put in front of an observed session's agent before step `step`, or `None`:
+    /// [`Engram::step_injection`] with the session's own recent tool calls and the memories it
+    /// was already shown, plus the scratchpad trigger (what the agent recorded since the last
+    /// step). Sessions in the `control` and `passive` A/B groups get nothing mid-session.
+    pub async fn session_step_injection(
+        &self,
+        session: &crate::observer::Session,
+        step: u32,
+    ) -> Result<Option<crate::retrieval::injection::StepInjection>> {
+        let pending = session.injection_context(step)?;
+        if !pending.group.active_injection() {
+            return Ok(None);
+        }
+        let found =
+            crate::retrieval::injection::decide(self, step, &pending.context, &pending.notes)
+                .await?;
+        if let Some(injection) = &found {
+            session.injected(
+                injection.memories.iter().map(|m| m.id.clone()),
+                pending.notes_through,
+            );
+        }
+        Ok(found)
     }
 
     /// Stores a memory (privacy-filtered, deduplicated within project and scope).
@@ -339,7 +418,7 @@ impl Engram {
         step: u32,
         context: &crate::retrieval::injection::StepContext,
     ) -> Result<Option<crate::retrieval::injection::StepInjection>> {
-        crate::retrieval::injection::decide(self, step, context).await
+        crate::retrieval::injection::decide(self, step, context, &[]).await
     }
 
     /// Where the dense path stands (never loads the model).

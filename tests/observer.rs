@@ -109,6 +109,19 @@ fn check_session(name: &str, spec: &Value, done: &Finalized) {
             );
         }
     }
+    for want in spec["expectCount"].as_array().into_iter().flatten() {
+        let n = done
+            .promoted
+            .iter()
+            .filter(|m| matches(m, want, done))
+            .count();
+        assert_eq!(
+            n as u64,
+            want["count"].as_u64().unwrap(),
+            "{want} in {}",
+            context()
+        );
+    }
     for want in spec["expectDecisions"].as_array().into_iter().flatten() {
         let signal = Signal::parse(want["signal"].as_str().unwrap()).unwrap();
         let decision = want["decision"].as_str().unwrap();
@@ -125,8 +138,15 @@ fn check_session(name: &str, spec: &Value, done: &Finalized) {
     }
 }
 
-/// Replays one fixture file; returns every session's result.
-async fn replay(path: &Path) -> Vec<Finalized> {
+/// A replayed fixture: its engine (in a temp dir kept alive) and each session's result.
+struct Replayed {
+    e: Engram,
+    results: Vec<Finalized>,
+    _dir: tempfile::TempDir,
+}
+
+/// Replays one fixture file.
+async fn replay(path: &Path) -> Replayed {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -134,17 +154,38 @@ async fn replay(path: &Path) -> Vec<Finalized> {
     let e = open_at(dir.path(), None, clock.clone()).await;
     let mut results = Vec::new();
     for spec in doc["sessions"].as_array().unwrap() {
-        let session = e.observe(&session_options(&spec["session"])).unwrap();
-        for m in spec["messages"].as_array().unwrap() {
-            clock.advance(1000);
-            session.observe(json::message(m).unwrap()).unwrap();
-        }
+        let feed = |spec: &Value| {
+            let session = e.observe(&session_options(&spec["session"])).unwrap();
+            for m in spec["messages"].as_array().unwrap() {
+                clock.advance(1000);
+                session.observe(json::message(m).unwrap()).unwrap();
+            }
+            session
+        };
+        let session = match spec["parallel"].as_array() {
+            None => feed(spec),
+            Some(agents) => {
+                let ids: Vec<String> = agents
+                    .iter()
+                    .map(|a| {
+                        feed(a);
+                        a["session"]["sessionId"].as_str().unwrap().to_owned()
+                    })
+                    .collect();
+                e.merge_sessions(&ids, &session_options(&spec["merged"]))
+                    .unwrap()
+            }
+        };
         let outcome = SessionOutcome::parse(spec["outcome"].as_str().unwrap()).unwrap();
         let done = e.finalize(&session, Some(outcome)).await.unwrap();
         check_session(&name, spec, &done);
         results.push(done);
     }
-    results
+    Replayed {
+        e,
+        results,
+        _dir: dir,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -163,8 +204,8 @@ async fn every_recorded_session_promotes_what_it_must_and_nothing_it_must_not() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_promotion_is_one_transaction_with_the_counts_and_the_session_row() {
-    let results = replay(&fixtures_dir().join("co_access_three_sessions.json")).await;
-    let last = results.last().unwrap();
+    let replayed = replay(&fixtures_dir().join("co_access_three_sessions.json")).await;
+    let last = replayed.results.last().unwrap();
     assert_eq!(last.metrics.files_edited, 2);
     assert_eq!(last.metrics.memories_promoted as usize, last.promoted.len());
     // The co-access memory names both files and is linked to its count row.
@@ -473,4 +514,182 @@ async fn the_scratchpad_stays_under_its_cap() {
     // It still finalizes.
     let done = e.finalize(&s, None).await.unwrap();
     assert_eq!(done.metrics.tool_calls, 200_000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn step_limits_follow_the_modules_measured_overrun() {
+    let replayed = replay(&fixtures_dir().join("calibration_three_sessions.json")).await;
+    // Three sessions planned 10 steps and ran 16.
+    let limit = replayed.e.step_limit(30, Some("src/ui")).await.unwrap();
+    assert_eq!((limit.limit, limit.sessions), (48, 3));
+    assert!((limit.factor - 1.6).abs() < 1e-9);
+    let other = replayed.e.step_limit(30, Some("src/api/")).await.unwrap();
+    assert_eq!((other.limit, other.factor, other.sessions), (30, 1.0, 0));
+    let capped = replayed.e.step_limit(900, Some("src/ui/")).await.unwrap();
+    assert_eq!(capped.limit, 1000);
+}
+
+/// A session id of `group` in the default project (the assignment is a pure function).
+fn id_in(group: engram::observer::AbGroup) -> String {
+    (0..)
+        .map(|i| format!("inject-{i}"))
+        .find(|id| engram::observer::ab::assign(id, "default") == group)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_step_injection_uses_the_pad_and_respects_the_ab_group() {
+    use engram::memory::{MemoryType, RememberInput};
+    use engram::observer::{AbGroup, RecordEntry};
+    use engram::retrieval::injection::InjectionKind;
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    let mut gotcha = RememberInput::new(
+        MemoryType::Gotcha,
+        "The session cookie must be re-signed after rotation",
+    );
+    gotcha.related_files = vec!["src/auth/cookie.ts".into()];
+    gotcha.confidence = Some(0.9);
+    let gotcha = e.remember(gotcha).await.unwrap().memory;
+
+    let s = e
+        .observe(&SessionOptions::new(id_in(AbGroup::Full)))
+        .unwrap();
+    s.observe(read_call("src/auth/cookie.ts", 2)).unwrap();
+    // Nothing before step 5.
+    assert!(e.session_step_injection(&s, 3).await.unwrap().is_none());
+    let first = e.session_step_injection(&s, 5).await.unwrap().unwrap();
+    assert_eq!(first.kind, InjectionKind::Gotchas);
+    assert_eq!(first.memories[0].id, gotcha.id);
+    // Shown once per session.
+    assert!(e.session_step_injection(&s, 6).await.unwrap().is_none());
+    // What the agent records comes back at the next step, once.
+    s.observe(Message::Record(RecordEntry {
+        memory_type: MemoryType::Gotcha,
+        content: "cookie rotation happens in middleware, not the handler".into(),
+        related_files: vec![],
+        step: 6,
+    }))
+    .unwrap();
+    let note = e.session_step_injection(&s, 7).await.unwrap().unwrap();
+    assert_eq!(note.kind, InjectionKind::ScratchpadReflection);
+    assert!(note.content.contains("rotation happens in middleware"));
+    assert!(e.session_step_injection(&s, 8).await.unwrap().is_none());
+
+    // A control-group session gets nothing mid-session, same files notwithstanding.
+    let control = e
+        .observe(&SessionOptions::new(id_in(AbGroup::Control)))
+        .unwrap();
+    control.observe(read_call("src/auth/cookie.ts", 5)).unwrap();
+    assert!(e
+        .session_step_injection(&control, 6)
+        .await
+        .unwrap()
+        .is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn merging_parallel_sessions_confirms_by_quorum_and_ends_the_sources() {
+    let replayed = replay(&fixtures_dir().join("parallel_agents.json")).await;
+    let done = &replayed.results[0];
+    let recorded = done
+        .promoted
+        .iter()
+        .find(|m| m.source.as_str() == "agent_explicit")
+        .unwrap();
+    // Two agents recorded it: 0.8 x 1.1.
+    assert!(
+        (recorded.confidence - 0.88).abs() < 1e-9,
+        "{}",
+        recorded.confidence
+    );
+    let pair = done
+        .candidates
+        .iter()
+        .find(|c| c.signal == Signal::CoAccess && c.key == "src/api/routes.ts\nsrc/api/types.ts")
+        .unwrap();
+    assert_eq!((pair.agents, pair.sessions), (2, 1));
+    assert_eq!(pair.decision, Decision::Promoted);
+
+    let e = &replayed.e;
+    let err = |r: engram::Result<_>| {
+        r.map(|_: Arc<engram::observer::Session>| ())
+            .unwrap_err()
+            .code()
+    };
+    e.observe(&SessionOptions::new("a")).unwrap();
+    e.observe(&SessionOptions::new("b")).unwrap();
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        err(e.merge_sessions(&ids(&["a", "a"]), &SessionOptions::new("m"))),
+        "ENGRAM_INVALID_ARG"
+    );
+    assert_eq!(
+        err(e.merge_sessions(&ids(&["a", "zz"]), &SessionOptions::new("m"))),
+        "ENGRAM_NOT_FOUND"
+    );
+    assert_eq!(
+        err(e.merge_sessions(&ids(&["a", "b"]), &SessionOptions::new("a"))),
+        "ENGRAM_CONFLICT"
+    );
+    // Nothing changed: both still open, then merged.
+    let merged = e
+        .merge_sessions(&ids(&["a", "b"]), &SessionOptions::new("m"))
+        .unwrap();
+    assert_eq!(merged.snapshot().unwrap().session_id, "m");
+    assert_eq!(
+        err(e.merge_sessions(&ids(&["a", "b"]), &SessionOptions::new("m2"))),
+        "ENGRAM_NOT_FOUND"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_checkpointed_session_resumes_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    {
+        let e = open_at(dir.path(), None, clock.clone()).await;
+        let s = e.observe(&SessionOptions::new("long-build")).unwrap();
+        s.observe(read_call("src/a.ts", 1)).unwrap();
+        s.observe(Message::Reasoning {
+            text: "Correction: the queue is drained by the worker, not the API.".into(),
+            step: 2,
+        })
+        .unwrap();
+        for step in 3..40 {
+            s.observe(read_call(&format!("src/m/f{}.ts", step % 7), step))
+                .unwrap();
+        }
+        let saved = e.checkpoint(&s).await.unwrap();
+        assert_eq!((saved.step, saved.session_id.as_str()), (39, "long-build"));
+        assert!(saved.bytes > 500);
+        // Observed after the checkpoint, then the process dies: this part is lost.
+        s.observe(read_call("src/lost.ts", 40)).unwrap();
+        // Every handle and the session go: the engine (and its open sessions) with them.
+    }
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    assert!(e.resume_session("never-saved").await.unwrap().is_none());
+    let s = e.resume_session("long-build").await.unwrap().unwrap();
+    let snap = s.snapshot().unwrap();
+    assert_eq!(
+        (snap.current_step, snap.self_corrections, snap.files_touched),
+        (39, 1, 8)
+    );
+    // The restored pad keeps working: lookups rebuilt, new files interned after the old ones.
+    s.observe(read_call("src/a.ts", 41)).unwrap();
+    s.observe(read_call("src/new.ts", 42)).unwrap();
+    assert_eq!(s.snapshot().unwrap().files_touched, 9);
+    // Resuming an open session returns it.
+    let again = e.resume_session("long-build").await.unwrap().unwrap();
+    assert!(Arc::ptr_eq(&s, &again));
+    let done = e.finalize(&s, None).await.unwrap();
+    assert!(done
+        .promoted
+        .iter()
+        .any(|m| m.content.contains("drained by the worker")));
+    assert_eq!(done.metrics.repeat_reads, 40 - 9);
+    // Finalize removed the checkpoint.
+    assert!(e.resume_session("long-build").await.unwrap().is_none());
 }

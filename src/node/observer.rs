@@ -258,6 +258,9 @@ pub struct ObserverCandidate {
     pub value: f64,
     /// It originated after a web fetch or search.
     pub tainted: bool,
+    /// Parallel agents whose own pads showed it (1 outside merged sessions): 2 or more
+    /// confirm it without other sessions and raise its confidence by 10 % per extra agent.
+    pub agents: u32,
     /// What became of it.
     #[napi(
         ts_type = "'promoted' | 'reinforced' | 'outcome' | 'session_type' | 'too_few_sessions' | 'low_value' | 'not_novel' | 'already_promoted' | 'over_cap' | 'not_an_import'"
@@ -335,6 +338,7 @@ fn finalize_result(f: core::Finalized) -> FinalizeResult {
                 sessions: c.sessions,
                 value: c.value,
                 tainted: c.tainted,
+                agents: c.agents,
                 decision: serde_json::to_value(c.decision)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
@@ -732,6 +736,61 @@ impl ObserverSession {
         self.session.observe_all(read).map_err(fail)
     }
 
+    /// What to put in front of the agent before step `step`, or `null`: `stepInjection()`
+    /// fed from this session (its recent tool calls, the memories it was already shown), with
+    /// the scratchpad trigger between the gotchas and the search short-circuit: what the agent
+    /// recorded since the last step, once. Sessions in the `control` and `passive` A/B groups
+    /// always get `null` (no mid-session injection). What is injected counts as used.
+    ///
+    /// ```ts
+    /// prepareStep: async ({ stepNumber, messages }) => {
+    ///   const injection = await session.stepInjection(stepNumber)
+    ///   return injection ? { messages: [...messages, { role: 'system', content: injection.content }] } : {}
+    /// }
+    /// ```
+    #[napi(
+        ts_args_type = "step: number",
+        ts_return_type = "Promise<StepInjection | null>"
+    )]
+    pub fn step_injection<'env>(
+        &self,
+        env: &'env Env,
+        step: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let step: f64 = arg!(env, super::args::required(env, &step, "step"));
+        let step = arg!(env, whole(step, "step"));
+        let handle = self.handle.clone();
+        let session = self.session.clone();
+        promise_json(
+            env,
+            async move { handle.session_step_injection(&session, step).await },
+            |found| found.map(super::recall::step_injection_result),
+        )
+    }
+
+    /// Saves the scratchpad (at a subtask boundary; the seed checkpoints there), replacing the
+    /// previous checkpoint of this session, so that `resumeSession()` can restore it after a
+    /// crash. Observing can go on meanwhile. `finalize()` removes the checkpoint.
+    ///
+    /// ```ts
+    /// onSubtaskDone: async () => { await session.checkpoint() }
+    /// // after a restart:
+    /// const session = (await memory.resumeSession(id)) ?? memory.observe({ sessionId: id })
+    /// ```
+    #[napi(ts_return_type = "Promise<CheckpointInfo>")]
+    pub fn checkpoint<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = self.handle.clone();
+        let session = self.session.clone();
+        promise_json(env, async move { handle.checkpoint(&session).await }, |c| {
+            CheckpointInfo {
+                session_id: c.session_id,
+                step: c.step,
+                bytes: c.bytes as f64,
+                saved_at: c.saved_at as f64,
+            }
+        })
+    }
+
     /// The scratchpad so far: counts, early triggers, the first web step, its size in bytes.
     #[napi(ts_return_type = "SessionSnapshot")]
     pub fn snapshot(&self, env: Env) -> Result<JsonText> {
@@ -776,8 +835,142 @@ impl ObserverSession {
     }
 }
 
+/// What `checkpoint()` saved.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointInfo {
+    /// The session.
+    pub session_id: String,
+    /// The highest step the scratchpad had seen.
+    pub step: u32,
+    /// Bytes saved.
+    pub bytes: f64,
+    /// When (ms since the epoch).
+    pub saved_at: f64,
+}
+
+/// A step limit and where it came from.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepLimit {
+    /// The limit to use.
+    pub limit: u32,
+    /// The factor applied (1 without enough calibration).
+    pub factor: f64,
+    /// Finalized sessions the factor comes from (0: none applied).
+    pub sessions: u32,
+}
+
+/// Options of `stepLimit()`.
+#[napi(object, object_to_js = false)]
+pub struct StepLimitOptions {
+    /// The module the task works in (a directory, `'src/auth/'`); default: the project root.
+    pub module: Option<String>,
+}
+
 #[napi]
 impl Engram {
+    /// The step limit for a task of `baseMaxSteps` planned steps in `options.module` (a
+    /// directory such as `'src/auth/'`): scaled by the module's measured overrun (the
+    /// step-overrun signal's mean ratio of steps run to steps planned, once 3 finalized
+    /// sessions with `plannedSteps` measured it; between 1x and 2x), at most 1,000. Use it for
+    /// the agent loop's stop condition.
+    ///
+    /// ```ts
+    /// const { limit, factor } = await memory.stepLimit(40, { module: 'src/auth/' })
+    /// streamText({ ...config, stopWhen: stepCountIs(limit) })
+    /// ```
+    #[napi(
+        ts_args_type = "baseMaxSteps: number, options?: StepLimitOptions",
+        ts_return_type = "Promise<StepLimit>"
+    )]
+    pub fn step_limit<'env>(
+        &self,
+        env: &'env Env,
+        base: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let base: f64 = arg!(env, super::args::required(env, &base, "baseMaxSteps"));
+        let base = arg!(env, whole(base, "baseMaxSteps"));
+        let options: Option<StepLimitOptions> = arg!(
+            env,
+            super::args::optional_object(env, options.as_ref(), "options")
+        );
+        let module = options.and_then(|o| o.module);
+        promise_json(
+            env,
+            async move { handle.step_limit(base, module.as_deref()).await },
+            |l| StepLimit {
+                limit: l.limit,
+                factor: l.factor,
+                sessions: l.sessions,
+            },
+        )
+    }
+
+    /// Merges the open sessions `sessionIds` (parallel sub-agents of one task, each observed
+    /// under its own id) into a new open session, and returns it; the sources end. Files more
+    /// than one agent changed become parallel-conflict candidates, and what more than one
+    /// agent showed or recorded needs no other sessions and gains 10 % confidence per extra
+    /// agent. Finalize the merged session once. Throws `ENGRAM_NOT_FOUND` for an id that is not
+    /// open, `ENGRAM_CONFLICT` if `options.sessionId` is open, `ENGRAM_INVALID_ARG` for fewer
+    /// than two distinct ids; nothing changes on failure.
+    ///
+    /// ```ts
+    /// const merged = memory.mergeSessions(['task-9/a', 'task-9/b'], { sessionId: 'task-9' })
+    /// const { promoted } = await merged.finalize('success')
+    /// ```
+    #[napi(ts_args_type = "sessionIds: string[], options: ObserveOptions")]
+    pub fn merge_sessions(
+        &self,
+        env: Env,
+        session_ids: Unknown<'_>,
+        options: Unknown<'_>,
+    ) -> Result<ObserverSession> {
+        let fail = |e: CoreError| to_js_error(&env, &e);
+        let handle = self.handle().map_err(fail)?;
+        let ids: Vec<String> =
+            super::args::required(&env, &session_ids, "sessionIds").map_err(fail)?;
+        let options: ObserveOptions = required_object(&env, &options, "options").map_err(fail)?;
+        let options = session_options(options).map_err(fail)?;
+        let session = handle.merge_sessions(&ids, &options).map_err(fail)?;
+        Ok(ObserverSession {
+            handle,
+            session_id: options.session_id.trim().to_owned(),
+            session,
+        })
+    }
+
+    /// The open session `sessionId`, else the one restored from its last `checkpoint()` (after
+    /// a crash or a restart), else `null`.
+    #[napi(
+        ts_args_type = "sessionId: string",
+        ts_return_type = "Promise<ObserverSession | null>"
+    )]
+    pub fn resume_session<'env>(
+        &self,
+        env: &'env Env,
+        session_id: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, Option<ObserverSession>>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, super::args::required(env, &session_id, "sessionId"));
+        let for_result = handle.clone();
+        super::error::promise(
+            env,
+            async move { handle.resume_session(&id).await },
+            move |found| {
+                found.map(|session| ObserverSession {
+                    handle: for_result,
+                    session_id: session.id().to_owned(),
+                    session,
+                })
+            },
+        )
+    }
+
     /// Opens an observed agent session (or joins the open one with the same id, from any
     /// handle on this database in any thread: a worker and the main thread can both feed it).
     /// Throws `ENGRAM_INVALID_ARG` for bad options, `ENGRAM_CLOSED` on a closed handle.

@@ -245,11 +245,12 @@ pub struct StepContext {
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepInjection {
-    /// `'gotcha_injection'`: pitfalls of files it just touched; `'search_short_circuit'`: a
-    /// memory answering what it is searching for.
+    /// `'gotcha_injection'`: pitfalls of files it just touched; `'scratchpad_reflection'`:
+    /// what it recorded since the last step (observed sessions only); `'search_short_circuit'`:
+    /// a memory answering what it is searching for.
     #[napi(
         js_name = "type",
-        ts_type = "'gotcha_injection' | 'search_short_circuit'"
+        ts_type = "'gotcha_injection' | 'scratchpad_reflection' | 'search_short_circuit'"
     )]
     #[serde(rename = "type")]
     pub kind: String,
@@ -488,13 +489,18 @@ impl Engram {
         promise_json(
             env,
             async move { handle.step_injection(step, &context).await },
-            |found| {
-                found.map(|i| StepInjection {
-                    kind: i.kind.as_str().to_owned(),
-                    content: i.content,
-                    memories: i.memories.into_iter().map(Memory::from).collect(),
-                })
-            },
+            |found| found.map(step_injection_result),
         )
+    }
+}
+
+/// The JS form of a step injection.
+pub(super) fn step_injection_result(
+    i: crate::retrieval::injection::StepInjection,
+) -> StepInjection {
+    StepInjection {
+        kind: i.kind.as_str().to_owned(),
+        content: i.content,
+        memories: i.memories.into_iter().map(Memory::from).collect(),
     }
 }

@@ -100,12 +100,12 @@ pub const SPIKE_FACTOR: u32 = 3;
 /// See [`SPIKE_FACTOR`]: ~2,000 tokens.
 pub const SPIKE_CHARS: u32 = 8_000;
 
-/// Every candidate the session shows, all 16 single-session signals (parallel conflict comes
-/// from merging pads).
+/// Every candidate the session shows: the 16 single-session signals, and parallel conflicts
+/// when the pad was merged from parallel agents.
 pub fn detect(pad: &Scratchpad) -> Vec<Candidate> {
     let view = View::new(pad);
     let mut out = Vec::new();
-    let detectors: [fn(&View<'_>) -> Vec<Candidate>; 16] = [
+    let detectors: [fn(&View<'_>) -> Vec<Candidate>; 17] = [
         file_access,
         co_access,
         error_retry,
@@ -121,6 +121,7 @@ pub fn detect(pad: &Scratchpad) -> Vec<Candidate> {
         test_order,
         config_touch,
         step_overrun,
+        parallel_conflict,
         token_spike,
     ];
     for detector in detectors {
@@ -806,6 +807,31 @@ fn step_overrun(v: &View<'_>) -> Vec<Candidate> {
     .measured(ratio);
     c.related_modules.extend(v.module.clone());
     vec![c]
+}
+
+/// Signal 16: files that more than one parallel agent changed (merged pads only).
+fn parallel_conflict(v: &View<'_>) -> Vec<Candidate> {
+    v.pad
+        .conflicts
+        .iter()
+        .filter_map(|&(id, agents)| {
+            let f = v.file(id)?;
+            let step = v.pad.analytics.files.get(&id).map_or(0, |s| s.first_step);
+            Some(
+                Candidate::new(
+                    Signal::ParallelConflict,
+                    f.to_owned(),
+                    MemoryType::Gotcha,
+                    format!(
+                        "Parallel agents changed `{f}` in the same task ({agents} agents): give \
+                         it to one agent or sequence the work on it."
+                    ),
+                )
+                .files([f.to_owned()])
+                .at(step),
+            )
+        })
+        .collect()
 }
 
 /// Signal 17: Outputs far larger than the session's median output: what eats the context.

@@ -10,12 +10,17 @@
 //!
 //! Parts: the messages (`protocol.rs`), tool families (`tools.rs`), error fingerprints
 //! (`fingerprint.rs`), the agent's words (`language.rs`), the scratchpad (`scratchpad.rs`),
-//! the 17 signal classes and the signal-value formula (`signals.rs`), A/B groups (`ab.rs`).
+//! the 17 signal classes and the signal-value formula (`signals.rs`), A/B groups (`ab.rs`),
+//! calibrated step limits (`calibration.rs`), merging parallel agents' pads (`merge.rs`),
+//! checkpoints to resume after a crash (`checkpoint.rs`).
 
 pub mod ab;
+pub mod calibration;
+pub mod checkpoint;
 pub mod detect;
 pub mod fingerprint;
 pub mod language;
+pub mod merge;
 pub mod promote;
 pub mod protocol;
 pub mod scratchpad;
@@ -29,6 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 
 pub use ab::AbGroup;
+pub use calibration::StepLimit;
+pub use checkpoint::Checkpoint;
 pub use promote::{CandidateReport, Decision, Finalized, SessionMetrics};
 pub use protocol::{
     Message, RecordEntry, SessionOptions, SessionOutcome, SessionType, ToolCall, ToolResult,
@@ -43,6 +50,7 @@ use crate::error::{Error, Result};
 #[derive(Debug)]
 pub struct Session {
     project_id: Arc<str>,
+    session_id: String,
     pad: Mutex<Option<Scratchpad>>,
     clock: Arc<dyn Clock>,
     root: Option<Arc<Path>>,
@@ -95,6 +103,11 @@ impl Session {
         Ok(guard)
     }
 
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.session_id
+    }
+
     /// Records one message: O(1), no I/O. Fails only after `finalize`.
     pub fn observe(&self, message: Message) -> Result<()> {
         let now = self.clock.now_ms();
@@ -139,6 +152,65 @@ impl Session {
         })
     }
 
+    /// What step injection needs from the session: its recent tool calls as the decider
+    /// names them, the memories it showed, the entries recorded since the last step.
+    pub(crate) fn injection_context(&self, step: u32) -> Result<PendingInjection> {
+        let guard = self.pad()?;
+        let pad = guard.as_ref().expect("checked by pad()");
+        let start = pad
+            .calls
+            .len()
+            .saturating_sub(crate::retrieval::injection::MAX_TOOL_CALLS);
+        let tool_calls = pad.calls[start..]
+            .iter()
+            .filter_map(|c| {
+                let (tool, file_path, pattern) = match c.kind {
+                    tools::ToolKind::Read => ("Read", pad.project_file(c.target), None),
+                    tools::ToolKind::Edit => ("Edit", pad.project_file(c.target), None),
+                    tools::ToolKind::Write => ("Write", pad.project_file(c.target), None),
+                    tools::ToolKind::Grep => ("Grep", None, Some(pad.texts.get(c.target))),
+                    tools::ToolKind::Glob => ("Glob", None, Some(pad.texts.get(c.target))),
+                    _ => return None,
+                };
+                Some(crate::retrieval::injection::ToolCall {
+                    tool: tool.to_owned(),
+                    file_path: file_path.map(str::to_owned),
+                    pattern: pattern.filter(|p| !p.is_empty()).map(str::to_owned),
+                })
+            })
+            .collect();
+        // The seed's getNewSince(step - 1): entries of the previous step on, not shown yet.
+        let notes = pad.recorded[pad.reflected.min(pad.recorded.len())..]
+            .iter()
+            .filter(|r| r.step + 1 >= step)
+            .map(|r| r.content.clone())
+            .collect();
+        Ok(PendingInjection {
+            context: crate::retrieval::injection::StepContext {
+                tool_calls,
+                injected_ids: pad.injected.clone(),
+            },
+            notes,
+            notes_through: pad.recorded.len(),
+            group: ab::assign(&pad.session_id, &self.project_id),
+        })
+    }
+
+    /// Records what step injection showed.
+    pub(crate) fn injected(&self, ids: impl Iterator<Item = String>, notes_through: usize) {
+        let mut guard = self.pad.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pad) = guard.as_mut() {
+            pad.injected.extend(ids);
+            pad.reflected = pad.reflected.max(notes_through);
+        }
+    }
+
+    /// A copy of the scratchpad (for a checkpoint).
+    fn copy(&self) -> Result<Scratchpad> {
+        let guard = self.pad()?;
+        Ok(guard.as_ref().expect("checked by pad()").clone())
+    }
+
     /// Takes the scratchpad out for finalizing (later calls fail).
     fn take(&self) -> Result<Scratchpad> {
         let mut guard = self.pad()?;
@@ -153,6 +225,14 @@ impl Session {
 
 /// (project, session id).
 type SessionKey = (Arc<str>, String);
+
+/// What [`Session::injection_context`] hands the decider.
+pub(crate) struct PendingInjection {
+    pub context: crate::retrieval::injection::StepContext,
+    pub notes: Vec<String>,
+    pub notes_through: usize,
+    pub group: AbGroup,
+}
 
 /// The engine's open sessions, by (project, session id).
 #[derive(Debug, Default)]
@@ -177,12 +257,107 @@ impl Sessions {
         let pad = Scratchpad::new(options, clock.now_ms());
         let session = Arc::new(Session {
             project_id: project_id.clone(),
+            session_id: pad.session_id.clone(),
             pad: Mutex::new(Some(pad)),
             clock,
             root,
         });
         open.insert(key, session.clone());
         Ok(session)
+    }
+
+    /// Merges the open sessions `source_ids` of a project (parallel sub-agents of one task)
+    /// into a new open session `options.session_id`; the sources end (their pads move into the
+    /// merged one). Fails with `ENGRAM_NOT_FOUND` for an id that is not open,
+    /// `ENGRAM_CONFLICT` when the new id is open, `ENGRAM_INVALID_ARG` for fewer than two
+    /// distinct sources; nothing changes on failure.
+    pub(crate) fn merge(
+        &self,
+        project_id: &Arc<str>,
+        source_ids: &[String],
+        options: &SessionOptions,
+        clock: Arc<dyn Clock>,
+        root: Option<Arc<Path>>,
+    ) -> Result<Arc<Session>> {
+        options.validate()?;
+        let mut ids: Vec<&str> = source_ids.iter().map(|s| s.trim()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() < 2 {
+            return Err(Error::invalid(
+                "mergeSessions needs at least two distinct session ids",
+            ));
+        }
+        let target = (project_id.clone(), options.session_id.trim().to_owned());
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if open.contains_key(&target) {
+            return Err(Error::Conflict(format!(
+                "session {:?} is already open",
+                target.1
+            )));
+        }
+        let sources: Vec<Arc<Session>> = ids
+            .iter()
+            .map(|id| {
+                open.get(&(project_id.clone(), (*id).to_owned()))
+                    .cloned()
+                    .ok_or_else(|| Error::not_found("session", *id))
+            })
+            .collect::<Result<_>>()?;
+        let mut pads = Vec::with_capacity(sources.len());
+        for source in &sources {
+            match source.take() {
+                Ok(pad) => pads.push(pad),
+                Err(e) => {
+                    for (source, pad) in sources.iter().zip(pads) {
+                        source.restore(pad);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let merged = merge::merge(pads, options, clock.now_ms());
+        for id in &ids {
+            open.remove(&(project_id.clone(), (*id).to_owned()));
+        }
+        let session = Arc::new(Session {
+            project_id: project_id.clone(),
+            session_id: merged.session_id.clone(),
+            pad: Mutex::new(Some(merged)),
+            clock,
+            root,
+        });
+        open.insert(target, session.clone());
+        Ok(session)
+    }
+
+    /// The open session `session_id` of a project.
+    fn get(&self, project_id: &Arc<str>, session_id: &str) -> Option<Arc<Session>> {
+        let open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        open.get(&(project_id.clone(), session_id.trim().to_owned()))
+            .cloned()
+    }
+
+    /// Registers a pad restored from a checkpoint (or returns the session opened meanwhile).
+    fn insert_restored(
+        &self,
+        project_id: &Arc<str>,
+        pad: Scratchpad,
+        clock: Arc<dyn Clock>,
+        root: Option<Arc<Path>>,
+    ) -> Arc<Session> {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        open.entry((project_id.clone(), pad.session_id.clone()))
+            .or_insert_with(|| {
+                Arc::new(Session {
+                    project_id: project_id.clone(),
+                    session_id: pad.session_id.clone(),
+                    pad: Mutex::new(Some(pad)),
+                    clock,
+                    root,
+                })
+            })
+            .clone()
     }
 
     fn close(&self, project_id: &Arc<str>, session_id: &str) {
@@ -213,7 +388,7 @@ pub(crate) async fn finalize(
     let outcome = outcome.or(pad.outcome).unwrap_or(SessionOutcome::Success);
     match promote::finalize(ctx, &pad, outcome).await {
         Ok(done) => {
-            sessions.close(&session.project_id, &pad.session_id);
+            sessions.close(&session.project_id, &session.session_id);
             Ok(done)
         }
         Err(e) => {

@@ -90,6 +90,8 @@ pub struct CandidateReport {
     pub value: f64,
     /// Whether it originated after a web fetch or search.
     pub tainted: bool,
+    /// Parallel agents whose own pads showed it (1 outside merged sessions).
+    pub agents: u32,
     /// What became of it.
     pub decision: Decision,
     /// The memory it became (promoted or reinforced).
@@ -222,6 +224,11 @@ pub(crate) async fn finalize(
 
     // 1, 2, 4-7 per candidate.
     let early: HashSet<Signal> = pad.early.iter().map(|e| e.signal).collect();
+    let quorum: HashMap<(Signal, &str), u32> = pad
+        .quorum
+        .iter()
+        .map(|(s, k, n)| ((*s, k.as_str()), *n))
+        .collect();
     let allowed = primary_signals(pad.session_type);
     let succeeded = outcome == SessionOutcome::Success;
     let mut passing: Vec<(f64, usize, RememberInput)> = Vec::new();
@@ -235,6 +242,10 @@ pub(crate) async fn finalize(
             .copied()
             .unwrap_or_else(|| signals::false_positive_rate(0, 0));
         let value = signals::signal_value(c.signal, sessions, rate);
+        let agents = quorum
+            .get(&(c.signal, c.key.as_str()))
+            .copied()
+            .unwrap_or(1);
         let mut report = CandidateReport {
             signal: c.signal,
             key: c.key.clone(),
@@ -243,6 +254,7 @@ pub(crate) async fn finalize(
             sessions,
             value,
             tainted,
+            agents,
             decision: Decision::Promoted,
             memory_id: None,
         };
@@ -254,7 +266,7 @@ pub(crate) async fn finalize(
             Some(Decision::SessionType)
         } else if count.is_some_and(|k| k.memory_id.is_some()) {
             Some(Decision::AlreadyPromoted)
-        } else if sessions < c.signal.min_sessions() && !early.contains(&c.signal) {
+        } else if sessions < c.signal.min_sessions() && !early.contains(&c.signal) && agents < 2 {
             Some(Decision::TooFewSessions)
         } else if value < signals::MIN_SIGNAL_VALUE {
             Some(Decision::LowValue)
@@ -293,9 +305,11 @@ pub(crate) async fn finalize(
             _ => c.content.clone(),
         };
         report.content = content.clone();
-        let confidence =
-            (value.min(0.95) * OBSERVER_TRUST * if tainted { TAINT_FACTOR } else { 1.0 })
-                .clamp(0.05, 1.0);
+        let confidence = (value.min(0.95)
+            * OBSERVER_TRUST
+            * quorum_boost(agents)
+            * if tainted { TAINT_FACTOR } else { 1.0 })
+        .clamp(0.05, 0.95);
         let mut tags = vec![
             "observer".to_owned(),
             format!("signal:{}", c.signal.as_str()),
@@ -354,6 +368,7 @@ pub(crate) async fn finalize(
             sessions: 1,
             value: 1.0,
             tainted,
+            agents: r.agents,
             decision: if ok {
                 Decision::Promoted
             } else {
@@ -363,7 +378,10 @@ pub(crate) async fn finalize(
         };
         if ok {
             let input = RememberInput {
-                confidence: Some(if tainted { 0.8 * TAINT_FACTOR } else { 0.8 }),
+                confidence: Some(
+                    (0.8 * quorum_boost(r.agents) * if tainted { TAINT_FACTOR } else { 1.0 })
+                        .min(0.95),
+                ),
                 tags,
                 related_files: r
                     .related_files
@@ -488,6 +506,13 @@ pub(crate) async fn finalize(
         }
         other => crate::error::Error::db("recording the session", other),
     })?;
+    // The session is over: its checkpoint (local home, same file today) goes with it.
+    tx.execute(
+        "DELETE FROM observer_checkpoints WHERE project_id = ?1 AND session_id = ?2",
+        params![ctx.project_id, pad.session_id.as_str()],
+    )
+    .await
+    .ctx("removing the session's checkpoint")?;
     tx.commit()
         .await
         .ctx("committing the session's promotion")?;
@@ -500,6 +525,11 @@ pub(crate) async fn finalize(
         candidates: reports,
         metrics,
     })
+}
+
+/// Confidence multiplier for what several parallel agents showed: +10 % per extra agent.
+fn quorum_boost(agents: u32) -> f64 {
+    1.0 + 0.1 * f64::from(agents.saturating_sub(1))
 }
 
 fn work_unit_ref(pad: &Scratchpad) -> Option<WorkUnitRef> {

@@ -189,6 +189,13 @@ pub struct Recorded {
     pub related_files: Vec<String>,
     /// Step.
     pub step: u32,
+    /// Parallel agents that recorded it (the quorum; 1 outside merged pads).
+    #[serde(default = "one")]
+    pub agents: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// An in-session early trigger that fired (the seed's `EARLY_TRIGGERS`): its signal is
@@ -212,6 +219,7 @@ pub struct Analytics {
     pub grep_counts: HashMap<u32, u32>,
     /// Intra-session co-access: pairs of files (lower id first) touched within
     /// [`CO_ACCESS_STEPS`] steps of each other, with how often.
+    #[serde(with = "pairs")]
     pub co_access: HashMap<(u32, u32), u32>,
     /// Configuration files changed.
     pub config_touched: HashSet<u32>,
@@ -279,6 +287,19 @@ pub struct Scratchpad {
     pub evicted_calls: u64,
     /// Events observed.
     pub events: u64,
+    /// Memories step injection showed this session (never shown twice).
+    pub injected: Vec<String>,
+    /// How many recorded entries step injection has reflected back already.
+    pub reflected: usize,
+    /// For a pad merged from parallel agents: how many pads it came from.
+    #[serde(default)]
+    pub merged_from: u32,
+    /// For a merged pad: files more than one agent changed, with how many agents.
+    #[serde(default)]
+    pub conflicts: Vec<(u32, u32)>,
+    /// For a merged pad: candidates more than one agent showed (signal, key, agents).
+    #[serde(default)]
+    pub quorum: Vec<(super::signals::Signal, String, u32)>,
     #[serde(skip)]
     pending: Vec<(u32, Option<Box<str>>)>,
     #[serde(skip)]
@@ -314,6 +335,11 @@ impl Scratchpad {
             steps_executed: None,
             evicted_calls: 0,
             events: 0,
+            injected: Vec::new(),
+            reflected: 0,
+            merged_from: 0,
+            conflicts: Vec::new(),
+            quorum: Vec::new(),
             pending: Vec::new(),
             error_ids: HashMap::new(),
             bytes: 1024,
@@ -330,6 +356,18 @@ impl Scratchpad {
             .enumerate()
             .map(|(i, e)| (e.fingerprint, i as u32))
             .collect();
+    }
+
+    /// Evicts until the pad is under its cap, if it is over (after a merge).
+    pub(crate) fn fit(&mut self) {
+        if self.bytes() > self.max_bytes {
+            self.evict();
+        }
+    }
+
+    /// Adds `n` to the bytes accounted outside the interners (merging pads).
+    pub(crate) fn account(&mut self, n: usize) {
+        self.bytes += n;
     }
 
     /// Bytes the pad accounts for (kept at or under `max_bytes`).
@@ -645,6 +683,7 @@ impl Scratchpad {
                 content: entry.content,
                 related_files: entry.related_files,
                 step: entry.step,
+                agents: 1,
             });
         }
     }
@@ -718,4 +757,26 @@ pub fn relative_path(path: &str, root: Option<&Path>) -> String {
 /// climbing out with `..`).
 pub fn is_outside(path: &str) -> bool {
     Path::new(path).is_absolute() || path.starts_with("../") || path.contains(":\\")
+}
+
+/// JSON maps need string keys: the co-access map is stored as a list of `[[a, b], n]`.
+mod pairs {
+    use std::collections::HashMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        map: &HashMap<(u32, u32), u32>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let list: Vec<(&(u32, u32), &u32)> = map.iter().collect();
+        list.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<HashMap<(u32, u32), u32>, D::Error> {
+        let list: Vec<((u32, u32), u32)> = Vec::deserialize(d)?;
+        Ok(list.into_iter().collect())
+    }
 }

@@ -1,17 +1,18 @@
 //! Between an agent's steps: whether to put a memory in front of it now (the seed's
-//! StepInjectionDecider). Two triggers, in order:
+//! StepInjectionDecider). Three triggers, in order:
 //!
 //! 1. **Gotchas of files just touched.** After a `Read`/`Edit`/`Write`/`MultiEdit` of a file,
 //!    the gotchas, error patterns and dead ends attached to it (or to a symbol in it) that the
 //!    agent has not been shown yet, at most [`GOTCHA_LIMIT`], current confidence at least
 //!    [`GOTCHA_MIN_CONFIDENCE`].
-//! 2. **Search short-circuit.** When one of the last [`SEARCH_LOOKBACK`] `Grep`/`Glob` patterns
+//! 2. **Scratchpad reflection.** In an observed session, what the agent recorded
+//!    (`memory:record`) since the previous step, once.
+//! 3. **Search short-circuit.** When one of the last [`SEARCH_LOOKBACK`] `Grep`/`Glob` patterns
 //!    matches a memory by every one of its words, that memory: the agent is searching for
 //!    something already known.
 //!
 //! The first [`SKIP_STEPS`] steps never get an injection (the agent is still reading its
-//! initial context). What is injected counts as used (access count, last access). The seed's
-//! second trigger, new scratchpad entries, belongs to the observer.
+//! initial context). What is injected counts as used (access count, last access).
 
 use std::collections::HashSet;
 
@@ -63,6 +64,8 @@ pub enum InjectionKind {
     Gotchas,
     /// A memory that answers what the agent is searching for.
     SearchShortCircuit,
+    /// What the agent itself recorded in its scratchpad since the last step.
+    ScratchpadReflection,
 }
 
 impl InjectionKind {
@@ -71,6 +74,7 @@ impl InjectionKind {
         match self {
             InjectionKind::Gotchas => "gotcha_injection",
             InjectionKind::SearchShortCircuit => "search_short_circuit",
+            InjectionKind::ScratchpadReflection => "scratchpad_reflection",
         }
     }
 }
@@ -86,11 +90,14 @@ pub struct StepInjection {
     pub memories: Vec<Memory>,
 }
 
-/// Decides what, if anything, to inject before step `step`.
+/// Decides what, if anything, to inject before step `step`. `notes` are the scratchpad
+/// entries the agent recorded since the last step (the seed's second trigger, between the
+/// gotchas and the search short-circuit); only an observed session has them.
 pub(crate) async fn decide(
     handle: &Engram,
     step: u32,
     context: &StepContext,
+    notes: &[String],
 ) -> Result<Option<StepInjection>> {
     if step < SKIP_STEPS {
         return Ok(None);
@@ -98,11 +105,15 @@ pub(crate) async fn decide(
     let start = context.tool_calls.len().saturating_sub(MAX_TOOL_CALLS);
     let calls = &context.tool_calls[start..];
     let shown: HashSet<&str> = context.injected_ids.iter().map(String::as_str).collect();
-    let picked = match fresh_gotchas(handle, calls, &shown).await? {
-        gotchas if !gotchas.is_empty() => Some((InjectionKind::Gotchas, gotchas)),
-        _ => known_answer(handle, calls, &shown)
+    let gotchas = fresh_gotchas(handle, calls, &shown).await?;
+    let picked = if !gotchas.is_empty() {
+        Some((InjectionKind::Gotchas, gotchas))
+    } else if !notes.is_empty() {
+        Some((InjectionKind::ScratchpadReflection, Vec::new()))
+    } else {
+        known_answer(handle, calls, &shown)
             .await?
-            .map(|m| (InjectionKind::SearchShortCircuit, vec![m])),
+            .map(|m| (InjectionKind::SearchShortCircuit, vec![m]))
     };
     let Some((kind, memories)) = picked else {
         return Ok(None);
@@ -111,7 +122,7 @@ pub(crate) async fn decide(
     memory::touch(&handle.ctx(), &ids).await?;
     Ok(Some(StepInjection {
         kind,
-        content: format(kind, &memories),
+        content: format(kind, &memories, notes),
         memories,
     }))
 }
@@ -159,7 +170,7 @@ async fn fresh_gotchas(
         .collect())
 }
 
-/// Trigger 2: a memory matching every word of one of the latest search patterns.
+/// Trigger 3: a memory matching every word of one of the latest search patterns.
 async fn known_answer(
     handle: &Engram,
     calls: &[ToolCall],
@@ -206,8 +217,8 @@ fn pattern_words(pattern: &str) -> String {
     out
 }
 
-/// The system message for `memories`.
-fn format(kind: InjectionKind, memories: &[Memory]) -> String {
+/// The system message for `memories` (or the scratchpad's `notes`).
+fn format(kind: InjectionKind, memories: &[Memory], notes: &[String]) -> String {
     match kind {
         InjectionKind::Gotchas => {
             let mut out = String::from("MEMORY: known pitfalls in the files you are working on:\n");
@@ -224,6 +235,14 @@ fn format(kind: InjectionKind, memories: &[Memory]) -> String {
                 ));
             }
             out.trim_end().to_owned()
+        }
+        InjectionKind::ScratchpadReflection => {
+            let mut out = String::from("SCRATCHPAD: what you noted since the last step:");
+            for note in notes {
+                out.push_str("\n- ");
+                out.push_str(note.trim());
+            }
+            out
         }
         InjectionKind::SearchShortCircuit => {
             format!("MEMORY CONTEXT: {}", memories[0].content.trim())

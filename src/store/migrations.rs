@@ -134,6 +134,11 @@ const CODE: &[Migration] = &[
         name: "chunk_vocab",
         sql: include_str!("sql/code/005_chunk_vocab.sql"),
     },
+    Migration {
+        version: 6,
+        name: "observer_checkpoints",
+        sql: include_str!("sql/code/006_observer_checkpoints.sql"),
+    },
 ];
 
 /// A home's schema version after opening.
