@@ -335,6 +335,22 @@ export declare class Engram {
    */
   stepInjection(step: number, context: StepContext): Promise<StepInjection | null>
   /**
+   * Cross-session synthesis with the app's LLM: one call per module that reached a
+   * session-count threshold (`'threshold'`) or per pair of modules often used together
+   * (`'scheduled'`), with the statistics and the seed's prompt; what the function returns is
+   * stored for review (`needsReview`, tagged `synthesized`). Each trigger is synthesized
+   * once; a failed call is reported and retried at the next run. Mode 1, the incremental
+   * statistics, needs no call: `finalize()` keeps them.
+   *
+   * ```ts
+   * const calls = await memory.synthesize({
+   *   mode: 'threshold',
+   *   synthesize: async ({ prompt }) => JSON.parse((await generateText({ model, prompt })).text),
+   * })
+   * ```
+   */
+  synthesize(options: SynthesizeOptions): Promise<SynthesisResult[]>
+  /**
    * Gives every indexed chunk and every memory of the project that has no vector for the
    * current model one, off the JS thread (chunks first). Resumable: an aborted or crashed run
    * keeps what it stored and the next run starts where the vectors stop; changing the model
@@ -419,15 +435,17 @@ export declare class ObserverSession {
    * (validation, session-type gate, frequency across sessions, signal value, novelty, trust
    * gate, cap) and stores the promoted memories, the signal counts and the session's
    * metrics in one transaction. `outcome` defaults to what a `memory:session-complete`
-   * message said, else `'success'`. Rejects with `ENGRAM_CONFLICT` if already finalized
-   * (the scratchpad is kept on any failure, so the call can be retried).
+   * message said, else `'success'`. With `options.synthesize` (the app's LLM), a successful
+   * session that promoted signal memories gets one synthesis call after the promotion is
+   * stored (see `FinalizeResult.synthesis`). Rejects with `ENGRAM_CONFLICT` if already
+   * finalized (the scratchpad is kept on any failure, so the call can be retried).
    *
    * ```ts
    * const { promoted, candidates } = await session.finalize('success')
    * for (const c of candidates) console.log(c.signal, c.decision, c.content)
    * ```
    */
-  finalize(outcome?: 'success' | 'partial' | 'failure' | 'abandoned'): Promise<FinalizeResult>
+  finalize(outcome?: 'success' | 'partial' | 'failure' | 'abandoned', options?: FinalizeOptions): Promise<FinalizeResult>
 }
 
 /** One recent tool call of the agent, for `stepInjection()`. */
@@ -778,6 +796,16 @@ export interface FileProblem {
   issue: string
 }
 
+/** Options of `finalize()`. */
+export interface FinalizeOptions {
+  /**
+   * The app's LLM: called once, after the promotion is stored, for a successful session
+   * that promoted signal memories, with those signals and the seed's prompt; up to 3 of the
+   * memories it returns are stored for review. A failure is reported in `synthesis.error`.
+   */
+  synthesize?: (request: SynthesisRequest) => SynthesizedMemory[] | Promise<SynthesizedMemory[]>
+}
+
 /** What `finalize()` did. */
 export interface FinalizeResult {
   /** The session. */
@@ -794,6 +822,11 @@ export interface FinalizeResult {
   candidates: Array<ObserverCandidate>
   /** The session's metrics (also stored in `observer_sessions`). */
   metrics: SessionMetrics
+  /**
+   * The synthesis call, when `finalize()` was given `synthesize` and the session succeeded
+   * with signal memories promoted.
+   */
+  synthesis?: SynthesisResult
 }
 
 /** Nodes and edges written together in one transaction by `injectGraph`. */
@@ -1965,6 +1998,84 @@ export interface Subgraph {
   edges: Array<GraphEdge>
   /** True when `limit` cut the result. */
   truncated: boolean
+}
+
+/**
+ * What the synthesis function is asked. `prompt` is the seed's prompt filled in: pass it to a
+ * model and parse the JSON array it answers, or build your own from `signals`.
+ */
+export interface SynthesisRequest {
+  /**
+   * `'session'` (one finalized session), `'threshold'` (a module reached 5, 10, 20, 50 or
+   * 100 sessions) or `'scheduled'` (two modules often used together).
+   */
+  mode: 'session' | 'threshold' | 'scheduled'
+  /** The session id, the module (`'src/auth/'`) or the pair (`'src/a/ + src/b/'`). */
+  subject: string
+  /** The modules concerned. */
+  modules: Array<string>
+  /** Sessions behind the statistics. */
+  sessions: number
+  /** The statistics. */
+  signals: Array<SynthesisSignal>
+  /** The seed's prompt, filled in. */
+  prompt: string
+  /** The most memories kept from the answer (3, 5 or 2 by mode). */
+  maxMemories: number
+}
+
+/** What one synthesis call did. */
+export interface SynthesisResult {
+  /** Which mode. */
+  mode: 'session' | 'threshold' | 'scheduled'
+  /** What it was about. */
+  subject: string
+  /** Sessions behind it. */
+  sessions: number
+  /** The memories stored (`needsReview`, tagged `synthesized`). */
+  memories: Array<Memory>
+  /** Proposals dropped (empty, already known, over the count). */
+  dropped: number
+  /** Why the call failed, if it did (it is retried at the next run). */
+  error?: string
+}
+
+/** One statistic a synthesis request carries. */
+export interface SynthesisSignal {
+  /** The signal (`'file_access'`, `'co_access'`, `'error_retry'`...). */
+  signal: string
+  /** Its key (a file; `'a\nb'` for a pair; an error fingerprint...). */
+  key: string
+  /** The latest wording of what it saw. */
+  content: string
+  /** Sessions that showed it. */
+  sessions: number
+}
+
+/** A memory the synthesis function proposes. */
+export interface SynthesizedMemory {
+  /** Its type. */
+  type: MemoryType
+  /** Its text (1-3 sentences). */
+  content: string
+  /** Files it concerns (paths outside the project are dropped). */
+  relatedFiles?: Array<string>
+  /** 0..1 (default 0.7; at most 0.9 is kept: it still needs review). */
+  confidence?: number
+}
+
+/** Options of `synthesize()`. */
+export interface SynthesizeOptions {
+  /**
+   * `'threshold'`: modules whose session count reached 5, 10, 20, 50 or 100 since their
+   * last synthesis (the seed's mode 2, e.g. after each finalize); `'scheduled'`: pairs of
+   * modules often used together, once each (mode 3, e.g. weekly).
+   */
+  mode: 'threshold' | 'scheduled'
+  /** The app's LLM (see `FinalizeOptions.synthesize`). */
+  synthesize: (request: SynthesisRequest) => SynthesizedMemory[] | Promise<SynthesizedMemory[]>
+  /** Most calls in this run (default 3). */
+  limit?: number
 }
 
 /**

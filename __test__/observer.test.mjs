@@ -237,3 +237,53 @@ test('a checkpointed session survives its process dying', async (t) => {
   assert.ok(result.promoted.some((m) => m.content.includes('per database, not per table')))
   assert.equal(await db.resumeSession('crashy'), null, 'finalize removed the checkpoint')
 })
+
+const FACTS = [
+  'the worker drains its queue on SIGTERM, not on exit.',
+  'retries back off exponentially from 200 ms, not linearly.',
+  'the dead-letter topic is per tenant, not global.',
+  'jobs are acknowledged after the handler returns, not before.',
+  'the scheduler wakes every 5 seconds, not every minute.',
+  'payloads over 256 KB go to blob storage instead of the queue.',
+]
+
+test('finalize and synthesize call the app\'s LLM function and store its answers for review', async (t) => {
+  const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
+  t.after(() => db.close())
+  const requests = []
+  const llm = async (request) => {
+    requests.push(request)
+    await new Promise((r) => setTimeout(r, 5))
+    return [
+      { type: 'gotcha', content: `Synthesized for ${request.subject}: the queue drains on SIGTERM.`, relatedFiles: ['src/q/worker.ts'], confidence: 0.8 },
+      { type: 'gotcha', content: '' },
+    ]
+  }
+  const session = (id) => {
+    const s = db.observe({ sessionId: id })
+    s.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: 'src/q/worker.ts' }, stepIndex: 1 })
+    s.observe({ type: 'memory:reasoning', text: `Correction: ${FACTS[Number(id.slice(2))]}`, stepIndex: 2 })
+    return s
+  }
+  const done = await session('s-0').finalize('success', { synthesize: llm })
+  assert.equal(requests.length, 1)
+  assert.equal(requests[0].mode, 'session')
+  assert.match(requests[0].prompt, /drains its queue on SIGTERM/)
+  assert.equal(done.synthesis.mode, 'session')
+  assert.equal(done.synthesis.memories.length, 1)
+  assert.equal(done.synthesis.dropped, 1)
+  assert.equal(done.synthesis.memories[0].needsReview, true)
+  assert.ok(done.synthesis.memories[0].tags.includes('synthesized'))
+
+  const broken = await session('s-1').finalize('success', { synthesize: () => { throw new Error('no model') } })
+  assert.match(broken.synthesis.error, /ENGRAM_CALLBACK.*no model/)
+  assert.equal(broken.promoted.length, 1, 'the promotion itself is stored')
+  await assert.rejects(session('s-2').finalize('success', { synthesize: 'gpt' }), (e) => e.code === 'ENGRAM_INVALID_ARG')
+
+  for (let i = 3; i < 6; i++) await session(`s-${i}`).finalize()
+  const calls = await db.synthesize({ mode: 'threshold', synthesize: llm })
+  assert.deepEqual(calls.map((c) => [c.mode, c.subject, c.sessions]), [['threshold', 'src/q/', 5]])
+  assert.match(requests.at(-1).prompt, /You are analyzing 5 agent sessions on the "src\/q\/" module/)
+  assert.deepEqual(await db.synthesize({ mode: 'threshold', synthesize: llm }), [])
+  await assert.rejects(db.synthesize({ mode: 'weekly', synthesize: llm }), (e) => e.code === 'ENGRAM_INVALID_ARG')
+})

@@ -135,3 +135,22 @@ test('observer snapshots and finalize results have the declared shape', async (t
   assertShape('ObserverCandidate', promoted, { set: ['memoryId'] })
   assertShape('Memory', result.promoted[0], { set: ['sessionId'] })
 })
+
+test('synthesis results have the declared shape', async (t) => {
+  const db = await Engram.open({ path: join(tempDir(t), 'memory.db') })
+  t.after(() => db.close())
+  const session = db.observe({ sessionId: 'shape-syn' })
+  session.observe({ type: 'memory:reasoning', text: 'Correction: tokens expire after 15 minutes, not an hour.', stepIndex: 1 })
+  const result = await session.finalize('success', {
+    synthesize: (request) => {
+      assertShape('SynthesisRequest', request)
+      assertShape('SynthesisSignal', request.signals[0])
+      return [{ type: 'gotcha', content: 'Access tokens live 15 minutes; refresh before long jobs.' }]
+    },
+  })
+  assertShape('FinalizeResult', result, { set: ['synthesis'] })
+  assertShape('SynthesisResult', result.synthesis)
+  assert.ok(!('error' in result.synthesis), 'no error key when the call succeeded')
+  assert.ok(!('module' in result), 'no module key when no file was touched')
+  assertShape('Memory', result.synthesis.memories[0])
+})

@@ -4,6 +4,8 @@ import {
   type FinalizeResult,
   type SessionSnapshot,
   type StepLimit,
+  type SynthesisRequest,
+  type SynthesisResult,
   Engram,
   type CodeHit,
   type EmbeddingsOptions,
@@ -210,6 +212,11 @@ export async function observeExample(memory: Engram): Promise<string[]> {
   const { limit }: StepLimit = await memory.stepLimit(30, { module: 'src/auth/' })
   console.log(limit)
   const merged = memory.mergeSessions(['agent-42/a', 'agent-42/b'], { sessionId: 'agent-42/all' })
-  const result: FinalizeResult = await merged.finalize('success')
+  const result: FinalizeResult = await merged.finalize('success', {
+    synthesize: async (request: SynthesisRequest) => [{ type: 'gotcha', content: request.prompt.slice(0, 80) }],
+  })
+  console.log(result.synthesis?.memories.length)
+  const calls: SynthesisResult[] = await memory.synthesize({ mode: 'threshold', synthesize: () => [], limit: 2 })
+  console.log(calls.length)
   return result.candidates.filter((c) => c.signal === 'co_access' && c.agents > 1).map((c) => c.content)
 }

@@ -203,7 +203,40 @@ impl Engram {
         session: &crate::observer::Session,
         outcome: Option<crate::observer::SessionOutcome>,
     ) -> Result<crate::observer::Finalized> {
-        crate::observer::finalize(&self.ctx(), &self.engine.sessions, session, outcome).await
+        crate::observer::finalize(&self.ctx(), &self.engine.sessions, session, outcome, None).await
+    }
+
+    /// [`Engram::finalize`], then, for a successful session that promoted signal memories, one
+    /// call of the app's synthesis function with those signals (up to 3 memories in prose,
+    /// stored for review in their own transaction; a failed call is reported in
+    /// `Finalized::synthesis`, never raised).
+    pub async fn finalize_with(
+        &self,
+        session: &crate::observer::Session,
+        outcome: Option<crate::observer::SessionOutcome>,
+        synthesize: &crate::observer::SynthesizeFn,
+    ) -> Result<crate::observer::Finalized> {
+        crate::observer::finalize(
+            &self.ctx(),
+            &self.engine.sessions,
+            session,
+            outcome,
+            Some(synthesize),
+        )
+        .await
+    }
+
+    /// Cross-session synthesis with the app's function: `Threshold` for modules whose session
+    /// count reached 5, 10, 20, 50 or 100 since their last synthesis, `Scheduled` for module
+    /// pairs often used together, once each; at most `limit` calls. A failed call is
+    /// reported and retried at the next run.
+    pub async fn synthesize(
+        &self,
+        mode: crate::observer::SynthesisMode,
+        synthesize: &crate::observer::SynthesizeFn,
+        limit: usize,
+    ) -> Result<Vec<crate::observer::SynthesisCall>> {
+        crate::observer::synthesis::run(&self.ctx(), mode, synthesize, limit).await
     }
 
     /// The step limit for a task of `base` planned steps in `module`: scaled by the module's

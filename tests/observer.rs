@@ -693,3 +693,180 @@ async fn a_checkpointed_session_resumes_after_a_crash() {
     // Finalize removed the checkpoint.
     assert!(e.resume_session("long-build").await.unwrap().is_none());
 }
+
+/// A synthesis function that records its requests and answers with `answer`.
+fn recording_synthesizer(
+    answer: Vec<engram::observer::SynthesizedMemory>,
+    fail: bool,
+) -> (
+    engram::observer::SynthesizeFn,
+    Arc<std::sync::Mutex<Vec<engram::observer::SynthesisRequest>>>,
+) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let f: engram::observer::SynthesizeFn = Arc::new(move |request| {
+        log.lock().unwrap().push(request);
+        let answer = answer.clone();
+        Box::pin(async move {
+            if fail {
+                Err(engram::Error::Callback("model unavailable".into()))
+            } else {
+                Ok(answer)
+            }
+        })
+    });
+    (f, seen)
+}
+
+fn proposal(content: &str) -> engram::observer::SynthesizedMemory {
+    engram::observer::SynthesizedMemory {
+        memory_type: engram::memory::MemoryType::Gotcha,
+        content: content.into(),
+        related_files: vec!["src/q/worker.ts".into(), "/etc/passwd".into()],
+        confidence: Some(0.99),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn finalize_calls_the_synthesis_function_once_and_stores_novel_answers_for_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    let correction = |id: &str| {
+        let s = e.observe(&SessionOptions::new(id)).unwrap();
+        s.observe(read_call("src/q/worker.ts", 1)).unwrap();
+        s.observe(Message::Reasoning {
+            text: "Correction: the queue drains on SIGTERM, not on exit.".into(),
+            step: 2,
+        })
+        .unwrap();
+        s
+    };
+    let (f, seen) = recording_synthesizer(
+        vec![
+            proposal("The job queue drains only on SIGTERM; deploys must send it before killing."),
+            // Says what the promoted memory says: not novel.
+            proposal("Correction: the queue drains on SIGTERM, not on exit."),
+            proposal("   "),
+            proposal("A fourth one is over the count of three."),
+        ],
+        false,
+    );
+    let done = e
+        .finalize_with(&correction("syn-1"), None, &f)
+        .await
+        .unwrap();
+    let call = done.synthesis.as_ref().unwrap();
+    assert_eq!(call.error, None);
+    assert_eq!(call.memories.len(), 1, "{call:?}");
+    assert_eq!(call.dropped, 3);
+    let m = &call.memories[0];
+    assert!(m.needs_review);
+    assert_eq!(m.confidence, 0.9);
+    assert_eq!(m.related_files, vec!["src/q/worker.ts"]);
+    assert!(m.tags.contains(&"synthesis:session".to_owned()));
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].prompt.contains("drains on SIGTERM"));
+    assert!(requests[0].prompt.contains("Format: JSON"));
+
+    // A failing function never fails the finalize; a failed session never calls it.
+    let (broken, _) = recording_synthesizer(vec![], true);
+    let s = e.observe(&SessionOptions::new("syn-2")).unwrap();
+    s.observe(Message::Reasoning {
+        text: "Correction: migrations run in one transaction, not per statement.".into(),
+        step: 1,
+    })
+    .unwrap();
+    let done = e.finalize_with(&s, None, &broken).await.unwrap();
+    assert_eq!(done.promoted.len(), 1);
+    assert!(done
+        .synthesis
+        .unwrap()
+        .error
+        .unwrap()
+        .contains("model unavailable"));
+    let (f, seen) = recording_synthesizer(vec![proposal("x y z")], false);
+    let done = e
+        .finalize_with(&correction("syn-3"), Some(SessionOutcome::Failure), &f)
+        .await
+        .unwrap();
+    assert!(done.synthesis.is_none());
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn threshold_and_scheduled_synthesis_run_once_per_trigger() {
+    use engram::observer::SynthesisMode;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(dir.path(), None, clock.clone()).await;
+    let session = |i: u32| {
+        let s = e
+            .observe(&SessionOptions::new(format!("auth-{i}")))
+            .unwrap();
+        s.observe(read_call("src/auth/session.ts", 1)).unwrap();
+        s.observe(read_call("src/auth/token.ts", 1)).unwrap();
+        s.observe(read_call("src/db/users.ts", 2)).unwrap();
+        s
+    };
+    let (f, seen) = recording_synthesizer(
+        vec![proposal("Auth sessions are minted in token.ts.")],
+        false,
+    );
+    for i in 0..4 {
+        e.finalize(&session(i), None).await.unwrap();
+    }
+    assert!(e
+        .synthesize(SynthesisMode::Threshold, &f, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    e.finalize(&session(4), None).await.unwrap();
+    let calls = e.synthesize(SynthesisMode::Threshold, &f, 5).await.unwrap();
+    // Both modules reached 5 sessions.
+    let subjects: Vec<&str> = calls.iter().map(|c| c.subject.as_str()).collect();
+    assert_eq!(subjects.len(), 2, "{subjects:?}");
+    assert!(subjects.contains(&"src/auth/"));
+    let auth = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|r| r.subject == "src/auth/")
+        .cloned()
+        .unwrap();
+    assert_eq!(auth.sessions, 5);
+    assert!(auth
+        .prompt
+        .contains("You are analyzing 5 agent sessions on the \"src/auth/\" module"));
+    assert!(auth.prompt.contains("- src/auth/session.ts: 5 sessions"));
+    assert!(auth
+        .prompt
+        .contains("- src/auth/session.ts + src/auth/token.ts: 5 sessions"));
+    assert_eq!(
+        calls.iter().map(|c| c.memories.len()).sum::<usize>(),
+        1,
+        "the second is not novel"
+    );
+    // Logged: nothing is due until the next threshold.
+    assert!(e
+        .synthesize(SynthesisMode::Threshold, &f, 5)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Scheduled: the auth/db pair was used together in 5 sessions.
+    let calls = e.synthesize(SynthesisMode::Scheduled, &f, 5).await.unwrap();
+    let subjects: Vec<&str> = calls.iter().map(|c| c.subject.as_str()).collect();
+    assert_eq!(subjects, vec!["src/auth/ + src/db/"]);
+    assert!(e
+        .synthesize(SynthesisMode::Scheduled, &f, 5)
+        .await
+        .unwrap()
+        .is_empty());
+    let err = e
+        .synthesize(SynthesisMode::Session, &f, 5)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+}

@@ -32,6 +32,7 @@ mod json;
 mod observer;
 mod recall;
 mod rerank_options;
+mod synthesis;
 mod types;
 mod vector;
 

@@ -225,6 +225,7 @@ pub struct SessionSnapshot {
     /// Early triggers that fired.
     pub early_triggers: Vec<EarlyTrigger>,
     /// The first step with a web fetch or search: later conclusions are flagged for review.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub external_step: Option<u32>,
     /// Bytes the scratchpad holds.
     pub bytes: f64,
@@ -267,6 +268,7 @@ pub struct ObserverCandidate {
     )]
     pub decision: String,
     /// The memory it became.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_id: Option<String>,
 }
 
@@ -311,6 +313,7 @@ pub struct FinalizeResult {
     #[napi(ts_type = "'control' | 'passive' | 'full'")]
     pub ab_group: String,
     /// The directory module it worked in (most edits, else most reads).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
     /// The memories promoted (new or reinforced).
     pub promoted: Vec<Memory>,
@@ -318,6 +321,10 @@ pub struct FinalizeResult {
     pub candidates: Vec<ObserverCandidate>,
     /// The session's metrics (also stored in `observer_sessions`).
     pub metrics: SessionMetrics,
+    /// The synthesis call, when `finalize()` was given `synthesize` and the session succeeded
+    /// with signal memories promoted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis: Option<super::synthesis::SynthesisResult>,
 }
 
 fn finalize_result(f: core::Finalized) -> FinalizeResult {
@@ -358,6 +365,7 @@ fn finalize_result(f: core::Finalized) -> FinalizeResult {
             memories_promoted: f.metrics.memories_promoted,
             evicted_calls: f.metrics.evicted_calls as f64,
         },
+        synthesis: f.synthesis.map(super::synthesis::synthesis_result),
     }
 }
 
@@ -804,32 +812,47 @@ impl ObserverSession {
     /// (validation, session-type gate, frequency across sessions, signal value, novelty, trust
     /// gate, cap) and stores the promoted memories, the signal counts and the session's
     /// metrics in one transaction. `outcome` defaults to what a `memory:session-complete`
-    /// message said, else `'success'`. Rejects with `ENGRAM_CONFLICT` if already finalized
-    /// (the scratchpad is kept on any failure, so the call can be retried).
+    /// message said, else `'success'`. With `options.synthesize` (the app's LLM), a successful
+    /// session that promoted signal memories gets one synthesis call after the promotion is
+    /// stored (see `FinalizeResult.synthesis`). Rejects with `ENGRAM_CONFLICT` if already
+    /// finalized (the scratchpad is kept on any failure, so the call can be retried).
     ///
     /// ```ts
     /// const { promoted, candidates } = await session.finalize('success')
     /// for (const c of candidates) console.log(c.signal, c.decision, c.content)
     /// ```
     #[napi(
-        ts_args_type = "outcome?: 'success' | 'partial' | 'failure' | 'abandoned'",
+        ts_args_type = "outcome?: 'success' | 'partial' | 'failure' | 'abandoned', options?: FinalizeOptions",
         ts_return_type = "Promise<FinalizeResult>"
     )]
     pub fn finalize<'env>(
         &self,
         env: &'env Env,
         outcome: Option<Unknown<'env>>,
+        options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let outcome: Option<String> = arg!(env, optional(env, outcome.as_ref(), "outcome"));
         let outcome = arg!(
             env,
             outcome.as_deref().map(SessionOutcome::parse).transpose()
         );
+        let options: Option<super::synthesis::FinalizeOptions> = arg!(
+            env,
+            super::args::optional_object(env, options.as_ref(), "options")
+        );
+        let synthesize = options
+            .and_then(|o| o.synthesize)
+            .map(super::synthesis::synthesize_fn);
         let handle = self.handle.clone();
         let session = self.session.clone();
         promise_json(
             env,
-            async move { handle.finalize(&session, outcome).await },
+            async move {
+                match synthesize {
+                    Some(f) => handle.finalize_with(&session, outcome, &f).await,
+                    None => handle.finalize(&session, outcome).await,
+                }
+            },
             finalize_result,
         )
     }

@@ -12,7 +12,8 @@
 //! (`fingerprint.rs`), the agent's words (`language.rs`), the scratchpad (`scratchpad.rs`),
 //! the 17 signal classes and the signal-value formula (`signals.rs`), A/B groups (`ab.rs`),
 //! calibrated step limits (`calibration.rs`), merging parallel agents' pads (`merge.rs`),
-//! checkpoints to resume after a crash (`checkpoint.rs`).
+//! checkpoints to resume after a crash (`checkpoint.rs`), synthesis with the app's LLM
+//! (`synthesis.rs`).
 
 pub mod ab;
 pub mod calibration;
@@ -25,6 +26,7 @@ pub mod promote;
 pub mod protocol;
 pub mod scratchpad;
 pub mod signals;
+pub mod synthesis;
 pub mod tools;
 
 use std::collections::HashMap;
@@ -42,6 +44,9 @@ pub use protocol::{
 };
 pub use scratchpad::{EarlyTrigger, Scratchpad};
 pub use signals::Signal;
+pub use synthesis::{
+    SignalSummary, SynthesisCall, SynthesisMode, SynthesisRequest, SynthesizeFn, SynthesizedMemory,
+};
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -383,10 +388,11 @@ pub(crate) async fn finalize(
     sessions: &Sessions,
     session: &Session,
     outcome: Option<SessionOutcome>,
+    synthesize: Option<&SynthesizeFn>,
 ) -> Result<Finalized> {
     let pad = session.take()?;
     let outcome = outcome.or(pad.outcome).unwrap_or(SessionOutcome::Success);
-    match promote::finalize(ctx, &pad, outcome).await {
+    match promote::finalize(ctx, &pad, outcome, synthesize).await {
         Ok(done) => {
             sessions.close(&session.project_id, &session.session_id);
             Ok(done)

@@ -142,6 +142,9 @@ pub struct Finalized {
     pub candidates: Vec<CandidateReport>,
     /// The session's metrics.
     pub metrics: SessionMetrics,
+    /// The synthesis call, when `finalize` was given a synthesis function and the session
+    /// succeeded with signal memories promoted.
+    pub synthesis: Option<super::synthesis::SynthesisCall>,
 }
 
 /// Which signals a session type promotes (`None`: all).
@@ -183,6 +186,7 @@ pub(crate) async fn finalize(
     ctx: &Ctx<'_>,
     pad: &Scratchpad,
     outcome: SessionOutcome,
+    synthesize: Option<&super::synthesis::SynthesizeFn>,
 ) -> Result<Finalized> {
     let now = ctx.clock.now_ms();
     let mut candidates = detect::detect(pad);
@@ -200,14 +204,14 @@ pub(crate) async fn finalize(
     let tx = begin_write(&conn).await?;
 
     // 3. Frequency: count every key once for this session (one statement for the batch).
-    let mut rows: Vec<(&str, &str, f64, i64)> = Vec::with_capacity(candidates.len() + 8);
+    let mut rows: Vec<CountRow<'_>> = Vec::with_capacity(candidates.len() + 8);
     let mut modules: Vec<String> = Vec::new();
     for c in &candidates {
         if c.import_pair.is_some() && !imports.contains(&c.key) {
             continue;
         }
         let (sum, count) = c.measure.map_or((0.0, 0), |m| (m.value, 1));
-        rows.push((c.signal.as_str(), &c.key, sum, count));
+        rows.push((c.signal.as_str(), &c.key, sum, count, &c.content));
         if c.signal == Signal::FileAccess {
             for m in &c.related_modules {
                 if !modules.contains(m) {
@@ -217,7 +221,7 @@ pub(crate) async fn finalize(
         }
     }
     for m in &modules {
-        rows.push((MODULE_SESSIONS, m, 0.0, 0));
+        rows.push((MODULE_SESSIONS, m, 0.0, 0, ""));
     }
     let counts = upsert_counts(&mut conn, ctx.project_id, &pad.session_id, now, &rows).await?;
     let fpr = false_positive_rates(&tx, ctx.project_id).await?;
@@ -516,6 +520,29 @@ pub(crate) async fn finalize(
     tx.commit()
         .await
         .ctx("committing the session's promotion")?;
+    // The app's LLM, after the commit (no write lock held while it runs).
+    drop(conn);
+    let signals: Vec<super::synthesis::SignalSummary> = reports
+        .iter()
+        .filter(|r| r.decision == Decision::Promoted && !r.key.is_empty())
+        .map(|r| super::synthesis::SignalSummary {
+            signal: r.signal.as_str().to_owned(),
+            key: r.key.clone(),
+            content: r.content.clone(),
+            sessions: r.sessions,
+        })
+        .collect();
+    let synthesis = match synthesize {
+        Some(f) if outcome == SessionOutcome::Success && !signals.is_empty() => {
+            let request = super::synthesis::session_request(
+                &pad.session_id,
+                session_module.as_deref(),
+                signals,
+            );
+            Some(super::synthesis::run_one(ctx, f, request, Some(&pad.session_id), None).await?)
+        }
+        _ => None,
+    };
     Ok(Finalized {
         session_id: pad.session_id.clone(),
         outcome,
@@ -524,6 +551,7 @@ pub(crate) async fn finalize(
         promoted,
         candidates: reports,
         metrics,
+        synthesis,
     })
 }
 
@@ -539,6 +567,9 @@ fn work_unit_ref(pad: &Scratchpad) -> Option<WorkUnitRef> {
         label: label.clone(),
     })
 }
+
+/// One key counted for a session: signal, key, measure, measure count, wording.
+type CountRow<'a> = (&'a str, &'a str, f64, i64, &'a str);
 
 /// A key's counts after this session's upsert.
 #[derive(Debug, Clone)]
@@ -556,29 +587,30 @@ async fn upsert_counts(
     project_id: &str,
     session_id: &str,
     now: i64,
-    rows: &[(&str, &str, f64, i64)],
+    rows: &[CountRow<'_>],
 ) -> Result<HashMap<(String, String), KeyCount>> {
     let mut out = HashMap::with_capacity(rows.len());
     let statement = conn
         .cached(
             "INSERT INTO observer_signal_counts(project_id, signal, key, session_count,
                occurrences, last_session_id, first_seen_at, last_seen_at, measure_sum,
-               measure_count)
-             VALUES (?1, ?2, ?3, 1, 1, ?4, ?5, ?5, ?6, ?7)
+               measure_count, content)
+             VALUES (?1, ?2, ?3, 1, 1, ?4, ?5, ?5, ?6, ?7, ?8)
              ON CONFLICT(project_id, signal, key) DO UPDATE SET
                session_count = session_count + (last_session_id <> excluded.last_session_id),
                occurrences = occurrences + 1,
                measure_sum = measure_sum + excluded.measure_sum,
                measure_count = measure_count + excluded.measure_count,
                last_session_id = excluded.last_session_id,
-               last_seen_at = excluded.last_seen_at
+               last_seen_at = excluded.last_seen_at,
+               content = excluded.content
              RETURNING session_count, measure_sum, measure_count, memory_id",
         )
         .await?;
-    for &(signal, key, sum, count) in rows {
+    for &(signal, key, sum, count, content) in rows {
         let mut returned = statement
             .query(params![
-                project_id, signal, key, session_id, now, sum, count
+                project_id, signal, key, session_id, now, sum, count, content
             ])
             .await
             .ctx("counting the session's signals")?;
@@ -733,7 +765,7 @@ async fn collect_texts(
 
 /// A text's distinct words (lower case, alphanumeric runs), as sorted 64-bit hashes: cheap
 /// to build and to intersect for the hundreds of texts one finalize compares.
-fn words(text: &str) -> Vec<u64> {
+pub(crate) fn words(text: &str) -> Vec<u64> {
     let mut out: Vec<u64> = text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
@@ -763,7 +795,7 @@ fn shared(a: &[u64], b: &[u64]) -> usize {
 
 /// Whether `content` shares less than [`NOVELTY_OVERLAP`] of its words (Jaccard) with every
 /// known text.
-fn is_novel(content: &str, known: &[Vec<u64>]) -> bool {
+pub(crate) fn is_novel(content: &str, known: &[Vec<u64>]) -> bool {
     let mine = words(content);
     if mine.is_empty() {
         return true;

@@ -5,8 +5,7 @@
 -- error patterns, module session counts): every signal names what it saw by a key (a file,
 -- a pair of files, an error fingerprint, a module and command...), and the frequency filter,
 -- the calibration means and the synthesis summaries all read "in how many sessions, and what
--- came of it" per key. `detail` holds a signal's running numbers (sum and count of a measure,
--- the latest wording).
+-- came of it" per key, with a measure's running sum and count and the latest wording.
 CREATE TABLE observer_signal_counts (
   project_id       TEXT    NOT NULL,
   signal           TEXT    NOT NULL,
@@ -18,6 +17,8 @@ CREATE TABLE observer_signal_counts (
   last_seen_at     INTEGER NOT NULL,
   measure_sum      REAL    NOT NULL DEFAULT 0,
   measure_count    INTEGER NOT NULL DEFAULT 0,
+  content          TEXT    NOT NULL DEFAULT '',  -- the latest session's wording
+
   memory_id        TEXT,              -- the memory it was promoted to
   PRIMARY KEY (project_id, signal, key)
 ) WITHOUT ROWID;
@@ -68,3 +69,15 @@ CREATE TABLE observer_sessions (
   PRIMARY KEY (project_id, session_id)
 ) WITHOUT ROWID;
 CREATE INDEX observer_sessions_recent ON observer_sessions(project_id, finalized_at DESC);
+
+-- Cross-session synthesis runs (modes 2 and 3): which subject (a module, or a pair of
+-- modules) was synthesized at which trigger (a session-count threshold; 0 for scheduled
+-- runs), so that each trigger calls the app's LLM once.
+CREATE TABLE observer_synthesis_log (
+  project_id          TEXT    NOT NULL,
+  subject             TEXT    NOT NULL,
+  trigger_count       INTEGER NOT NULL,
+  synthesized_at      INTEGER NOT NULL,
+  memories_generated  INTEGER NOT NULL,
+  PRIMARY KEY (project_id, subject, trigger_count)
+) WITHOUT ROWID;
