@@ -1858,6 +1858,11 @@ export interface SessionMetrics {
   fileReads: number
   /** Reads of a file already read in the session. */
   repeatReads: number
+  /**
+   * Files this session read that an earlier session read too (the seed's cross-session
+   * re-reads, which memory should bring down; among the first 64 files read).
+   */
+  filesReadBefore: number
   /** Distinct files changed. */
   filesEdited: number
   /** Failed tool calls. */

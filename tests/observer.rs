@@ -207,6 +207,9 @@ async fn a_promotion_is_one_transaction_with_the_counts_and_the_session_row() {
     let replayed = replay(&fixtures_dir().join("co_access_three_sessions.json")).await;
     let last = replayed.results.last().unwrap();
     assert_eq!(last.metrics.files_edited, 2);
+    // Both files were read in the earlier sessions too; the first session had none before.
+    assert_eq!(last.metrics.files_read_before, 2);
+    assert_eq!(replayed.results[0].metrics.files_read_before, 0);
     assert_eq!(last.metrics.memories_promoted as usize, last.promoted.len());
     // The co-access memory names both files and is linked to its count row.
     let pair = last

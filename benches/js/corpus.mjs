@@ -20,6 +20,21 @@ export function rng(seed = 42) {
   }
 }
 
+/** splitmix64 over BigInt: deterministic, like the Rust benches' generator (not the same
+ * stream use). Returns `below(n)`: an integer in 0..n. */
+export function splitmix(seed) {
+  let state = BigInt(seed)
+  const mask = (1n << 64n) - 1n
+  return (n) => {
+    state = (state + 0x9e3779b97f4a7c15n) & mask
+    let z = state
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask
+    z ^= z >> 31n
+    return Number(z % BigInt(n))
+  }
+}
+
 export function sentence(rand, min = 8, max = 24) {
   const n = min + Math.floor(rand() * (max - min))
   const out = []

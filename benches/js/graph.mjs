@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { hrtime } from 'node:process'
 
-import { summary } from './corpus.mjs'
+import { splitmix as rng, summary } from './corpus.mjs'
 
 const require = createRequire(import.meta.url)
 const { Engram } = require('../../index.js')
@@ -18,19 +18,6 @@ const dir = mkdtempSync(join(tmpdir(), 'engram-graph-bench-'))
 const FILES = 5000
 const SYMBOLS = 9
 
-/** splitmix64 over BigInt: deterministic, like the Rust bench's generator (not the same stream). */
-function rng(seed) {
-  let state = BigInt(seed)
-  const mask = (1n << 64n) - 1n
-  return (n) => {
-    state = (state + 0x9e3779b97f4a7c15n) & mask
-    let z = state
-    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask
-    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask
-    z ^= z >> 31n
-    return Number(z % BigInt(n))
-  }
-}
 
 const file = (f) => `m${Math.floor(f / 50)}/f${f}.ts`
 const symbol = (f, s) => `${file(f)}:S${s}`

@@ -11,25 +11,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { hrtime } from 'node:process'
 
-import { summary } from './corpus.mjs'
+import { splitmix as rng, summary } from './corpus.mjs'
 
 const require = createRequire(import.meta.url)
 const { Engram } = require('../../index.js')
 const dir = mkdtempSync(join(tmpdir(), 'engram-observer-bench-'))
 
-/** splitmix64 over BigInt (same generator as the Rust bench; not the same stream use). */
-function rng(seed) {
-  let state = BigInt(seed)
-  const mask = (1n << 64n) - 1n
-  return (n) => {
-    state = (state + 0x9e3779b97f4a7c15n) & mask
-    let z = state
-    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & mask
-    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & mask
-    z ^= z >> 31n
-    return Number(z % BigInt(n))
-  }
-}
 
 const ERRORS = [
   "src/api/client.ts(14,31): error TS2345: Argument of type 'string' is not assignable to parameter of type 'number'.",

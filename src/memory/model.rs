@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant,)+
         }
@@ -47,6 +47,9 @@ macro_rules! string_enum {
         }
     };
 }
+
+/// Also used by the observer's enums (session types and outcomes).
+pub(crate) use string_enum;
 
 string_enum!(
     /// What kind of knowledge a memory holds.

@@ -283,6 +283,9 @@ pub struct SessionMetrics {
     pub file_reads: u32,
     /// Reads of a file already read in the session.
     pub repeat_reads: u32,
+    /// Files this session read that an earlier session read too (the seed's cross-session
+    /// re-reads, which memory should bring down; among the first 64 files read).
+    pub files_read_before: u32,
     /// Distinct files changed.
     pub files_edited: u32,
     /// Failed tool calls.
@@ -357,6 +360,7 @@ fn finalize_result(f: core::Finalized) -> FinalizeResult {
             tool_calls: f.metrics.tool_calls,
             file_reads: f.metrics.file_reads,
             repeat_reads: f.metrics.repeat_reads,
+            files_read_before: f.metrics.files_read_before,
             files_edited: f.metrics.files_edited,
             errors: f.metrics.errors,
             self_corrections: f.metrics.self_corrections,

@@ -108,6 +108,9 @@ pub struct SessionMetrics {
     pub file_reads: u32,
     /// Reads of files this session had already read.
     pub repeat_reads: u32,
+    /// Files this session read that an earlier session of the project read too (the seed's
+    /// cross-session re-reads, which memory should bring down; among the first 64 files read).
+    pub files_read_before: u32,
     /// Distinct files changed.
     pub files_edited: u32,
     /// Tool calls that failed.
@@ -225,6 +228,11 @@ pub(crate) async fn finalize(
     }
     let counts = upsert_counts(&mut conn, ctx.project_id, &pad.session_id, now, &rows).await?;
     let fpr = false_positive_rates(&tx, ctx.project_id).await?;
+    let mut metrics = metrics;
+    metrics.files_read_before = counts
+        .iter()
+        .filter(|((signal, _), k)| signal == Signal::FileAccess.as_str() && k.sessions > 1)
+        .count() as u32;
 
     // 1, 2, 4-7 per candidate.
     let early: HashSet<Signal> = pad.early.iter().map(|e| e.signal).collect();
@@ -475,7 +483,6 @@ pub(crate) async fn finalize(
         .ctx("recording promotions")?;
     }
     let ab_group = ab::assign(&pad.session_id, ctx.project_id);
-    let mut metrics = metrics;
     metrics.memories_promoted = promoted.len() as u32;
     let promoted_ids: Vec<&str> = promoted.iter().map(|m| m.id.as_str()).collect();
     tx.execute(
@@ -831,6 +838,7 @@ fn metrics(pad: &Scratchpad) -> SessionMetrics {
         tool_calls: pad.calls.len() as u32 + pad.evicted_calls as u32,
         file_reads,
         repeat_reads: file_reads - distinct_read,
+        files_read_before: 0,
         files_edited: a.edit_set.len() as u32,
         errors: pad.errors.iter().map(|e| e.count).sum(),
         self_corrections: a.self_corrections,

@@ -106,35 +106,7 @@ pub struct RecordEntry {
     pub step: u32,
 }
 
-macro_rules! protocol_enum {
-    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        pub enum $name {
-            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)+
-        }
-
-        impl $name {
-            /// The JS / stored string.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text,)+ }
-            }
-
-            /// Parses the string form, or fails with `ENGRAM_INVALID_ARG` listing what is accepted.
-            pub fn parse(s: &str) -> Result<Self> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(Error::invalid(format!(
-                        "unknown {} {:?}; expected one of: {}",
-                        $what, other, [$($text),+].join(", ")
-                    ))),
-                }
-            }
-        }
-    };
-}
-
-protocol_enum!(
+crate::memory::model::string_enum!(
     /// How a session ended. Only `success` passes the validation filter in full: the other
     /// outcomes keep dead ends only (what failed is worth knowing; how it failed is not a
     /// recipe).
@@ -150,7 +122,7 @@ protocol_enum!(
     }
 );
 
-protocol_enum!(
+crate::memory::model::string_enum!(
     /// What kind of session, which decides its promotion gate (the seed's section 5 table).
     SessionType, "session type" {
         /// A build (coding) session: every signal, up to 20 memories, only when QA passed.
