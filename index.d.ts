@@ -335,6 +335,26 @@ export declare class Engram {
    */
   stepInjection(step: number, context: StepContext): Promise<StepInjection | null>
   /**
+   * Syncs now (after a running sync, if any: two never overlap) and resolves with what it
+   * did. Rejects with the sync's error (`ENGRAM_SYNC_UNREACHABLE`, `ENGRAM_SYNC_AUTH`,
+   * `ENGRAM_SYNC_UNSUPPORTED`, `ENGRAM_SCHEMA_TOO_NEW`, `ENGRAM_SYNC`), which listeners and
+   * `syncStatus()` also get; a failed sync changes nothing local and loses nothing.
+   * `ENGRAM_SYNC_CONFIG` when the file was opened without `sync`.
+   */
+  sync(): Promise<SyncReport>
+  /** Where sync stands: state, pending local changes, the last sync and the last failure. */
+  syncStatus(): Promise<SyncStatus>
+  /**
+   * Calls `listener` after every sync of this file's engine (from the loop, from `sync()`,
+   * from any handle): `{ type: 'synced', report }` or `{ type: 'failed', error,
+   * consecutiveFailures, retryInMs }`. Returns an id for `offSyncEvent`; `close()` removes
+   * this handle's listeners. The listener never keeps the process alive.
+   * `ENGRAM_SYNC_CONFIG` when the file was opened without `sync`.
+   */
+  onSyncEvent(listener: (event: SyncEvent) => void): number
+  /** Removes a listener added by `onSyncEvent`; returns whether it was there. */
+  offSyncEvent(id: number): boolean
+  /**
    * Cross-session synthesis with the app's LLM: one call per module that reached a
    * session-count threshold (`'threshold'`) or per pair of modules often used together
    * (`'scheduled'`), with the statistics and the seed's prompt; what the function returns is
@@ -783,7 +803,7 @@ export interface EmbedReport {
 }
 
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */
-export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_CALLBACK' | 'ENGRAM_MODEL_UNAVAILABLE' | 'ENGRAM_EMBEDDING' | 'ENGRAM_INTERNAL'
+export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_CALLBACK' | 'ENGRAM_MODEL_UNAVAILABLE' | 'ENGRAM_EMBEDDING' | 'ENGRAM_RERANK' | 'ENGRAM_SYNC_UNREACHABLE' | 'ENGRAM_SYNC_AUTH' | 'ENGRAM_SYNC_CONFIG' | 'ENGRAM_SYNC_UNSUPPORTED' | 'ENGRAM_SYNC' | 'ENGRAM_INTERNAL'
 
 /** A file `index()` skipped or degraded. */
 export interface FileProblem {
@@ -1441,6 +1461,11 @@ export interface OpenOptions {
   embeddings?: EmbeddingsOptions
   /** Stage 3 of `recall()`: a rerank server or your own function (default none). */
   reranker?: RerankerOptions
+  /**
+   * Sync with a libSQL server (Turso Cloud or `sqld`) through an embedded replica (default
+   * none: the file stays on this device).
+   */
+  sync?: SyncOptions
 }
 
 /** A node reached from a start node. */
@@ -2003,6 +2028,140 @@ export interface Subgraph {
   edges: Array<GraphEdge>
   /** True when `limit` cut the result. */
   truncated: boolean
+}
+
+/** What a sync listener receives after every sync, from the loop or from `sync()`. */
+export interface SyncEvent {
+  /** `synced` or `failed`. */
+  type: 'synced' | 'failed'
+  /** What a successful sync did. */
+  report?: SyncReport
+  /** Why a sync failed. */
+  error?: SyncFailure
+  /** Failed syncs since the last success (failed events). */
+  consecutiveFailures?: number
+  /** The back-off before the next try, in ms (failed events). */
+  retryInMs?: number
+}
+
+/** A failed sync. */
+export interface SyncFailure {
+  /** The error's `ErrorCode` (`ENGRAM_SYNC_UNREACHABLE`, `ENGRAM_SYNC_AUTH`...). */
+  code: string
+  /** What went wrong. */
+  message: string
+  /** When (ms since the epoch). */
+  at: number
+}
+
+/**
+ * The `sync` option of `Engram.open`: keep this file in sync with a libSQL server (Turso
+ * Cloud or a self-hosted `sqld`) through an embedded replica.
+ *
+ * Everything stays local and fast: reads, searches and writes use the local file, and an
+ * unreachable server never fails or slows them. Memories (with their history) and the
+ * observer's statistics are pushed to the server shortly after each write and pulled from it
+ * every `intervalSecs`; personal memories (`shareScope: 'personal'`) and anything the privacy
+ * filter redacted never leave the device; the code index, graph and vectors are rebuilt on
+ * each device. A file is bound to the first server it syncs with.
+ *
+ * ```ts
+ * // Turso Cloud: one database per user (or per user and project)
+ * sync: { url: 'libsql://memory-alice.turso.io', authToken: process.env.TURSO_TOKEN }
+ * // a self-hosted sqld, and a token your backend issues
+ * sync: { url: 'http://sqld.internal:8080', getAuthToken: async () => fetchToken() }
+ * ```
+ */
+export interface SyncOptions {
+  /** The server: `libsql://…` (Turso), `https://…`, or `http://…` (e.g. a local `sqld`). */
+  url: string
+  /** The database's auth token (a Turso token, or a JWT your `sqld` verifies). */
+  authToken?: string
+  /**
+   * Called for a token at the first sync and again (with `refresh: true`) whenever the
+   * server refuses one: for tokens that expire.
+   */
+  getAuthToken?: (refresh: boolean) => string | Promise<string>
+  /**
+   * Seconds between syncs (default 60, at least 0.1). A local write also starts one
+   * shortly after it; `sync()` starts one at once.
+   */
+  intervalSecs?: number
+  /**
+   * Push changes as offline writes sent with each sync instead of forwarding each push
+   * transaction to the primary (Turso Cloud's protocol; a self-hosted `sqld` does not offer
+   * it, which syncs report as `ENGRAM_SYNC_UNSUPPORTED`). Default false.
+   */
+  offlineWrites?: boolean
+}
+
+/** What one sync did. */
+export interface SyncReport {
+  /** Frames the replica received from the server. */
+  frames: number
+  /** The replica's frame number afterwards. */
+  frameNo?: number
+  /** Local changes pushed to the server. */
+  pushed: number
+  /** Server rows written or deleted by the push. */
+  pushedRows: number
+  /** Server changes read. */
+  pulled: number
+  /** Local rows written or deleted by the pull. */
+  pulledRows: number
+  /** Memories archived because another device's active memory had the same content. */
+  duplicates: number
+  /** Local changes still waiting for the server. */
+  pending: number
+  /** Wall time of the sync, in ms. */
+  durationMs: number
+}
+
+/** Where sync stands. */
+export interface SyncStatus {
+  /**
+   * `disabled` (opened without `sync`), `idle`, `syncing`, `offline` (the last sync could
+   * not reach the server) or `error` (it failed otherwise; see `lastError`).
+   */
+  state: 'disabled' | 'idle' | 'syncing' | 'offline' | 'error'
+  /** The server (normalised: `libsql://` shown as `https://`). */
+  url?: string
+  /** `forwarded` or `offline_writes`. */
+  mode?: string
+  /** This file's device id on the server. */
+  deviceId?: string
+  /** The configured interval, in ms. */
+  intervalMs: number
+  /** Local changes waiting for the server. */
+  pending: number
+  /** When the last sync started. */
+  lastAttemptAt?: number
+  /** When the last successful sync ended. */
+  lastSuccessAt?: number
+  /** The last successful sync. */
+  lastReport?: SyncReport
+  /** The last failure (kept after later successes, for diagnostics). */
+  lastError?: SyncFailure
+  /** Failed syncs since the last success (the back-off doubles with each, up to 5 min). */
+  consecutiveFailures: number
+  /** When the next sync is due (a write or `sync()` may start one sooner). */
+  nextAttemptAt?: number
+  /** Running totals. */
+  totals: SyncTotals
+}
+
+/** Running totals since the engine opened. */
+export interface SyncTotals {
+  /** Successful syncs. */
+  syncs: number
+  /** Failed syncs. */
+  failures: number
+  /** Frames received. */
+  frames: number
+  /** Changes pushed. */
+  pushed: number
+  /** Changes pulled. */
+  pulled: number
 }
 
 /**

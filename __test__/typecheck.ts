@@ -6,6 +6,9 @@ import {
   type StepLimit,
   type SynthesisRequest,
   type SynthesisResult,
+  type SyncEvent,
+  type SyncReport,
+  type SyncStatus,
   Engram,
   type CodeHit,
   type EmbeddingsOptions,
@@ -219,4 +222,22 @@ export async function observeExample(memory: Engram): Promise<string[]> {
   const calls: SynthesisResult[] = await memory.synthesize({ mode: 'threshold', synthesize: () => [], limit: 2 })
   console.log(calls.length)
   return result.candidates.filter((c) => c.signal === 'co_access' && c.agents > 1).map((c) => c.content)
+}
+
+/** Sync with a libSQL server: options, a forced sync, status and events. */
+export async function syncExample(): Promise<number> {
+  const memory = await Engram.open({
+    path: '.engram/memory.db',
+    sync: { url: 'libsql://memory-alice.turso.io', getAuthToken: async (refresh: boolean) => (refresh ? 'new' : 'old') },
+  })
+  // @ts-expect-error the url is required
+  await Engram.open({ path: 'x.db', sync: { authToken: 't' } })
+  const id = memory.onSyncEvent((event: SyncEvent) => {
+    if (event.type === 'failed') console.warn(event.error?.code, event.retryInMs)
+  })
+  const report: SyncReport = await memory.sync()
+  const status: SyncStatus = await memory.syncStatus()
+  const offline: boolean = status.state === 'offline'
+  memory.offSyncEvent(id)
+  return report.pushed + status.pending + (offline ? 1 : 0)
 }

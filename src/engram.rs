@@ -330,6 +330,30 @@ impl Engram {
         memory::stats(&self.ctx()).await
     }
 
+    /// Runs a sync now (after the running one, if any) and returns what it did. Fails with the
+    /// run's error (`ENGRAM_SYNC_UNREACHABLE`, `ENGRAM_SYNC_AUTH`...), which the status and
+    /// the listeners also get; local data is never affected by a failure. Without sync:
+    /// `ENGRAM_SYNC_CONFIG`.
+    pub async fn sync(&self) -> Result<crate::sync::SyncReport> {
+        let sync = self.sync_service()?;
+        sync.run_once(&self.engine.store, &*self.engine.clock).await
+    }
+
+    /// Where sync stands (`state: disabled` without sync).
+    pub async fn sync_status(&self) -> Result<crate::sync::SyncStatus> {
+        match &self.engine.sync {
+            Some(sync) => sync.status(&self.engine.store).await,
+            None => Ok(crate::sync::SyncStatus::disabled()),
+        }
+    }
+
+    /// The engine's sync service (`ENGRAM_SYNC_CONFIG` when the engine was opened without sync).
+    pub fn sync_service(&self) -> Result<&Arc<crate::sync::SyncService>> {
+        self.engine.sync.as_ref().ok_or_else(|| {
+            Error::SyncConfig("this database was opened without sync options".into())
+        })
+    }
+
     /// Embeds `texts` with the engine's embedder (loading it on first use), off the async
     /// runtime's threads. One L2-normalised vector per text, in order. At most
     /// [`MAX_TEXTS_PER_EMBED`] texts per call; longer texts are truncated to the model's limit.

@@ -103,6 +103,24 @@ pub enum Error {
     /// reports it in `skipped` and keeps the fused order.
     #[error("rerank failed: {0}")]
     Rerank(String),
+    /// The sync server cannot be reached (refused, timed out, name not resolved). Local reads
+    /// and writes go on; changes wait in the outbox and the sync loop retries with back-off.
+    #[error("sync server unreachable: {0}")]
+    SyncUnreachable(String),
+    /// The sync server refused the credentials (a missing, wrong or expired auth token).
+    #[error("sync server refused the credentials: {0}")]
+    SyncAuth(String),
+    /// The sync settings are invalid or do not match the file (another server URL than the
+    /// one the file syncs with, a replica file opened as a plain database, sync not set up).
+    #[error("sync configuration: {0}")]
+    SyncConfig(String),
+    /// The server does not speak the protocol the chosen sync mode needs (offline writes are a
+    /// Turso Cloud protocol a self-hosted `sqld` answers with 404).
+    #[error("sync mode unsupported by the server: {0}")]
+    SyncUnsupported(String),
+    /// Any other failure while syncing (the server answered with an error).
+    #[error("sync failed: {0}")]
+    Sync(String),
     /// A bug: an invariant broke or a panic was caught. Please report it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -127,6 +145,11 @@ impl Error {
             Error::ModelUnavailable(_) => "ENGRAM_MODEL_UNAVAILABLE",
             Error::Embedding(_) => "ENGRAM_EMBEDDING",
             Error::Rerank(_) => "ENGRAM_RERANK",
+            Error::SyncUnreachable(_) => "ENGRAM_SYNC_UNREACHABLE",
+            Error::SyncAuth(_) => "ENGRAM_SYNC_AUTH",
+            Error::SyncConfig(_) => "ENGRAM_SYNC_CONFIG",
+            Error::SyncUnsupported(_) => "ENGRAM_SYNC_UNSUPPORTED",
+            Error::Sync(_) => "ENGRAM_SYNC",
             Error::Internal(_) => "ENGRAM_INTERNAL",
         }
     }

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod observer;
 pub mod retrieval;
 pub mod store;
+pub mod sync;
 mod text;
 pub mod vector;
 

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::memory::Limits;
 use crate::store::{SchemaStatus, Store, StoreOptions};
 
-pub use registry::{canonical_db_path, open_engines};
+pub use registry::{canonical_db_path, is_open, open_engines};
 
 /// Engine-level settings. They apply when the engine is created; a later `open` of the same
 /// file joins the existing engine and its settings.
@@ -40,6 +40,8 @@ pub struct EngineOptions {
     pub auto_embed: bool,
     /// Stage 3 of recall: the reranker of the fused top items (default none).
     pub reranker: crate::retrieval::rerank::RerankerProvider,
+    /// Sync with a libSQL server (default none: the file stays on this device).
+    pub sync: Option<crate::sync::SyncOptions>,
 }
 
 impl Default for EngineOptions {
@@ -52,6 +54,7 @@ impl Default for EngineOptions {
             embeddings: crate::embed::EmbeddingProvider::default(),
             auto_embed: false,
             reranker: crate::retrieval::rerank::RerankerProvider::default(),
+            sync: None,
         }
     }
 }
@@ -87,6 +90,8 @@ pub struct Engine {
     indexing: Mutex<HashSet<String>>,
     /// Observed agent sessions not yet finalized (shared by every handle and thread).
     pub(crate) sessions: crate::observer::Sessions,
+    /// Sync with a libSQL server, when configured.
+    pub(crate) sync: Option<Arc<crate::sync::SyncService>>,
 }
 
 /// Held while a project is being indexed; dropping it lets the next run start.
@@ -162,7 +167,20 @@ impl Engine {
                 options.closure_depth
             )));
         }
+        if crate::sync::is_replica_file(&path) {
+            return Err(Error::SyncConfig(format!(
+                "{} is an embedded replica that engram manages; open the database file it \
+                 belongs to, with the same sync options",
+                path.display()
+            )));
+        }
         let store = Store::open(&path, &options.store).await?;
+        let sync = match &options.sync {
+            Some(sync) => Some(Arc::new(
+                crate::sync::SyncService::setup(&store, &path, sync).await?,
+            )),
+            None => None,
+        };
         let auto_embed = (options.auto_embed
             && !matches!(
                 options.embeddings,
@@ -183,6 +201,7 @@ impl Engine {
             embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
             sessions: Default::default(),
+            sync,
         })
     }
 
@@ -199,6 +218,9 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        if let Some(sync) = &self.sync {
+            sync.stop();
+        }
         registry::forget_dead(&self.path);
     }
 }

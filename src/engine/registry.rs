@@ -29,17 +29,47 @@ fn live(path: &Path) -> Option<Arc<Engine>> {
 pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
     let key = canonical_db_path(path)?;
     if let Some(engine) = live(&key) {
-        return Ok(engine);
+        return join(engine, &options);
     }
     let _creating = CREATING.lock().await;
     if let Some(engine) = live(&key) {
-        return Ok(engine);
+        return join(engine, &options);
     }
+    let runtime = tokio::runtime::Handle::try_current().ok();
     let engine = Arc::new(Engine::create(key.clone(), options).await?);
+    if let Some(sync) = &engine.sync {
+        sync.start(Arc::downgrade(&engine), runtime);
+    }
     ENGINES
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(key, Arc::downgrade(&engine));
+    Ok(engine)
+}
+
+/// A later open joins the live engine and its settings, except that it may not name another
+/// sync server (one replica per file per process).
+fn join(engine: Arc<Engine>, options: &EngineOptions) -> Result<Arc<Engine>> {
+    if let Some(wanted) = &options.sync {
+        let wanted = crate::sync::normalize_url(&wanted.url)?;
+        match &engine.sync {
+            Some(sync) if sync.url() == wanted => {}
+            Some(sync) => {
+                return Err(Error::SyncConfig(format!(
+                    "{} is open in this process syncing with {}, not {wanted}",
+                    engine.path().display(),
+                    sync.url()
+                )))
+            }
+            None => {
+                return Err(Error::SyncConfig(format!(
+                    "{} is open in this process without sync; open every handle of a file \
+                     with the same sync options (or none after the first)",
+                    engine.path().display()
+                )))
+            }
+        }
+    }
     Ok(engine)
 }
 
@@ -49,6 +79,12 @@ pub(super) fn forget_dead(path: &Path) {
     if map.get(path).is_some_and(|w| w.strong_count() == 0) {
         map.remove(path);
     }
+}
+
+/// Whether an engine of this process has the file at `canonical` (a [`canonical_db_path`])
+/// open.
+pub fn is_open(canonical: &Path) -> bool {
+    live(canonical).is_some()
 }
 
 /// Number of engines alive in this process (for diagnostics and tests).

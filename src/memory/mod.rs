@@ -25,7 +25,8 @@ pub use write::Remembered;
 pub(crate) use read::{attached_to_files, get, get_many, history, list, stats, triggered};
 pub(crate) use search::{document_frequency, search};
 pub(crate) use write::{
-    forget, prepare_batch, remember_in, remember_many, rollback, touch, update,
+    archive_as_duplicate, forget, prepare_batch, remember_in, remember_many, rollback, touch,
+    update,
 };
 
 use std::path::Path;

@@ -274,7 +274,7 @@ async fn load(ctx: &Ctx<'_>, conn: &Connection, id: &str) -> Result<Memory> {
 }
 
 /// Records `old` as a past version, ended by `change`.
-async fn save_version(tx: &Transaction, old: &Memory, change: &str, now: i64) -> Result<()> {
+async fn save_version(tx: &Connection, old: &Memory, change: &str, now: i64) -> Result<()> {
     let snapshot = serde_json::to_string(old).expect("memory serialises");
     tx.execute(
         "INSERT OR REPLACE INTO memory_versions(memory_id, version, snapshot, ended_by, ended_at)
@@ -287,7 +287,7 @@ async fn save_version(tx: &Transaction, old: &Memory, change: &str, now: i64) ->
 }
 
 /// Rewrites every mutable column of `m`.
-async fn write_row(tx: &Transaction, m: &Memory) -> Result<()> {
+async fn write_row(tx: &Connection, m: &Memory) -> Result<()> {
     let hash = content_hash(&m.content);
     tx.execute(&rows::UPDATE, to_params(m, &hash))
         .await
@@ -512,6 +512,37 @@ pub(crate) async fn forget(ctx: &Ctx<'_>, id: &str, reason: Option<String>) -> R
     write_row(&tx, &m).await?;
     tx.commit().await.ctx("committing forget")?;
     Ok(m)
+}
+
+/// Archives the active memory `holder` because `winner`, arriving from the sync server with the
+/// same content, is the one that stays active (one active memory per content and scope). Like
+/// every change, the old state goes to the history first. Runs in the caller's transaction.
+pub(crate) async fn archive_as_duplicate(
+    tx: &Connection,
+    holder: &str,
+    winner: &str,
+    now: i64,
+) -> Result<()> {
+    let mut found = tx
+        .query(
+            &format!("SELECT {} FROM memories m WHERE m.id = ?1", *SELECT_M),
+            params![holder],
+        )
+        .await
+        .ctx("loading duplicate memory")?;
+    let old = match found.next().await.ctx("loading duplicate memory")? {
+        Some(row) => from_row(&row)?,
+        None => return Ok(()),
+    };
+    drop(found);
+    let mut m = old.clone();
+    m.deprecated = true;
+    m.deprecated_at = Some(now);
+    m.deprecated_reason = Some(format!("duplicate of {winner} (sync)"));
+    m.version += 1;
+    m.updated_at = now;
+    save_version(tx, &old, "sync_duplicate", now).await?;
+    write_row(tx, &m).await
 }
 
 /// Counts the memories `ids` of the project as used now (access count + 1, last access):

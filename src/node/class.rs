@@ -41,6 +41,8 @@ pub struct Engram {
     inner: RwLock<Option<crate::Engram>>,
     /// The running `watch()`, stopped by `unwatch()` and `close()`.
     watcher: Arc<Mutex<Option<crate::code::Watcher>>>,
+    /// Sync listeners this handle added, removed by `close()`.
+    sync_listeners: Mutex<Vec<u64>>,
 }
 
 impl Engram {
@@ -52,6 +54,20 @@ impl Engram {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         watcher.map(crate::code::Watcher::stop).is_some()
+    }
+
+    pub(super) fn remember_sync_listener(&self, id: u64) {
+        self.sync_listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id);
+    }
+
+    pub(super) fn forget_sync_listener(&self, id: u64) {
+        self.sync_listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|i| *i != id);
     }
 
     /// The live core handle, or `ENGRAM_CLOSED`.
@@ -89,6 +105,9 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     if let Some(r) = o.reranker {
         options.engine.reranker = super::rerank_options::core_reranker(r)?;
     }
+    if let Some(s) = o.sync {
+        options.engine.sync = Some(super::sync::core_sync(s)?);
+    }
     if let Some(n) = o.max_content_bytes {
         if n == 0 {
             return Err(CoreError::invalid("maxContentBytes must be positive"));
@@ -115,6 +134,7 @@ impl Engram {
         promise(env, crate::Engram::open(options), |handle| Engram {
             inner: RwLock::new(Some(handle)),
             watcher: Arc::default(),
+            sync_listeners: Mutex::default(),
         })
     }
 
@@ -124,7 +144,18 @@ impl Engram {
     #[napi]
     pub fn close(&self) {
         self.stop_watching();
-        self.inner.write().unwrap_or_else(|p| p.into_inner()).take();
+        let handle = self.inner.write().unwrap_or_else(|p| p.into_inner()).take();
+        let listeners = std::mem::take(
+            &mut *self
+                .sync_listeners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        if let Some(sync) = handle.as_ref().and_then(|h| h.sync_service().ok()) {
+            for id in listeners {
+                sync.unsubscribe(id);
+            }
+        }
     }
 
     /// Whether `close()` was called.

@@ -32,6 +32,7 @@ mod json;
 mod observer;
 mod recall;
 mod rerank_options;
+mod sync;
 mod synthesis;
 mod types;
 mod vector;
@@ -88,6 +89,27 @@ pub enum ErrorCode {
     /// The embedding provider failed (inference error, server error, malformed answer).
     #[napi(value = "ENGRAM_EMBEDDING")]
     Embedding,
+    /// The reranker failed; recall names it in `skipped` and keeps the fused order.
+    #[napi(value = "ENGRAM_RERANK")]
+    Rerank,
+    /// The sync server cannot be reached. Local reads and writes go on; changes wait in the
+    /// outbox and the sync loop retries with back-off (`syncStatus()` says when).
+    #[napi(value = "ENGRAM_SYNC_UNREACHABLE")]
+    SyncUnreachable,
+    /// The sync server refused the auth token (missing, wrong or expired).
+    #[napi(value = "ENGRAM_SYNC_AUTH")]
+    SyncAuth,
+    /// Invalid sync options, or options that do not match the file (another server URL than
+    /// the one it syncs with, a replica file opened as a plain database, sync not set up).
+    #[napi(value = "ENGRAM_SYNC_CONFIG")]
+    SyncConfig,
+    /// The server does not offer the chosen sync mode (`offlineWrites` needs Turso Cloud's
+    /// sync protocol; a self-hosted `sqld` answers 404).
+    #[napi(value = "ENGRAM_SYNC_UNSUPPORTED")]
+    SyncUnsupported,
+    /// Any other sync failure (the server answered with an error).
+    #[napi(value = "ENGRAM_SYNC")]
+    Sync,
     /// A bug in engram (including a caught panic); please report it.
     #[napi(value = "ENGRAM_INTERNAL")]
     Internal,

@@ -168,6 +168,9 @@ pub struct OpenOptions {
     pub embeddings: Option<super::embed_options::EmbeddingsOptions>,
     /// Stage 3 of `recall()`: a rerank server or your own function (default none).
     pub reranker: Option<super::rerank_options::RerankerOptions>,
+    /// Sync with a libSQL server (Turso Cloud or `sqld`) through an embedded replica (default
+    /// none: the file stays on this device).
+    pub sync: Option<super::sync::SyncOptions>,
 }
 
 /// The methodology unit a memory belongs to.

@@ -106,6 +106,11 @@ const MAIN: &[Migration] = &[
         name: "observer",
         sql: include_str!("sql/main/009_observer.sql"),
     },
+    Migration {
+        version: 10,
+        name: "sync",
+        sql: include_str!("sql/main/010_sync.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
@@ -211,6 +216,11 @@ async fn apply(conn: &Connection, home: Home, m: &Migration) -> Result<()> {
         m.version
     );
     let tx = super::begin_write(conn).await?;
+    // Checked again under the write lock: a sync server's schema is shared by every device,
+    // and another one may have applied this step since the version was read.
+    if current_version(&tx, home).await? >= m.version {
+        return tx.commit().await.ctx(&context);
+    }
     tx.execute_batch(m.sql).await.ctx(&context)?;
     tx.execute(
         "INSERT INTO engram_schema(home, version, updated_at)

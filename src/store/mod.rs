@@ -10,6 +10,7 @@ mod pool;
 mod pragmas;
 mod statements;
 
+pub(crate) use migrations::migrate;
 pub use migrations::{Home, SchemaStatus};
 pub use pool::Reader;
 pub use statements::Cached;
@@ -51,6 +52,9 @@ pub struct Store {
     writer: Mutex<WriterConn>,
     readers: ReaderPool,
     schema: Vec<SchemaStatus>,
+    /// Notified whenever the writer is released (a write may have happened): the sync loop
+    /// pushes soon after local writes instead of waiting for its interval.
+    written: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for Store {
@@ -96,6 +100,7 @@ impl Store {
             }),
             readers: ReaderPool::new(readers),
             schema,
+            written: Default::default(),
         })
     }
 
@@ -112,7 +117,15 @@ impl Store {
     /// Waits for the single writer connection. Hold the guard only for the duration of one
     /// write transaction: every other writer in the process queues behind it.
     pub async fn writer(&self) -> Writer<'_> {
-        Writer(self.writer.lock().await)
+        Writer {
+            conn: self.writer.lock().await,
+            written: &self.written,
+        }
+    }
+
+    /// Notified (to current waiters only) each time the writer is released.
+    pub(crate) fn written(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.written.clone()
     }
 
     /// Takes a pooled read connection (waits when all are busy).
@@ -128,13 +141,22 @@ struct WriterConn {
 }
 
 /// The writer connection, held exclusively (see [`Store::writer`]).
-pub struct Writer<'a>(MutexGuard<'a, WriterConn>);
+pub struct Writer<'a> {
+    conn: MutexGuard<'a, WriterConn>,
+    written: &'a tokio::sync::Notify,
+}
 
 impl std::ops::Deref for Writer<'_> {
     type Target = Connection;
 
     fn deref(&self) -> &Connection {
-        &self.0.conn
+        &self.conn.conn
+    }
+}
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        self.written.notify_waiters();
     }
 }
 
@@ -143,7 +165,7 @@ impl Writer<'_> {
     /// connection (it is the same connection). Hot write paths use it: preparing an insert
     /// of every memory column costs more than running it.
     pub async fn cached(&mut self, sql: &'static str) -> Result<Cached> {
-        let WriterConn { conn, statements } = &mut *self.0;
+        let WriterConn { conn, statements } = &mut *self.conn;
         statements.get(conn, sql).await
     }
 }

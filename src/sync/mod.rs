@@ -1,0 +1,602 @@
+//! Sync with a libSQL server (Turso Cloud or self-hosted `sqld`) through an embedded replica.
+//!
+//! The shape (ARCHITECTURE.md, "Sync"): the engine keeps working on its local file, which
+//! holds both homes, so every read, search and transaction stays local and nothing waits on
+//! the network. Writes to the tables that sync ([`tables::TABLES`]: memories, their history,
+//! the observer's cross-session record) are captured by triggers into an outbox in the same
+//! transaction. A background loop per engine syncs the replica's frames, pushes the outbox
+//! to the primary (through the replica's write delegation, or as offline writes), and applies
+//! the server's change log, as the replica holds it, back to the local file. Personal and
+//! redacted memories never leave the device; the code index, the structural graph and vectors
+//! are rebuilt per device and never sync.
+//!
+//! Architecture invariant: an unreachable or slow server never fails or blocks a local read
+//! or write. Only the loop touches the network, and it never holds the local writer while it
+//! does.
+
+mod pull;
+mod push;
+mod replica;
+mod status;
+pub(crate) mod tables;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use libsql::params;
+
+pub use replica::{is_replica_file, SyncMode};
+pub use status::{SyncEvent, SyncFailure, SyncReport, SyncState, SyncStatus, SyncTotals};
+
+use crate::clock::Clock;
+use crate::engine::Engine;
+use crate::error::{DbContext, Error, Result};
+use crate::store::{begin_write, Store};
+use replica::Replica;
+use tables::Columns;
+
+/// The interval between runs when none is given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+/// The shortest interval accepted.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// The longest back-off after failures (and the longest interval accepted is a day).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// Outbox or log batches one run moves at most (the rest waits for the next run, which
+/// follows at once while changes are pending).
+const MAX_BATCHES_PER_RUN: u32 = 20;
+/// How often a running loop checks whether it is the engine's last holder.
+const ORPHAN_CHECK: Duration = Duration::from_millis(50);
+/// How long the loop lets a burst of local writes settle before pushing them.
+const WRITE_SETTLE: Duration = Duration::from_millis(50);
+
+/// Supplies the auth token, and a fresh one when the server refused the last (an app whose
+/// tokens expire passes a function; a fixed token needs none).
+pub trait TokenSource: Send + Sync + std::fmt::Debug {
+    /// A token to use. `refresh` is true after the server refused the previous one.
+    fn token(&self, refresh: bool) -> BoxFuture<'static, Result<String>>;
+}
+
+/// How an engine syncs.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The server: `libsql://…` (Turso), `https://…` or `http://…` (e.g. a local `sqld`).
+    pub url: String,
+    /// The auth token (Turso database token, or a JWT `sqld` verifies); empty for none.
+    pub auth_token: Option<String>,
+    /// Called for a token at the first run and whenever the server refuses one.
+    pub token_source: Option<Arc<dyn TokenSource>>,
+    /// Time between runs (a local write also starts one shortly after it).
+    pub interval: Duration,
+    /// How writes reach the server.
+    pub mode: SyncMode,
+}
+
+impl SyncOptions {
+    /// Forwarded writes to `url`, every minute, without a token.
+    pub fn new(url: impl Into<String>) -> Self {
+        SyncOptions {
+            url: url.into(),
+            auth_token: None,
+            token_source: None,
+            interval: DEFAULT_INTERVAL,
+            mode: SyncMode::Forwarded,
+        }
+    }
+}
+
+/// Checks a server URL and puts it in the form stored with the file: `libsql://` becomes
+/// `https://`, no trailing slash; credentials in the URL are refused (they would be stored).
+pub fn normalize_url(url: &str) -> Result<String> {
+    let url = url.trim().trim_end_matches('/');
+    let url = match url.strip_prefix("libsql://") {
+        Some(rest) => format!("https://{rest}"),
+        None => url.to_owned(),
+    };
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| {
+            Error::SyncConfig(format!(
+                "sync url must start with libsql://, https:// or http://, got {:?}",
+                crate::text::clip_bytes(&url, 200)
+            ))
+        })?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() {
+        return Err(Error::SyncConfig(format!("sync url {url:?} names no host")));
+    }
+    if authority.contains('@') {
+        return Err(Error::SyncConfig(
+            "sync url must not carry credentials; pass authToken instead".into(),
+        ));
+    }
+    Ok(url)
+}
+
+/// A listener of sync events.
+pub type Listener = Arc<dyn Fn(&SyncEvent) + Send + Sync>;
+
+/// The engine's sync: settings, the replica, the loop's state and the listeners.
+pub struct SyncService {
+    url: String,
+    mode: SyncMode,
+    interval: Duration,
+    token_source: Option<Arc<dyn TokenSource>>,
+    replica_path: PathBuf,
+    device_id: String,
+    columns: Columns,
+    status: Mutex<SyncStatus>,
+    /// Held for a whole run: no run starts while one runs.
+    run: tokio::sync::Mutex<RunState>,
+    /// Wakes the loop for a forced run or to stop.
+    wake: tokio::sync::Notify,
+    stopped: AtomicBool,
+    listeners: Mutex<Vec<(u64, Listener)>>,
+    next_listener: AtomicU64,
+}
+
+impl std::fmt::Debug for SyncService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncService")
+            .field("url", &self.url)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+struct RunState {
+    replica: Option<Replica>,
+    server_ready: bool,
+    token: Option<String>,
+}
+
+impl SyncService {
+    /// Binds the file `store` (at `db_path`) to the server of `options`: records the URL and a
+    /// device id on first use (and queues every shareable row for the first push), refuses
+    /// another URL than the recorded one, and installs the capture triggers. No network.
+    pub(crate) async fn setup(
+        store: &Store,
+        db_path: &Path,
+        options: &SyncOptions,
+    ) -> Result<SyncService> {
+        let url = normalize_url(&options.url)?;
+        if options.interval < MIN_INTERVAL || options.interval > Duration::from_secs(86_400) {
+            return Err(Error::SyncConfig(format!(
+                "sync intervalSecs must be within 0.1..=86400, got {}",
+                options.interval.as_secs_f64()
+            )));
+        }
+        let replica_path = replica::replica_path(db_path, options.mode);
+        replica::check_replica_file(&replica_path)?;
+
+        let writer = store.writer().await;
+        let tx = begin_write(&writer).await?;
+        let recorded = state_value(&tx, "url").await?;
+        match recorded {
+            Some(bound) if bound != url => {
+                return Err(Error::SyncConfig(format!(
+                    "{} syncs with {bound}, not {url}; open it with that url, or copy the \
+                     memories to a new file to sync them elsewhere",
+                    db_path.display()
+                )))
+            }
+            Some(_) => {}
+            None => {
+                set_state_value(&tx, "url", &url).await?;
+                set_state_value(&tx, "device_id", &uuid::Uuid::now_v7().to_string()).await?;
+            }
+        }
+        tables::install_capture(&tx).await?;
+        if state_value(&tx, "seeded").await?.is_none() {
+            // Rows written before sync was on were never captured: queue them all once.
+            for t in tables::TABLES {
+                tx.execute(&t.seed_sql(), ())
+                    .await
+                    .ctx("queueing existing rows for the first push")?;
+            }
+            set_state_value(&tx, "seeded", "1").await?;
+        }
+        let device_id = state_value(&tx, "device_id")
+            .await?
+            .ok_or_else(|| Error::Internal("sync device id missing".into()))?;
+        let columns = Columns::read(&tx).await?;
+        tx.commit().await.ctx("committing sync setup")?;
+        drop(writer);
+
+        let mut status = SyncStatus::disabled();
+        status.state = SyncState::Idle;
+        status.url = Some(url.clone());
+        status.mode = Some(options.mode.as_str());
+        status.device_id = Some(device_id.clone());
+        status.interval_ms = options.interval.as_millis() as u64;
+        Ok(SyncService {
+            url,
+            mode: options.mode,
+            interval: options.interval,
+            token_source: options.token_source.clone(),
+            replica_path,
+            device_id,
+            columns,
+            status: Mutex::new(status),
+            run: tokio::sync::Mutex::new(RunState {
+                replica: None,
+                server_ready: false,
+                token: options.auth_token.clone(),
+            }),
+            wake: tokio::sync::Notify::new(),
+            stopped: AtomicBool::new(false),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: AtomicU64::new(1),
+        })
+    }
+
+    /// The server URL this engine syncs with (normalised).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Starts the loop on `runtime` (or the current runtime). It holds the engine weakly and
+    /// ends when the engine is dropped.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        engine: Weak<Engine>,
+        runtime: Option<tokio::runtime::Handle>,
+    ) {
+        let service = Arc::clone(self);
+        let task = run_loop(service, engine);
+        match runtime.or_else(|| tokio::runtime::Handle::try_current().ok()) {
+            Some(rt) => {
+                rt.spawn(task);
+            }
+            None => {
+                let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+                status.state = SyncState::Error;
+                status.last_error = Some(SyncFailure {
+                    code: "ENGRAM_INTERNAL".into(),
+                    message: "no async runtime to run the sync loop on; call sync() yourself"
+                        .into(),
+                    at: 0,
+                });
+            }
+        }
+    }
+
+    /// Stops the loop (the engine is going away).
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Adds a listener of sync events; returns its id for [`SyncService::unsubscribe`].
+    pub fn subscribe(&self, listener: Listener) -> u64 {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, listener));
+        id
+    }
+
+    /// Removes a listener; `false` if there was none with that id.
+    pub fn unsubscribe(&self, id: u64) -> bool {
+        let mut listeners = self.listeners.lock().unwrap_or_else(|p| p.into_inner());
+        let before = listeners.len();
+        listeners.retain(|(i, _)| *i != id);
+        listeners.len() != before
+    }
+
+    /// The status, with the outbox size read now.
+    pub(crate) async fn status(&self, store: &Store) -> Result<SyncStatus> {
+        let pending = outbox_len(store).await?;
+        let mut status = self
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        status.pending = pending;
+        Ok(status)
+    }
+
+    fn backoff(&self, failures: u32) -> Duration {
+        if failures == 0 {
+            return self.interval;
+        }
+        let factor = 1u32 << (failures - 1).min(16);
+        let base = self
+            .interval
+            .saturating_mul(factor)
+            .min(MAX_BACKOFF.max(self.interval));
+        // Up to 10 % of jitter, so that devices that lost the server together do not all
+        // return at the same instant.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as u64);
+        let jitter = nanos % (base.as_millis() as u64 / 10 + 1);
+        base + Duration::from_millis(jitter)
+    }
+
+    /// One run now (waiting for a running one to end first): frames, server schema, push,
+    /// pull. Records the status and tells the listeners either way.
+    pub(crate) async fn run_once(&self, store: &Store, clock: &dyn Clock) -> Result<SyncReport> {
+        let mut run = self.run.lock().await;
+        let started_at = clock.now_ms();
+        let t0 = Instant::now();
+        {
+            let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+            status.state = SyncState::Syncing;
+            status.last_attempt_at = Some(started_at);
+        }
+        let mut result = self.attempt(&mut run, store, clock, false).await;
+        if matches!(result, Err(Error::SyncAuth(_))) && self.token_source.is_some() {
+            result = self.attempt(&mut run, store, clock, true).await;
+        }
+        if result.is_err() {
+            // A broken connection is not reused: the next run opens the replica afresh.
+            run.replica = None;
+        }
+        drop(run);
+        let pending = outbox_len(store).await.unwrap_or(0);
+        let ended_at = clock.now_ms();
+        let event = {
+            let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+            status.pending = pending;
+            match &mut result {
+                Ok(report) => {
+                    report.pending = pending;
+                    report.duration_ms = t0.elapsed().as_secs_f64() * 1e3;
+                    status.state = SyncState::Idle;
+                    status.last_success_at = Some(ended_at);
+                    status.last_report = Some(*report);
+                    status.consecutive_failures = 0;
+                    status.totals.syncs += 1;
+                    status.totals.frames += report.frames;
+                    status.totals.pushed += report.pushed;
+                    status.totals.pulled += report.pulled;
+                    status.next_attempt_at = Some(ended_at + self.interval.as_millis() as i64);
+                    SyncEvent::Synced { report: *report }
+                }
+                Err(e) => {
+                    let failure = SyncFailure {
+                        code: e.code().to_owned(),
+                        message: e.to_string(),
+                        at: ended_at,
+                    };
+                    status.state = if matches!(e, Error::SyncUnreachable(_)) {
+                        SyncState::Offline
+                    } else {
+                        SyncState::Error
+                    };
+                    status.consecutive_failures += 1;
+                    status.totals.failures += 1;
+                    status.last_error = Some(failure.clone());
+                    let retry = self.backoff(status.consecutive_failures);
+                    status.next_attempt_at = Some(ended_at + retry.as_millis() as i64);
+                    SyncEvent::Failed {
+                        error: failure,
+                        consecutive_failures: status.consecutive_failures,
+                        retry_in_ms: retry.as_millis() as u64,
+                    }
+                }
+            }
+        };
+        let listeners: Vec<Listener> = self
+            .listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(_, l)| Arc::clone(l))
+            .collect();
+        for listener in listeners {
+            listener(&event);
+        }
+        result
+    }
+
+    async fn attempt(
+        &self,
+        run: &mut RunState,
+        store: &Store,
+        clock: &dyn Clock,
+        refresh_token: bool,
+    ) -> Result<SyncReport> {
+        if let Some(source) = &self.token_source {
+            if refresh_token || run.token.is_none() {
+                run.token = Some(source.token(refresh_token).await?);
+                run.replica = None;
+            }
+        }
+        if run.replica.is_none() {
+            let token = run.token.clone().unwrap_or_default();
+            run.replica =
+                Some(Replica::open(&self.replica_path, &self.url, &token, self.mode).await?);
+        }
+        let replica = run.replica.as_ref().expect("opened above");
+        let mode = self.mode;
+        let server = |e: Error| reclassify(e, mode);
+        let token = run.token.clone().unwrap_or_default();
+        let frames = replica.sync(&self.url, &token).await?;
+        if !run.server_ready {
+            replica.prepare_server().await.map_err(server)?;
+            run.server_ready = true;
+        }
+        let now = clock.now_ms();
+        let pushed = push::push(
+            store,
+            replica.conn(),
+            &self.columns,
+            &self.device_id,
+            now,
+            MAX_BATCHES_PER_RUN,
+        )
+        .await
+        .map_err(server)?;
+        let mut frames_total = frames.synced;
+        let mut frame_no = frames.frame_no;
+        if pushed.changes > 0 && self.mode == SyncMode::OfflineWrites {
+            let after = replica.sync(&self.url, &token).await?;
+            frames_total += after.synced;
+            frame_no = after.frame_no.or(frame_no);
+        }
+        let pulled = pull::pull(
+            store,
+            replica.conn(),
+            &self.columns,
+            now,
+            MAX_BATCHES_PER_RUN,
+        )
+        .await
+        .map_err(server)?;
+        Ok(SyncReport {
+            frames: frames_total,
+            frame_no,
+            pushed: pushed.changes,
+            pushed_rows: pushed.rows,
+            pulled: pulled.changes,
+            pulled_rows: pulled.rows,
+            duplicates: pushed.duplicates,
+            pending: 0,
+            duration_ms: 0.0,
+        })
+    }
+}
+
+/// A database error met on the replica's connection may be the network failing under a
+/// delegated statement: name it like a sync failure.
+fn reclassify(e: Error, mode: SyncMode) -> Error {
+    match e {
+        Error::Db { context, source } => match source.downcast::<libsql::Error>() {
+            Ok(err) => replica::classify(&context, *err, mode),
+            Err(source) => Error::Db { context, source },
+        },
+        other => other,
+    }
+}
+
+/// The loop: a run at start, then every interval (or back-off after failures), and shortly
+/// after local writes that left changes in the outbox; `sync()` and `stop()` wake it.
+async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
+    let mut delay = Duration::ZERO;
+    loop {
+        let deadline = tokio::time::Instant::now() + delay;
+        // Wait for the deadline, a wake-up, or (when not backing off) a settled local write
+        // that left something to push.
+        loop {
+            let written = match engine.upgrade() {
+                Some(e) => e.store.written(),
+                None => return,
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break,
+                _ = service.wake.notified() => break,
+                _ = written.notified() => {
+                    if service.status.lock().unwrap_or_else(|p| p.into_inner()).consecutive_failures > 0 {
+                        continue;
+                    }
+                    tokio::time::sleep(WRITE_SETTLE).await;
+                    let Some(e) = engine.upgrade() else { return };
+                    if outbox_len(&e.store).await.unwrap_or(0) > 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        if service.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        let run = service.run_once(&engine.store, &*engine.clock);
+        tokio::pin!(run);
+        // While a run goes on, this task holds the engine: when every handle has closed, the
+        // run is dropped (its transactions roll back; the outbox keeps what was not pushed)
+        // so that the engine closes now, not after a network timeout.
+        let result = loop {
+            tokio::select! {
+                result = &mut run => break result,
+                _ = tokio::time::sleep(ORPHAN_CHECK) => {
+                    if Arc::strong_count(&engine) == 1 {
+                        return;
+                    }
+                }
+            }
+        };
+        let failures = service
+            .status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .consecutive_failures;
+        delay = match result {
+            // More than one run's worth was waiting: go on at once.
+            Ok(report) if report.pending > 0 => Duration::ZERO,
+            _ => service.backoff(failures),
+        };
+    }
+}
+
+async fn outbox_len(store: &Store) -> Result<u64> {
+    let reader = store.reader().await;
+    let mut rows = reader
+        .query("SELECT count(*) FROM sync_changes", ())
+        .await
+        .ctx("counting the sync outbox")?;
+    match rows.next().await.ctx("counting the sync outbox")? {
+        Some(row) => Ok(row.get::<i64>(0).ctx("counting the sync outbox")? as u64),
+        None => Ok(0),
+    }
+}
+
+async fn state_value(conn: &libsql::Connection, name: &str) -> Result<Option<String>> {
+    let mut rows = conn
+        .query(
+            "SELECT value FROM sync_state WHERE name = ?1",
+            params![name],
+        )
+        .await
+        .ctx("reading sync state")?;
+    match rows.next().await.ctx("reading sync state")? {
+        Some(row) => Ok(Some(row.get(0).ctx("reading sync state")?)),
+        None => Ok(None),
+    }
+}
+
+async fn set_state_value(conn: &libsql::Connection, name: &str, value: &str) -> Result<()> {
+    conn.execute(
+        "INSERT INTO sync_state(name, value) VALUES (?1, ?2)
+         ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        params![name, value],
+    )
+    .await
+    .ctx("writing sync state")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_normalised_and_checked() {
+        assert_eq!(
+            normalize_url("libsql://db-org.turso.io/").unwrap(),
+            "https://db-org.turso.io"
+        );
+        assert_eq!(
+            normalize_url(" http://127.0.0.1:8080 ").unwrap(),
+            "http://127.0.0.1:8080"
+        );
+        for bad in [
+            "",
+            "ftp://x",
+            "127.0.0.1:8080",
+            "https://",
+            "https://u:p@host",
+        ] {
+            let err = normalize_url(bad).unwrap_err();
+            assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG", "{bad}");
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Pulling: the server's change log, as the replica holds it after a sync, applied to the
+//! device's working file.
+//!
+//! The replica is read locally (no network); the working file is written in one transaction
+//! per batch, with the pull mark advanced in the same transaction, so a crash mid-pull
+//! re-reads the batch. Keys with local changes still in the outbox are skipped: the local
+//! state wins until it is pushed, and the push's own entry in the server log brings the
+//! merged row back. Rows equal to the local ones are not rewritten.
+
+use std::collections::{BTreeMap, HashSet};
+
+use libsql::{params, Connection};
+
+use super::tables::{self, Applied, Columns, Target, TABLES};
+use crate::error::{DbContext, Result};
+use crate::store::{begin_write, Store};
+
+/// Server log entries read per batch.
+const BATCH_ENTRIES: i64 = 1000;
+
+/// What one pull did.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Pulled {
+    /// Server log entries read.
+    pub changes: u64,
+    /// Rows written or deleted in the working file.
+    pub rows: u64,
+    /// Keys skipped because the device has unpushed changes to them.
+    pub skipped_pending: u64,
+}
+
+/// The server log seq this device has applied up to (`sync_state.pulled_seq`).
+pub(crate) async fn pulled_seq(conn: &Connection) -> Result<i64> {
+    let mut rows = conn
+        .query(
+            "SELECT CAST(value AS INTEGER) FROM sync_state WHERE name = 'pulled_seq'",
+            (),
+        )
+        .await
+        .ctx("reading the pull mark")?;
+    match rows.next().await.ctx("reading the pull mark")? {
+        Some(row) => row.get(0).ctx("reading the pull mark"),
+        None => Ok(0),
+    }
+}
+
+/// Applies the replica's change log past the device's mark to `store`, up to `max_batches`
+/// batches.
+pub(crate) async fn pull(
+    store: &Store,
+    replica: &Connection,
+    columns: &Columns,
+    now: i64,
+    max_batches: u32,
+) -> Result<Pulled> {
+    let mut pulled = Pulled::default();
+    let mut cursor = pulled_seq(&*store.reader().await).await?;
+    for _ in 0..max_batches {
+        let mut entries = replica
+            .query(
+                "SELECT seq, tbl, key FROM sync_changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                params![cursor, BATCH_ENTRIES],
+            )
+            .await
+            .ctx("reading the server's change log")?;
+        let mut next = cursor;
+        let mut keys: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+        let mut count = 0u64;
+        while let Some(row) = entries
+            .next()
+            .await
+            .ctx("reading the server's change log")?
+        {
+            next = row.get(0).ctx("reading the server's change log")?;
+            count += 1;
+            let tbl: String = row.get(1).ctx("reading the server's change log")?;
+            let key: String = row.get(2).ctx("reading the server's change log")?;
+            if let Some(t) = tables::table(&tbl) {
+                let list = keys.entry(t.name).or_default();
+                if !list.contains(&key) {
+                    list.push(key);
+                }
+            }
+        }
+        drop(entries);
+        if count == 0 {
+            break;
+        }
+
+        // What to apply, table by table: not pending here, and different from what is here.
+        let mut work = Vec::new();
+        {
+            let reader = store.reader().await;
+            for t in TABLES {
+                let Some(list) = keys.get(t.name) else {
+                    continue;
+                };
+                let pending = pending_keys(&reader, t.name, list).await?;
+                pulled.skipped_pending += pending.len() as u64;
+                let wanted: Vec<String> = list
+                    .iter()
+                    .filter(|k| !pending.contains(*k))
+                    .cloned()
+                    .collect();
+                let mut theirs = tables::read_rows(replica, columns, t, &wanted).await?;
+                let ours = tables::read_rows(&reader, columns, t, &wanted).await?;
+                let mut changed = Vec::with_capacity(wanted.len());
+                for key in wanted {
+                    match (theirs.get(&key), ours.get(&key)) {
+                        (Some(a), Some(b)) if a == b => {
+                            theirs.remove(&key);
+                        }
+                        // Gone on the server and not here either (or here but not
+                        // shareable, which `apply` keeps): nothing to do.
+                        (None, None) => {}
+                        _ => changed.push(key),
+                    }
+                }
+                if !changed.is_empty() {
+                    work.push((t, changed, theirs));
+                }
+            }
+        }
+
+        let writer = store.writer().await;
+        let tx = begin_write(&writer).await?;
+        let before = max_outbox_seq(&tx).await?;
+        let mut touched = Vec::new();
+        for (t, changed, rows) in work {
+            let Applied {
+                upserted, deleted, ..
+            } = tables::apply(&tx, columns, t, &changed, rows, Target::Device, now).await?;
+            pulled.rows += upserted + deleted;
+            touched.extend(changed.into_iter().map(|k| (t.name, k)));
+        }
+        // The capture triggers saw these writes; they came from the server, so they must not
+        // go back to it. (A local duplicate archived by `apply` keeps its entry: the server
+        // must learn of that.)
+        if !touched.is_empty() {
+            let list = serde_json::to_string(&touched).expect("strings serialise");
+            tx.execute(
+                "DELETE FROM sync_changes WHERE seq > ?1 AND (tbl, key) IN (
+                   SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+                   FROM json_each(?2))",
+                params![before, list],
+            )
+            .await
+            .ctx("dropping pulled changes from the outbox")?;
+        }
+        tx.execute(
+            "INSERT INTO sync_state(name, value) VALUES ('pulled_seq', ?1)
+             ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            params![next.to_string()],
+        )
+        .await
+        .ctx("recording the pull mark")?;
+        tx.commit().await.ctx("committing a pull")?;
+        pulled.changes += count;
+        cursor = next;
+    }
+    Ok(pulled)
+}
+
+async fn pending_keys(conn: &Connection, tbl: &str, keys: &[String]) -> Result<HashSet<String>> {
+    let list = format!("[{}]", keys.join(","));
+    let mut rows = conn
+        .query(
+            "SELECT DISTINCT key FROM sync_changes
+             WHERE tbl = ?1 AND key IN (SELECT value FROM json_each(?2))",
+            params![tbl, list],
+        )
+        .await
+        .ctx("reading pending changes")?;
+    let mut out = HashSet::new();
+    while let Some(row) = rows.next().await.ctx("reading pending changes")? {
+        out.insert(row.get::<String>(0).ctx("reading pending changes")?);
+    }
+    Ok(out)
+}
+
+async fn max_outbox_seq(conn: &Connection) -> Result<i64> {
+    let mut rows = conn
+        .query("SELECT coalesce(max(seq), 0) FROM sync_changes", ())
+        .await
+        .ctx("reading the sync outbox")?;
+    match rows.next().await.ctx("reading the sync outbox")? {
+        Some(row) => row.get(0).ctx("reading the sync outbox"),
+        None => Ok(0),
+    }
+}

@@ -1,0 +1,598 @@
+//! Sync with a libSQL server: offline behaviour (always, against a closed port), bad
+//! configurations, and convergence against a real `sqld` when one is available:
+//! `ENGRAM_SQLD_BIN` (a `sqld` binary the tests start and restart themselves, one server per
+//! test) or `ENGRAM_TEST_SYNC_URL` (a running server; tests use their own project ids on it,
+//! and the restart test is skipped). Without either, the server tests print why and pass.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use engram::memory::{
+    ListFilter, MemoryPatch, MemoryType, RememberInput, SearchOptions, ShareScope,
+};
+use engram::sync::{SyncMode, SyncOptions, SyncState};
+use engram::{EngineOptions, Engram, OpenOptions};
+
+fn gotcha(content: &str) -> RememberInput {
+    RememberInput::new(MemoryType::Gotcha, content)
+}
+
+fn sync_options(url: &str) -> SyncOptions {
+    let mut o = SyncOptions::new(url);
+    o.interval = Duration::from_secs(3600); // the tests run syncs themselves
+    o
+}
+
+async fn open_synced(path: &Path, project: &str, sync: SyncOptions) -> engram::Result<Engram> {
+    let mut options = OpenOptions::new(path);
+    options.project_id = Some(project.into());
+    options.engine = EngineOptions {
+        sync: Some(sync),
+        ..Default::default()
+    };
+    Engram::open(options).await
+}
+
+/// Waits until no engine of this process has `path` open (an engine outlives its last
+/// handle by at most a moment while its sync loop lets go).
+async fn wait_closed(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let canonical = engram::engine::canonical_db_path(path).unwrap();
+    while engram::engine::is_open(&canonical) {
+        assert!(Instant::now() < deadline, "engine still open");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// The contents of every active memory of the handle's project, sorted.
+async fn all_contents(e: &Engram) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let filter = ListFilter {
+            limit: Some(1000),
+            offset: Some(out.len() as u32),
+            ..Default::default()
+        };
+        let page = e.list(&filter).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        out.extend(page.into_iter().map(|m| m.content));
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_server_never_fails_local_work_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let e = open_synced(&path, "offline", sync_options(&url))
+        .await
+        .unwrap();
+
+    let mut ids = Vec::new();
+    for i in 0..1000 {
+        let m = e
+            .remember(gotcha(&format!(
+                "offline note {i} about the flaky retry path"
+            )))
+            .await
+            .unwrap();
+        ids.push(m.memory.id);
+        if i % 10 == 0 {
+            assert_eq!(e.get(&ids[i / 2]).await.unwrap().id, ids[i / 2]);
+            let hits = e
+                .search(&format!("note {i}"), &SearchOptions::default())
+                .await
+                .unwrap();
+            assert!(!hits.is_empty(), "search {i}");
+        }
+    }
+    let err = e.sync().await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SYNC_UNREACHABLE", "{err}");
+    let status = e.sync_status().await.unwrap();
+    assert_eq!(status.state, SyncState::Offline);
+    assert_eq!(status.pending, 1000);
+    // The loop's own run at open may have failed too.
+    assert!(status.consecutive_failures >= 1);
+    let failure = status.last_error.expect("failure recorded");
+    assert_eq!(failure.code, "ENGRAM_SYNC_UNREACHABLE");
+    assert!(status.next_attempt_at.is_some());
+
+    // Durable: a restart finds every memory and every change still waiting.
+    drop(e);
+    wait_closed(&path).await;
+    let e = open_synced(&path, "offline", sync_options(&url))
+        .await
+        .unwrap();
+    assert_eq!(all_contents(&e).await.len(), 1000);
+    assert_eq!(e.sync_status().await.unwrap().pending, 1000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn personal_and_redacted_memories_never_queue_for_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let e = open_synced(&dir.path().join("m.db"), "p", sync_options(&url))
+        .await
+        .unwrap();
+    let mut personal = gotcha("my own shortcut: alias gs='git status'");
+    personal.share_scope = Some(ShareScope::Personal);
+    e.remember(personal).await.unwrap();
+    e.remember(gotcha(
+        "deploys need AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY set",
+    ))
+    .await
+    .unwrap();
+    assert_eq!(e.sync_status().await.unwrap().pending, 0);
+
+    let shared = e
+        .remember(gotcha("run migrations before seeding"))
+        .await
+        .unwrap();
+    assert_eq!(e.sync_status().await.unwrap().pending, 1);
+    // Made personal later: the server must learn it is gone (one more change)...
+    let patch = MemoryPatch {
+        share_scope: Some(ShareScope::Personal),
+        ..Default::default()
+    };
+    e.update(&shared.memory.id, patch).await.unwrap();
+    let pending = e.sync_status().await.unwrap().pending;
+    assert!(pending >= 2, "{pending}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_used_before_sync_queues_its_shareable_rows_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let plain = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    plain
+        .remember_many(
+            (0..25)
+                .map(|i| gotcha(&format!("older lesson {i}")))
+                .collect(),
+        )
+        .await
+        .unwrap();
+    let mut mine = gotcha("a personal one");
+    mine.share_scope = Some(ShareScope::Personal);
+    plain.remember(mine).await.unwrap();
+    drop(plain);
+    wait_closed(&path).await;
+
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let e = open_synced(&path, "default", sync_options(&url))
+        .await
+        .unwrap();
+    assert_eq!(e.sync_status().await.unwrap().pending, 25);
+    drop(e);
+    wait_closed(&path).await;
+    // Queued once: a second open adds nothing.
+    let e = open_synced(&path, "default", sync_options(&url))
+        .await
+        .unwrap();
+    assert_eq!(e.sync_status().await.unwrap().pending, 25);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_sync_configurations_fail_with_coded_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    for bad in [
+        "ftp://example.com",
+        "example.com",
+        "https://user:pw@example.com",
+        "",
+    ] {
+        let err = open_synced(&path, "c", sync_options(bad))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG", "{bad}: {err}");
+    }
+    let mut fast = sync_options("http://127.0.0.1:9");
+    fast.interval = Duration::from_millis(10);
+    assert_eq!(
+        open_synced(&path, "c", fast).await.unwrap_err().code(),
+        "ENGRAM_SYNC_CONFIG"
+    );
+
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let e = open_synced(&path, "c", sync_options(&url)).await.unwrap();
+    // Another server for a live engine, or sync for a file open without it: refused.
+    let other = open_synced(&path, "c", sync_options("http://127.0.0.1:9"))
+        .await
+        .unwrap_err();
+    assert_eq!(other.code(), "ENGRAM_SYNC_CONFIG", "{other}");
+    drop(e);
+    wait_closed(&path).await;
+    // The file remembers its server across restarts.
+    let err = open_synced(&path, "c", sync_options("http://127.0.0.1:9"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG");
+    assert!(err.to_string().contains(&url), "{err}");
+
+    // Without sync options the same file opens (changes keep queueing for the next sync).
+    // The closed engine goes away shortly after its last handle (a running sync is dropped).
+    let plain = loop {
+        let plain = Engram::open(OpenOptions::new(&path)).await.unwrap();
+        if plain.sync_status().await.unwrap().state == SyncState::Disabled {
+            break plain;
+        }
+        drop(plain);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(plain.sync().await.unwrap_err().code(), "ENGRAM_SYNC_CONFIG");
+    drop(plain);
+
+    // A plain database where the replica goes is refused rather than overwritten.
+    let other_dir = tempfile::tempdir().unwrap();
+    let fresh = other_dir.path().join("fresh.db");
+    let replica_dir = other_dir.path().join("fresh.db.sync");
+    std::fs::create_dir_all(&replica_dir).unwrap();
+    std::fs::write(replica_dir.join("replica.db"), b"").unwrap();
+    let err = open_synced(&fresh, "c", sync_options(&url))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG", "{err}");
+}
+
+// ---- against a real libSQL server -------------------------------------------------------
+
+/// A `sqld` the test started (killed on drop), or the external one of `ENGRAM_TEST_SYNC_URL`.
+struct Server {
+    url: String,
+    child: Option<Child>,
+    bin: Option<PathBuf>,
+    data: Option<tempfile::TempDir>,
+    port: u16,
+}
+
+impl Server {
+    /// `None` (with a note on stderr) when no server is available.
+    fn start(test: &str) -> Option<Server> {
+        if let Some(bin) = std::env::var_os("ENGRAM_SQLD_BIN") {
+            let data = tempfile::tempdir().unwrap();
+            let mut server = Server {
+                url: String::new(),
+                child: None,
+                bin: Some(PathBuf::from(bin)),
+                data: Some(data),
+                port: closed_port(),
+            };
+            server.url = format!("http://127.0.0.1:{}", server.port);
+            server.spawn();
+            return Some(server);
+        }
+        if let Ok(url) = std::env::var("ENGRAM_TEST_SYNC_URL") {
+            return Some(Server {
+                url,
+                child: None,
+                bin: None,
+                data: None,
+                port: 0,
+            });
+        }
+        eprintln!(
+            "skipping {test}: set ENGRAM_SQLD_BIN (a sqld binary) or ENGRAM_TEST_SYNC_URL to run it"
+        );
+        None
+    }
+
+    fn spawn(&mut self) {
+        let bin = self.bin.as_ref().expect("own server");
+        let data = self.data.as_ref().unwrap().path().join("data.sqld");
+        let child = Command::new(bin)
+            .arg("--db-path")
+            .arg(&data)
+            .arg("--http-listen-addr")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--no-welcome")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting sqld");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < deadline, "sqld did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn owned(&self) -> bool {
+        self.bin.is_some()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A project id no other test run uses on a shared server.
+fn project(name: &str) -> String {
+    format!("{name}-{}", uuid_like())
+}
+
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{:x}{:x}", nanos, std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_devices_converge_through_the_server() {
+    let Some(server) = Server::start("two_devices_converge_through_the_server") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let project = project("converge");
+    let a = open_synced(
+        &dir.path().join("a.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    let b = open_synced(
+        &dir.path().join("b.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+
+    for i in 0..30 {
+        a.remember(gotcha(&format!("device A learned fact {i}")))
+            .await
+            .unwrap();
+        b.remember(gotcha(&format!("device B learned fact {i}")))
+            .await
+            .unwrap();
+    }
+    // The same lesson on both devices: one stays active everywhere.
+    let dup_a = a
+        .remember(gotcha("cache keys include the tenant id"))
+        .await
+        .unwrap();
+    let dup_b = b
+        .remember(gotcha("cache keys include the tenant id"))
+        .await
+        .unwrap();
+    assert_ne!(dup_a.memory.id, dup_b.memory.id);
+
+    // The loop pushes shortly after writes on its own; explicit runs make the order certain.
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+
+    let in_a = all_contents(&a).await;
+    let in_b = all_contents(&b).await;
+    assert_eq!(in_a.len(), 61, "{in_a:?}");
+    assert_eq!(in_a, in_b);
+    assert_eq!(a.sync_status().await.unwrap().pending, 0);
+    assert_eq!(b.sync_status().await.unwrap().pending, 0);
+    let a_side = (
+        a.get(&dup_a.memory.id).await.unwrap(),
+        a.get(&dup_b.memory.id).await.unwrap(),
+    );
+    let b_side = (
+        b.get(&dup_a.memory.id).await.unwrap(),
+        b.get(&dup_b.memory.id).await.unwrap(),
+    );
+    assert_ne!(
+        a_side.0.deprecated, a_side.1.deprecated,
+        "exactly one stays active"
+    );
+    assert_eq!(a_side.0.deprecated, b_side.0.deprecated);
+    assert_eq!(a_side.1.deprecated, b_side.1.deprecated);
+    let archived = if a_side.0.deprecated {
+        &a_side.0
+    } else {
+        &a_side.1
+    };
+    assert!(archived
+        .deprecated_reason
+        .as_deref()
+        .unwrap()
+        .contains("(sync)"));
+    // Pulled memories are searchable (indexed on arrival).
+    let hits = b
+        .search("device A fact 7", &SearchOptions::default())
+        .await
+        .unwrap();
+    assert!(hits
+        .iter()
+        .any(|h| h.memory.content == "device A learned fact 7"));
+
+    // An edit on A and a forget on B reach the other side, with their history.
+    let target = a
+        .search("device B fact 3", &SearchOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|h| h.memory.content == "device B learned fact 3")
+        .unwrap()
+        .memory;
+    let patch = MemoryPatch {
+        content: Some("device B learned fact 3, corrected on A".into()),
+        ..Default::default()
+    };
+    a.update(&target.id, patch).await.unwrap();
+    let forgotten = b
+        .search("device A fact 5", &SearchOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|h| h.memory.content == "device A learned fact 5")
+        .unwrap()
+        .memory;
+    b.forget(&forgotten.id, Some("obsolete".into()))
+        .await
+        .unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+    a.sync().await.unwrap();
+    let on_b = b.get(&target.id).await.unwrap();
+    assert_eq!(on_b.content, "device B learned fact 3, corrected on A");
+    assert_eq!(on_b.version, 2);
+    let history = b.history(&target.id).await.unwrap();
+    // The past version travelled with the memory (history lists the current one last).
+    assert_eq!(history.len(), 2, "{history:#?}");
+    assert_eq!(history[0].ended_by, "update");
+    assert_eq!(history[0].memory.content, "device B learned fact 3");
+    assert!(a.get(&forgotten.id).await.unwrap().deprecated);
+    assert_eq!(all_contents(&a).await, all_contents(&b).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_restart_mid_sync_loses_nothing() {
+    let Some(mut server) = Server::start("a_server_restart_mid_sync_loses_nothing") else {
+        return;
+    };
+    if !server.owned() {
+        eprintln!("skipping the restart test: it needs ENGRAM_SQLD_BIN to restart the server");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = project("restart");
+    let a = open_synced(
+        &dir.path().join("a.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    let writes: Vec<RememberInput> = (0..600)
+        .map(|i| gotcha(&format!("restart-proof note number {i}")))
+        .collect();
+    a.remember_many(writes).await.unwrap();
+
+    // Kill the server while a sync is pushing (600 changes take two batches).
+    let push = {
+        let a = a.clone();
+        tokio::spawn(async move { a.sync().await })
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    server.stop();
+    let _ = push.await.unwrap(); // either finished before the kill or failed: both are fine
+    for i in 600..700 {
+        a.remember(gotcha(&format!("restart-proof note number {i}")))
+            .await
+            .unwrap();
+    }
+    let err = a.sync().await.unwrap_err();
+    assert!(
+        matches!(err.code(), "ENGRAM_SYNC_UNREACHABLE" | "ENGRAM_SYNC"),
+        "{err}"
+    );
+    assert!(a.sync_status().await.unwrap().pending >= 100);
+
+    server.spawn();
+    let mut report = a.sync().await.unwrap();
+    while report.pending > 0 {
+        report = a.sync().await.unwrap();
+    }
+    let b = open_synced(
+        &dir.path().join("b.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    b.sync().await.unwrap();
+    let on_b = all_contents(&b).await;
+    assert_eq!(on_b.len(), 700);
+    assert_eq!(on_b, all_contents(&a).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn personal_memories_stay_on_their_device() {
+    let Some(server) = Server::start("personal_memories_stay_on_their_device") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let project = project("personal");
+    let a = open_synced(
+        &dir.path().join("a.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    let b = open_synced(
+        &dir.path().join("b.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    let mut mine = gotcha("my personal editor shortcut");
+    mine.share_scope = Some(ShareScope::Personal);
+    a.remember(mine).await.unwrap();
+    let shared = a
+        .remember(gotcha("the team's shared lesson"))
+        .await
+        .unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+    assert_eq!(
+        all_contents(&b).await,
+        vec!["the team's shared lesson".to_string()]
+    );
+
+    // Made personal on A: gone from B, kept on A.
+    let patch = MemoryPatch {
+        share_scope: Some(ShareScope::Personal),
+        ..Default::default()
+    };
+    a.update(&shared.memory.id, patch).await.unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+    a.sync().await.unwrap();
+    assert!(all_contents(&b).await.is_empty());
+    assert_eq!(all_contents(&a).await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn offline_writes_mode_reports_a_server_without_it() {
+    let Some(server) = Server::start("offline_writes_mode_reports_a_server_without_it") else {
+        return;
+    };
+    if !server.owned() {
+        return; // a Turso Cloud URL would support it; only sqld's 404 is asserted here
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = sync_options(&server.url);
+    options.mode = SyncMode::OfflineWrites;
+    let e = open_synced(&dir.path().join("o.db"), "o", options)
+        .await
+        .unwrap();
+    e.remember(gotcha("written while the mode is unsupported"))
+        .await
+        .unwrap();
+    let err = e.sync().await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SYNC_UNSUPPORTED", "{err}");
+    assert_eq!(e.sync_status().await.unwrap().pending, 1);
+}
