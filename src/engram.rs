@@ -336,7 +336,9 @@ impl Engram {
     /// `ENGRAM_SYNC_CONFIG`.
     pub async fn sync(&self) -> Result<crate::sync::SyncReport> {
         let sync = self.sync_service()?;
-        sync.run_once(&self.engine.store, &*self.engine.clock).await
+        let report = sync.run_once(&self.engine.store, &*self.engine.clock).await;
+        sync.reschedule();
+        report
     }
 
     /// Where sync stands (`state: disabled` without sync).

@@ -100,7 +100,12 @@ async fn an_unreachable_server_never_fails_local_work_and_loses_nothing() {
     let err = e.sync().await.unwrap_err();
     assert_eq!(err.code(), "ENGRAM_SYNC_UNREACHABLE", "{err}");
     let status = e.sync_status().await.unwrap();
-    assert_eq!(status.state, SyncState::Offline);
+    // The loop may already be trying again.
+    assert!(
+        matches!(status.state, SyncState::Offline | SyncState::Syncing),
+        "{:?}",
+        status.state
+    );
     assert_eq!(status.pending, 1000);
     // The loop's own run at open may have failed too.
     assert!(status.consecutive_failures >= 1);
@@ -595,4 +600,156 @@ async fn offline_writes_mode_reports_a_server_without_it() {
     let err = e.sync().await.unwrap_err();
     assert_eq!(err.code(), "ENGRAM_SYNC_UNSUPPORTED", "{err}");
     assert_eq!(e.sync_status().await.unwrap().pending, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conflicts_settle_without_losing_privacy_history_or_relearned_content() {
+    let Some(server) =
+        Server::start("conflicts_settle_without_losing_privacy_history_or_relearned_content")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let project = project("conflicts");
+    let a = open_synced(
+        &dir.path().join("a.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    let b = open_synced(
+        &dir.path().join("b.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    let round = || async {
+        a.sync().await.unwrap();
+        b.sync().await.unwrap();
+        a.sync().await.unwrap();
+    };
+
+    // Forgotten, then learned again in the same words before a push: the new memory is not
+    // taken for a duplicate of the old one (which arrives archived in the same batch).
+    let old = a
+        .remember(gotcha("retry budgets are per tenant"))
+        .await
+        .unwrap();
+    round().await;
+    a.forget(&old.memory.id, None).await.unwrap();
+    let again = a
+        .remember(gotcha("retry budgets are per tenant"))
+        .await
+        .unwrap();
+    assert_ne!(again.memory.id, old.memory.id);
+    round().await;
+    for e in [&a, &b] {
+        assert!(!e.get(&again.memory.id).await.unwrap().deprecated);
+        assert!(e.get(&old.memory.id).await.unwrap().deprecated);
+    }
+
+    // B makes a memory personal while A, not knowing yet, edits it: B's copy stays B's.
+    let shared = a
+        .remember(gotcha("the staging db is reset nightly"))
+        .await
+        .unwrap();
+    round().await;
+    let private = MemoryPatch {
+        share_scope: Some(ShareScope::Personal),
+        ..Default::default()
+    };
+    b.update(&shared.memory.id, private).await.unwrap();
+    b.sync().await.unwrap();
+    let edit = MemoryPatch {
+        content: Some("the staging db is reset nightly at 02:00".into()),
+        ..Default::default()
+    };
+    a.update(&shared.memory.id, edit).await.unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+    let on_b = b.get(&shared.memory.id).await.unwrap();
+    assert_eq!(on_b.share_scope, ShareScope::Personal);
+    assert_eq!(on_b.content, "the staging db is reset nightly");
+
+    // Private drafts made shared later bring their history along.
+    let mut draft = gotcha("draft: flaky test in auth");
+    draft.share_scope = Some(ShareScope::Personal);
+    let draft = a.remember(draft).await.unwrap();
+    let reword = MemoryPatch {
+        content: Some("the auth test is flaky under load".into()),
+        ..Default::default()
+    };
+    a.update(&draft.memory.id, reword).await.unwrap();
+    let publish = MemoryPatch {
+        share_scope: Some(ShareScope::Project),
+        ..Default::default()
+    };
+    a.update(&draft.memory.id, publish).await.unwrap();
+    round().await;
+    let history = b.history(&draft.memory.id).await.unwrap();
+    assert_eq!(history.len(), 3, "{history:#?}");
+    assert_eq!(history[0].memory.content, "draft: flaky test in auth");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_recreated_at_the_same_url_gets_everything_again() {
+    let Some(mut server) =
+        Server::start("a_server_recreated_at_the_same_url_gets_everything_again")
+    else {
+        return;
+    };
+    if !server.owned() {
+        return; // recreating needs our own server
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = project("recreated");
+    let a = open_synced(
+        &dir.path().join("a.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    for i in 0..20 {
+        a.remember(gotcha(&format!("kept through a server rebuild {i}")))
+            .await
+            .unwrap();
+    }
+    a.sync().await.unwrap();
+    server.stop();
+    let data = server.data.as_ref().unwrap().path().join("data.sqld");
+    std::fs::remove_dir_all(&data).unwrap();
+    server.spawn();
+    // Work goes on; the replica is ahead of the new server, so a sync or two may fail while
+    // engram notices the new database and starts a fresh replica.
+    a.remember(gotcha("written after the rebuild"))
+        .await
+        .unwrap();
+    let mut report = None;
+    for _ in 0..5 {
+        match a.sync().await {
+            Ok(r) if r.pending == 0 => {
+                report = Some(r);
+                break;
+            }
+            Ok(r) => eprintln!("partial: {r:?}"),
+            Err(e) => eprintln!("failed: {e}"),
+        }
+    }
+    assert!(
+        report.is_some(),
+        "{:?}",
+        a.sync_status().await.unwrap().last_error
+    );
+    let b = open_synced(
+        &dir.path().join("b.db"),
+        &project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap();
+    b.sync().await.unwrap();
+    assert_eq!(all_contents(&b).await.len(), 21);
 }

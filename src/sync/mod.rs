@@ -47,6 +47,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// Outbox or log batches one run moves at most (the rest waits for the next run, which
 /// follows at once while changes are pending).
 const MAX_BATCHES_PER_RUN: u32 = 20;
+/// How often the primary's identity is checked at the latest (see `attempt`).
+const IDENTITY_CHECK: Duration = Duration::from_secs(300);
 /// How often a running loop checks whether it is the engine's last holder.
 const ORPHAN_CHECK: Duration = Duration::from_millis(50);
 /// How long the loop lets a burst of local writes settle before pushing them.
@@ -133,6 +135,8 @@ pub struct SyncService {
     run: tokio::sync::Mutex<RunState>,
     /// Wakes the loop for a forced run or to stop.
     wake: tokio::sync::Notify,
+    /// Tells a waiting loop that `sync()` ran, so its next run is due an interval later.
+    rescheduled: tokio::sync::Notify,
     stopped: AtomicBool,
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: AtomicU64,
@@ -151,6 +155,10 @@ struct RunState {
     replica: Option<Replica>,
     server_ready: bool,
     token: Option<String>,
+    /// The replica's frame number after the last run (a lower one means another database).
+    frame_no: Option<u64>,
+    /// When the primary's identity was last checked (engine clock, ms).
+    checked_at: i64,
 }
 
 impl SyncService {
@@ -225,8 +233,11 @@ impl SyncService {
                 replica: None,
                 server_ready: false,
                 token: options.auth_token.clone(),
+                frame_no: None,
+                checked_at: 0,
             }),
             wake: tokio::sync::Notify::new(),
+            rescheduled: tokio::sync::Notify::new(),
             stopped: AtomicBool::new(false),
             listeners: Mutex::new(Vec::new()),
             next_listener: AtomicU64::new(1),
@@ -262,6 +273,11 @@ impl SyncService {
                 });
             }
         }
+    }
+
+    /// Moves the loop's next run to an interval (or back-off) from now: a run just happened.
+    pub(crate) fn reschedule(&self) {
+        self.rescheduled.notify_waiters();
     }
 
     /// Stops the loop (the engine is going away).
@@ -412,16 +428,67 @@ impl SyncService {
             let token = run.token.clone().unwrap_or_default();
             run.replica =
                 Some(Replica::open(&self.replica_path, &self.url, &token, self.mode).await?);
+            // A replica opened afresh (at start, after a failure) checks the server first.
+            run.server_ready = false;
         }
         let replica = run.replica.as_ref().expect("opened above");
         let mode = self.mode;
         let server = |e: Error| reclassify(e, mode);
         let token = run.token.clone().unwrap_or_default();
         let frames = replica.sync(&self.url, &token).await?;
-        if !run.server_ready {
+        // The primary is asked who it is when the replica was just opened, when the replica's
+        // frame number went backwards, and every few minutes: a database recreated at the same
+        // URL must not be mistaken for the one this file synced with.
+        let went_back = matches!((run.frame_no, frames.frame_no), (Some(a), Some(b)) if b < a);
+        let now = clock.now_ms();
+        if !run.server_ready
+            || went_back
+            || now - run.checked_at > IDENTITY_CHECK.as_millis() as i64
+        {
+            let (version, id) = replica::primary_state(&self.url, &token).await?;
+            if version > crate::store::Home::Main.latest() {
+                return Err(Error::SchemaTooNew {
+                    home: crate::store::Home::Main.name(),
+                    found: version,
+                    supported: crate::store::Home::Main.latest(),
+                });
+            }
+            let recorded = state_value(&*store.reader().await, "server_id").await?;
+            if recorded.is_some() && id != recorded {
+                // Another database answers at this URL: the replica mirrors the old one.
+                let stale = run.replica.take().expect("opened above");
+                stale.discard(&self.replica_path)?;
+                let fresh = Replica::open(&self.replica_path, &self.url, &token, self.mode).await?;
+                fresh.sync(&self.url, &token).await?;
+                run.replica = Some(fresh);
+            }
+            let replica = run.replica.as_ref().expect("opened above");
             replica.prepare_server().await.map_err(server)?;
+            let id = match id {
+                Some(id) if recorded.is_none() || Some(&id) == recorded.as_ref() => id,
+                // Just named (by this device or a racing one): ask again.
+                _ => replica::primary_state(&self.url, &token)
+                    .await?
+                    .1
+                    .ok_or_else(|| Error::Sync("the server has no id after naming it".into()))?,
+            };
+            self.bind_server(store, &id).await?;
             run.server_ready = true;
+            run.checked_at = now;
+        } else if run
+            .replica
+            .as_ref()
+            .expect("opened above")
+            .schema_version()
+            .await?
+            > crate::store::Home::Main.latest()
+        {
+            run.server_ready = false;
+            return Err(Error::Sync(
+                "the server's schema changed; checking it again at the next sync".into(),
+            ));
         }
+        let replica = run.replica.as_ref().expect("opened above");
         let now = clock.now_ms();
         let pushed = push::push(
             store,
@@ -449,6 +516,7 @@ impl SyncService {
         )
         .await
         .map_err(server)?;
+        run.frame_no = frame_no.or(run.frame_no);
         Ok(SyncReport {
             frames: frames_total,
             frame_no,
@@ -460,6 +528,34 @@ impl SyncService {
             pending: 0,
             duration_ms: 0.0,
         })
+    }
+}
+
+impl SyncService {
+    /// Records the server's identity on first contact. A different one later means the
+    /// database behind the URL was recreated: the pull mark is reset and every shareable row
+    /// is queued again, so the new server gets everything this device has. Returns whether
+    /// that happened.
+    async fn bind_server(&self, store: &Store, server_id: &str) -> Result<bool> {
+        let recorded = state_value(&*store.reader().await, "server_id").await?;
+        if recorded.as_deref() == Some(server_id) {
+            return Ok(false);
+        }
+        let writer = store.writer().await;
+        let tx = begin_write(&writer).await?;
+        if recorded.is_some() {
+            tx.execute("DELETE FROM sync_state WHERE name = 'pulled_seq'", ())
+                .await
+                .ctx("resetting the pull mark")?;
+            for t in tables::TABLES {
+                tx.execute(&t.seed_sql(), ())
+                    .await
+                    .ctx("queueing rows for a new server")?;
+            }
+        }
+        set_state_value(&tx, "server_id", server_id).await?;
+        tx.commit().await.ctx("recording the server id")?;
+        Ok(recorded.is_some())
     }
 }
 
@@ -480,7 +576,7 @@ fn reclassify(e: Error, mode: SyncMode) -> Error {
 async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
     let mut delay = Duration::ZERO;
     loop {
-        let deadline = tokio::time::Instant::now() + delay;
+        let mut deadline = tokio::time::Instant::now() + delay;
         // Wait for the deadline, a wake-up, or (when not backing off) a settled local write
         // that left something to push.
         loop {
@@ -491,6 +587,11 @@ async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
                 _ = service.wake.notified() => break,
+                _ = service.rescheduled.notified() => {
+                    // A sync() ran: the next run is an interval (or back-off) from now.
+                    let failures = service.status.lock().unwrap_or_else(|p| p.into_inner()).consecutive_failures;
+                    deadline = tokio::time::Instant::now() + service.backoff(failures);
+                }
                 _ = written.notified() => {
                     if service.status.lock().unwrap_or_else(|p| p.into_inner()).consecutive_failures > 0 {
                         continue;
@@ -506,23 +607,31 @@ async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
         if service.stopped.load(Ordering::SeqCst) {
             return;
         }
-        let Some(engine) = engine.upgrade() else {
-            return;
-        };
-        let run = service.run_once(&engine.store, &*engine.clock);
-        tokio::pin!(run);
         // While a run goes on, this task holds the engine: when every handle has closed, the
         // run is dropped (its transactions roll back; the outbox keeps what was not pushed)
         // so that the engine closes now, not after a network timeout.
-        let result = loop {
-            tokio::select! {
-                result = &mut run => break result,
-                _ = tokio::time::sleep(ORPHAN_CHECK) => {
-                    if Arc::strong_count(&engine) == 1 {
-                        return;
+        let outcome = {
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            let run = service.run_once(&engine.store, &*engine.clock);
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    result = &mut run => break Some(result),
+                    _ = tokio::time::sleep(ORPHAN_CHECK) => {
+                        if Arc::strong_count(&engine) == 1 {
+                            break None;
+                        }
                     }
                 }
             }
+        };
+        let Some(result) = outcome else {
+            // Abandoned; whether the engine is gone (the usual case) or was opened again in
+            // the meantime is for the next wait to find out, without holding it.
+            delay = service.interval;
+            continue;
         };
         let failures = service
             .status

@@ -87,21 +87,14 @@ pub(crate) async fn pull(
             break;
         }
 
-        // What to apply, table by table: not pending here, and different from what is here.
+        // What to apply, table by table: what differs from what is here.
         let mut work = Vec::new();
         {
             let reader = store.reader().await;
             for t in TABLES {
-                let Some(list) = keys.get(t.name) else {
+                let Some(wanted) = keys.remove(t.name) else {
                     continue;
                 };
-                let pending = pending_keys(&reader, t.name, list).await?;
-                pulled.skipped_pending += pending.len() as u64;
-                let wanted: Vec<String> = list
-                    .iter()
-                    .filter(|k| !pending.contains(*k))
-                    .cloned()
-                    .collect();
                 let mut theirs = tables::read_rows(replica, columns, t, &wanted).await?;
                 let ours = tables::read_rows(&reader, columns, t, &wanted).await?;
                 let mut changed = Vec::with_capacity(wanted.len());
@@ -126,7 +119,18 @@ pub(crate) async fn pull(
         let tx = begin_write(&writer).await?;
         let before = max_outbox_seq(&tx).await?;
         let mut touched = Vec::new();
-        for (t, changed, rows) in work {
+        for (t, mut changed, mut rows) in work {
+            // Keys with local changes not yet pushed keep the local state. Checked under the
+            // writer: a local write that landed since the rows were read is pending now.
+            let pending = pending_keys(&tx, t.name, &changed).await?;
+            if !pending.is_empty() {
+                pulled.skipped_pending += pending.len() as u64;
+                changed.retain(|k| !pending.contains(k));
+                rows.retain(|k, _| !pending.contains(k));
+                if changed.is_empty() {
+                    continue;
+                }
+            }
             let Applied {
                 upserted, deleted, ..
             } = tables::apply(&tx, columns, t, &changed, rows, Target::Device, now).await?;

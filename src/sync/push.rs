@@ -31,14 +31,33 @@ pub(crate) struct Pushed {
     pub duplicates: u64,
 }
 
-/// One batch read from the outbox: per table, the distinct keys and (counter tables) the
-/// summed increments per key.
+/// One batch read from the outbox: per table, the distinct keys, and the counter tables'
+/// increments with the seq of their entry.
 #[derive(Debug, Default)]
 struct Batch {
     max_seq: i64,
     entries: u64,
     keys: BTreeMap<&'static str, Vec<String>>,
-    deltas: BTreeMap<(&'static str, String), Vec<f64>>,
+    deltas: Vec<(i64, &'static str, String, Vec<f64>)>,
+}
+
+impl Batch {
+    /// The increments per key of the entries past `mark`: a batch retried after a lost
+    /// acknowledgement may have grown, and the server already counted up to its mark.
+    fn sums_after(&self, mark: i64) -> BTreeMap<(&'static str, &str), Vec<f64>> {
+        let mut sums: BTreeMap<(&'static str, &str), Vec<f64>> = BTreeMap::new();
+        for (seq, table, key, parts) in &self.deltas {
+            if *seq <= mark {
+                continue;
+            }
+            let sum = sums.entry((table, key.as_str())).or_default();
+            sum.resize(sum.len().max(parts.len()), 0.0);
+            for (s, p) in sum.iter_mut().zip(parts) {
+                *s += p;
+            }
+        }
+        sums
+    }
 }
 
 async fn read_batch(conn: &Connection) -> Result<Batch> {
@@ -71,47 +90,91 @@ async fn read_batch(conn: &Connection) -> Result<Batch> {
                 .iter()
                 .map(|v| v.as_f64().unwrap_or(0.0))
                 .collect();
-            let sum = batch.deltas.entry((t.name, key)).or_default();
-            sum.resize(sum.len().max(parts.len()), 0.0);
-            for (s, p) in sum.iter_mut().zip(parts) {
-                *s += p;
-            }
+            batch.deltas.push((seq, t.name, key, parts));
         }
     }
     Ok(batch)
 }
 
-/// The rows a batch carries, per table in [`TABLES`] order. Counter columns are replaced by
-/// the batch's increments.
-async fn payload(
-    conn: &Connection,
-    columns: &Columns,
-    batch: &Batch,
-) -> Result<Vec<(&'static tables::SyncedTable, Vec<String>, RowSet)>> {
+type Payload = Vec<(&'static tables::SyncedTable, Vec<String>, RowSet)>;
+
+/// The rows a batch carries, per table in [`TABLES`] order.
+async fn payload(conn: &Connection, columns: &Columns, batch: &Batch) -> Result<Payload> {
     let mut out = Vec::new();
     for t in TABLES {
         let Some(keys) = batch.keys.get(t.name) else {
             continue;
         };
-        let mut rows = tables::read_rows(conn, columns, t, keys).await?;
-        if t.merge == Merge::Count {
-            for (key, row) in rows.iter_mut() {
-                let sums = batch.deltas.get(&(t.name, key.clone()));
-                for (i, c) in t.counters.iter().enumerate() {
-                    let v = sums.and_then(|s| s.get(i)).copied().unwrap_or(0.0);
-                    // A column keeps its JSON number kind: an INTEGER column's sum is whole.
-                    let json = if row.get(*c).is_some_and(Value::is_f64) {
-                        Value::from(v)
-                    } else {
-                        Value::from(v.round() as i64)
-                    };
-                    row.insert((*c).to_string(), json);
-                }
-            }
-        }
+        let rows = tables::read_rows(conn, columns, t, keys).await?;
         out.push((t, keys.clone(), rows));
     }
     Ok(out)
+}
+
+/// Replaces the counter columns of counter tables' rows by the increments past `mark`.
+fn set_increments(payload: &mut Payload, batch: &Batch, mark: i64) {
+    let sums = batch.sums_after(mark);
+    for (t, _, rows) in payload.iter_mut() {
+        if t.merge != Merge::Count {
+            continue;
+        }
+        for (key, row) in rows.iter_mut() {
+            let sums = sums.get(&(t.name, key.as_str()));
+            for (i, c) in t.counters.iter().enumerate() {
+                let v = sums.and_then(|s| s.get(i)).copied().unwrap_or(0.0);
+                // A column keeps its JSON number kind: an INTEGER column's sum is whole.
+                let json = if row.get(*c).is_some_and(Value::is_f64) {
+                    Value::from(v)
+                } else {
+                    Value::from(v.round() as i64)
+                };
+                row.insert((*c).to_string(), json);
+            }
+        }
+    }
+}
+
+/// Applies one batch in the server transaction `tx`, unless the device's mark says the
+/// server has it already. Returns the rows written and the duplicates archived.
+async fn apply_batch(
+    tx: &Connection,
+    columns: &Columns,
+    device_id: &str,
+    batch: &Batch,
+    mut payload: Payload,
+    now: i64,
+) -> Result<(u64, u64)> {
+    let mut marks = tx
+        .query(
+            "SELECT pushed_seq FROM sync_devices WHERE device_id = ?1",
+            params![device_id],
+        )
+        .await
+        .ctx("reading the server's push mark")?;
+    let mark: i64 = match marks.next().await.ctx("reading the server's push mark")? {
+        Some(row) => row.get(0).ctx("reading the server's push mark")?,
+        None => 0,
+    };
+    drop(marks);
+    if mark >= batch.max_seq {
+        return Ok((0, 0));
+    }
+    set_increments(&mut payload, batch, mark);
+    let (mut rows, mut duplicates) = (0, 0);
+    for (t, keys, set) in payload {
+        let applied = tables::apply(tx, columns, t, &keys, set, Target::Server, now).await?;
+        rows += applied.upserted + applied.deleted;
+        duplicates += applied.duplicates;
+    }
+    tx.execute(
+        "INSERT INTO sync_devices(device_id, pushed_seq, pushed_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT(device_id) DO UPDATE
+         SET pushed_seq = excluded.pushed_seq, pushed_at = excluded.pushed_at",
+        params![device_id, batch.max_seq, now],
+    )
+    .await
+    .ctx("recording the push mark")?;
+    Ok((rows, duplicates))
 }
 
 /// Pushes up to `max_batches` batches of the outbox of `store` to `server` (a connection whose
@@ -138,35 +201,19 @@ pub(crate) async fn push(
         };
 
         let tx = begin_write(server).await?;
-        let mut marks = tx
-            .query(
-                "SELECT pushed_seq FROM sync_devices WHERE device_id = ?1",
-                params![device_id],
-            )
-            .await
-            .ctx("reading the server's push mark")?;
-        let mark: i64 = match marks.next().await.ctx("reading the server's push mark")? {
-            Some(row) => row.get(0).ctx("reading the server's push mark")?,
-            None => 0,
-        };
-        drop(marks);
-        if mark < batch.max_seq {
-            for (t, keys, rows) in payload {
-                let applied =
-                    tables::apply(&tx, columns, t, &keys, rows, Target::Server, now).await?;
-                pushed.rows += applied.upserted + applied.deleted;
-                pushed.duplicates += applied.duplicates;
+        match apply_batch(&tx, columns, device_id, &batch, payload, now).await {
+            Ok((rows, duplicates)) => {
+                pushed.rows += rows;
+                pushed.duplicates += duplicates;
+                tx.commit().await.ctx("committing a push")?;
             }
-            tx.execute(
-                "INSERT INTO sync_devices(device_id, pushed_seq, pushed_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(device_id) DO UPDATE
-                 SET pushed_seq = excluded.pushed_seq, pushed_at = excluded.pushed_at",
-                params![device_id, batch.max_seq, now],
-            )
-            .await
-            .ctx("recording the push mark")?;
+            Err(e) => {
+                // A server transaction is not rolled back by dropping it: end it now so that
+                // other devices' pushes do not wait for the server to expire it.
+                let _ = tx.rollback().await;
+                return Err(e);
+            }
         }
-        tx.commit().await.ctx("committing a push")?;
 
         let writer = store.writer().await;
         writer
@@ -179,4 +226,34 @@ pub(crate) async fn push(
         pushed.changes += batch.entries;
     }
     Ok(pushed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn increments_count_only_entries_past_the_servers_mark() {
+        let key = "[\"p\",\"co_access\",\"a|b\"]".to_string();
+        let batch = Batch {
+            max_seq: 5,
+            entries: 5,
+            keys: BTreeMap::new(),
+            deltas: (1..=5)
+                .map(|seq| (seq, "observer_signal_counts", key.clone(), vec![1.0, 2.0]))
+                .collect(),
+        };
+        let all = batch.sums_after(0);
+        assert_eq!(
+            all[&("observer_signal_counts", key.as_str())],
+            vec![5.0, 10.0]
+        );
+        // The server counted entries 1..=3 before the acknowledgement was lost.
+        let rest = batch.sums_after(3);
+        assert_eq!(
+            rest[&("observer_signal_counts", key.as_str())],
+            vec![2.0, 4.0]
+        );
+        assert!(batch.sums_after(5).is_empty());
+    }
 }

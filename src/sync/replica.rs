@@ -163,19 +163,12 @@ impl Replica {
         }
     }
 
-    /// Brings the server's main schema up to this build's and makes it log its changes for
-    /// other devices. Fails with `ENGRAM_SCHEMA_TOO_NEW` when another device's newer engram
-    /// migrated it past what this build knows (local work goes on; sync waits for an upgrade).
+    /// Brings the server's schema up to this build's (through the replica, whose view must be
+    /// fresh: see [`primary_state`]), makes the server log its changes for other devices, and
+    /// names the server if it has no id yet (the first device to get here does; the insert is
+    /// a no-op for the rest).
     pub(crate) async fn prepare_server(&self) -> Result<()> {
-        let found = schema_version(&self.conn).await?;
-        if found > Home::Main.latest() {
-            return Err(Error::SchemaTooNew {
-                home: Home::Main.name(),
-                found,
-                supported: Home::Main.latest(),
-            });
-        }
-        if found < Home::Main.latest() {
+        if schema_version(&self.conn).await? < Home::Main.latest() {
             crate::store::migrate(&self.conn, &[Home::Main])
                 .await
                 .map_err(|e| match e {
@@ -185,8 +178,93 @@ impl Replica {
                     other => other,
                 })?;
         }
-        tables::install_capture(&self.conn).await
+        tables::install_capture(&self.conn).await?;
+        self.conn
+            .execute(
+                "INSERT INTO sync_state(name, value) VALUES ('server_id', ?1)
+                 ON CONFLICT(name) DO NOTHING",
+                [uuid::Uuid::now_v7().to_string()],
+            )
+            .await
+            .ctx("naming the server")?;
+        Ok(())
     }
+
+    /// The server's main schema version as the replica last saw it (0 for an empty server).
+    pub(crate) async fn schema_version(&self) -> Result<i64> {
+        schema_version(&self.conn).await
+    }
+
+    /// Closes the replica and deletes its files (it mirrors a database that no longer
+    /// exists); the next open starts a fresh one.
+    pub(crate) fn discard(self, path: &Path) -> Result<()> {
+        drop(self);
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(format!("reading {}", dir.display()), e))?;
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&name) {
+                let p = entry.path();
+                let removed = if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+                removed.map_err(|e| Error::io(format!("removing {}", p.display()), e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The primary's main schema version and identity (its `sync_state.server_id`), asked over
+/// the remote protocol: a replica's copy may be of another database that had this URL.
+pub(crate) async fn primary_state(url: &str, token: &str) -> Result<(i64, Option<String>)> {
+    let context = "asking the server who it is";
+    let db = Builder::new_remote(url.to_owned(), token.to_owned())
+        .build()
+        .await
+        .map_err(|e| classify(context, e, SyncMode::Forwarded))?;
+    let conn = db
+        .connect()
+        .map_err(|e| classify(context, e, SyncMode::Forwarded))?;
+    let one = |sql: &'static str| {
+        let conn = conn.clone();
+        async move {
+            match conn.query(sql, ()).await {
+                Ok(mut rows) => match rows.next().await {
+                    Ok(Some(row)) => Ok(Some(row.get_value(0).ok())),
+                    Ok(None) => Ok(Some(None)),
+                    Err(e) => Err(e),
+                },
+                // A new, empty server.
+                Err(e) if e.to_string().contains("no such table") => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    let probe = async {
+        let version = one("SELECT version FROM engram_schema WHERE home = 'main'").await?;
+        let id = one("SELECT value FROM sync_state WHERE name = 'server_id'").await?;
+        Ok::<_, libsql::Error>((version, id))
+    };
+    let (version, id) = tokio::time::timeout(std::time::Duration::from_secs(10), probe)
+        .await
+        .map_err(|_| Error::SyncUnreachable(format!("{context}: no answer in 10 s")))?
+        .map_err(|e| classify(context, e, SyncMode::Forwarded))?;
+    let version = match version.flatten() {
+        Some(libsql::Value::Integer(v)) => v,
+        _ => 0,
+    };
+    let id = match id.flatten() {
+        Some(libsql::Value::Text(t)) => Some(t),
+        _ => None,
+    };
+    Ok((version, id))
 }
 
 /// Why a handshake failed, from one query over the remote protocol with the same URL and
@@ -237,6 +315,12 @@ async fn schema_version(conn: &Connection) -> Result<i64> {
     }
 }
 
+/// An HTTP 401/403 as libSQL's and hyper's messages print one.
+static AUTH_STATUS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(status[ :=(]*|http error |\()40[13]\b|\b40[13] (unauthorized|forbidden)")
+        .expect("valid regex")
+});
+
 /// Names a libSQL failure met while syncing. libSQL's network errors are opaque boxes, so
 /// the kind is read from the message chain: refusals and timeouts are `unreachable`, 401/403
 /// are `auth`, a 404 from the offline-writes protocol is `unsupported`; SQL errors the
@@ -255,14 +339,9 @@ pub(crate) fn classify(context: &str, err: libsql::Error, mode: SyncMode) -> Err
     let lower = text.to_lowercase();
     let message = format!("{context}: {}", crate::text::clip_bytes(&text, 600));
     let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
-    if has(&[
-        "unauthorized",
-        "401",
-        "403",
-        "forbidden",
-        "invalid token",
-        "jwt",
-    ]) {
+    // Status codes only where they read as HTTP statuses: bare digits also occur in frame
+    // numbers, ports and ids.
+    if AUTH_STATUS.is_match(&lower) || has(&["unauthorized", "unauthenticated", "forbidden"]) {
         Error::SyncAuth(message)
     } else if mode == SyncMode::OfflineWrites && has(&["(404", "404 not found", "pulldb(404"]) {
         Error::SyncUnsupported(format!(
@@ -290,5 +369,41 @@ pub(crate) fn classify(context: &str, err: libsql::Error, mode: SyncMode) -> Err
         Error::SyncUnreachable(message)
     } else {
         Error::Sync(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(message: &str) -> &'static str {
+        classify(
+            "syncing",
+            libsql::Error::Sync(message.to_owned().into()),
+            SyncMode::Forwarded,
+        )
+        .code()
+    }
+
+    #[test]
+    fn failures_are_named_by_what_they_say_not_by_stray_digits() {
+        assert_eq!(code_of("HTTP error 401 Unauthorized"), "ENGRAM_SYNC_AUTH");
+        assert_eq!(code_of("status: 403, body: nope"), "ENGRAM_SYNC_AUTH");
+        assert_eq!(code_of("Unauthenticated: bad jwt"), "ENGRAM_SYNC_AUTH");
+        assert_eq!(
+            code_of("server returned a conflict: sent=14030, got=4013"),
+            "ENGRAM_SYNC"
+        );
+        assert_eq!(code_of("frame 4010 missing"), "ENGRAM_SYNC");
+        assert_eq!(
+            code_of("error trying to connect: tcp connect error: Connection refused"),
+            "ENGRAM_SYNC_UNREACHABLE"
+        );
+        let offline = classify(
+            "syncing",
+            libsql::Error::Sync("PullDb(404, \"\")".to_owned().into()),
+            SyncMode::OfflineWrites,
+        );
+        assert_eq!(offline.code(), "ENGRAM_SYNC_UNSUPPORTED");
     }
 }

@@ -188,10 +188,24 @@ impl SyncedTable {
     }
 }
 
+/// A memory that becomes shareable (personal made project-wide) takes its whole history
+/// along: the versions were not captured while it was private, and `update` saves the
+/// version it ends before the row changes.
+const SHARED_HISTORY_DDL: &str = "
+CREATE TRIGGER IF NOT EXISTS sync_capture_memories_shared AFTER UPDATE ON memories
+WHEN (new.share_scope != 'personal' AND new.redactions = 0)
+  AND NOT (old.share_scope != 'personal' AND old.redactions = 0)
+BEGIN
+  INSERT INTO sync_changes(tbl, key, delta)
+  SELECT 'memory_versions', json_array(v.memory_id, v.version), NULL
+  FROM memory_versions v WHERE v.memory_id = new.id;
+END;";
+
 /// Creates the capture triggers of every synced table on `conn` (a device's working file or
 /// the server, through its replica).
 pub(crate) async fn install_capture(conn: &Connection) -> Result<()> {
-    let ddl: String = TABLES.iter().map(SyncedTable::capture_ddl).collect();
+    let mut ddl: String = TABLES.iter().map(SyncedTable::capture_ddl).collect();
+    ddl.push_str(SHARED_HISTORY_DDL);
     conn.execute_batch(&ddl)
         .await
         .ctx("creating sync capture triggers")?;
@@ -376,9 +390,15 @@ fn upsert_sql(columns: &Columns, t: &SyncedTable, target: Target) -> String {
             }
         })
         .collect();
+    // On a device, a row that is not shareable is the device's own (made personal here while
+    // another device still edited it): the server's copy never overwrites it.
+    let keep_own = match (target, t.condition(t.name)) {
+        (Target::Device, Some(c)) => format!("WHERE {c}"),
+        _ => String::new(),
+    };
     format!(
         "INSERT INTO {t} ({cols}) SELECT {values} FROM json_each(?1) j WHERE true
-         ON CONFLICT ({key}) DO UPDATE SET {sets}",
+         ON CONFLICT ({key}) DO UPDATE SET {sets} {keep_own}",
         t = t.name,
         cols = cols.join(", "),
         values = values.join(", "),
@@ -467,14 +487,21 @@ async fn resolve_duplicates(
     if arriving.is_empty() {
         return Ok(0);
     }
+    // A holder that arrives in the same batch is left out: its new state (archived, or other
+    // content) is applied with the batch, archived rows first.
+    let batch_ids: Vec<&Value> = rows.values().filter_map(|r| r.get("id")).collect();
     let mut found = conn
         .query(
             "SELECT json_extract(j.value, '$[0]'), h.id FROM json_each(?1) j
              CROSS JOIN memories h ON h.project_id = json_extract(j.value, '$[1]')
                AND h.scope = json_extract(j.value, '$[2]')
                AND h.content_hash = json_extract(j.value, '$[3]')
-             WHERE h.deprecated = 0 AND h.id != json_extract(j.value, '$[0]')",
-            params![Value::Array(arriving).to_string()],
+             WHERE h.deprecated = 0 AND h.id != json_extract(j.value, '$[0]')
+               AND h.id NOT IN (SELECT value FROM json_each(?2))",
+            params![
+                Value::Array(arriving).to_string(),
+                serde_json::to_string(&batch_ids).expect("ids serialise")
+            ],
         )
         .await
         .ctx("finding duplicate memories")?;
