@@ -345,6 +345,17 @@ fn uuid_like() -> String {
     format!("{:x}{:x}", nanos, std::process::id())
 }
 
+/// A device: its own file in `dir`, syncing `project` with `server`.
+async fn device(dir: &tempfile::TempDir, name: &str, project: &str, server: &Server) -> Engram {
+    open_synced(
+        &dir.path().join(format!("{name}.db")),
+        project,
+        sync_options(&server.url),
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn two_devices_converge_through_the_server() {
     let Some(server) = Server::start("two_devices_converge_through_the_server") else {
@@ -352,20 +363,8 @@ async fn two_devices_converge_through_the_server() {
     };
     let dir = tempfile::tempdir().unwrap();
     let project = project("converge");
-    let a = open_synced(
-        &dir.path().join("a.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
-    let b = open_synced(
-        &dir.path().join("b.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let a = device(&dir, "a", &project, &server).await;
+    let b = device(&dir, "b", &project, &server).await;
 
     for i in 0..30 {
         a.remember(gotcha(&format!("device A learned fact {i}")))
@@ -482,13 +481,7 @@ async fn a_server_restart_mid_sync_loses_nothing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let project = project("restart");
-    let a = open_synced(
-        &dir.path().join("a.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let a = device(&dir, "a", &project, &server).await;
     let writes: Vec<RememberInput> = (0..600)
         .map(|i| gotcha(&format!("restart-proof note number {i}")))
         .collect();
@@ -519,13 +512,7 @@ async fn a_server_restart_mid_sync_loses_nothing() {
     while report.pending > 0 {
         report = a.sync().await.unwrap();
     }
-    let b = open_synced(
-        &dir.path().join("b.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let b = device(&dir, "b", &project, &server).await;
     b.sync().await.unwrap();
     let on_b = all_contents(&b).await;
     assert_eq!(on_b.len(), 700);
@@ -539,20 +526,8 @@ async fn personal_memories_stay_on_their_device() {
     };
     let dir = tempfile::tempdir().unwrap();
     let project = project("personal");
-    let a = open_synced(
-        &dir.path().join("a.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
-    let b = open_synced(
-        &dir.path().join("b.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let a = device(&dir, "a", &project, &server).await;
+    let b = device(&dir, "b", &project, &server).await;
     let mut mine = gotcha("my personal editor shortcut");
     mine.share_scope = Some(ShareScope::Personal);
     a.remember(mine).await.unwrap();
@@ -611,20 +586,8 @@ async fn conflicts_settle_without_losing_privacy_history_or_relearned_content() 
     };
     let dir = tempfile::tempdir().unwrap();
     let project = project("conflicts");
-    let a = open_synced(
-        &dir.path().join("a.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
-    let b = open_synced(
-        &dir.path().join("b.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let a = device(&dir, "a", &project, &server).await;
+    let b = device(&dir, "b", &project, &server).await;
     let round = || async {
         a.sync().await.unwrap();
         b.sync().await.unwrap();
@@ -705,13 +668,7 @@ async fn a_server_recreated_at_the_same_url_gets_everything_again() {
     }
     let dir = tempfile::tempdir().unwrap();
     let project = project("recreated");
-    let a = open_synced(
-        &dir.path().join("a.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let a = device(&dir, "a", &project, &server).await;
     for i in 0..20 {
         a.remember(gotcha(&format!("kept through a server rebuild {i}")))
             .await
@@ -743,13 +700,7 @@ async fn a_server_recreated_at_the_same_url_gets_everything_again() {
         "{:?}",
         a.sync_status().await.unwrap().last_error
     );
-    let b = open_synced(
-        &dir.path().join("b.db"),
-        &project,
-        sync_options(&server.url),
-    )
-    .await
-    .unwrap();
+    let b = device(&dir, "b", &project, &server).await;
     b.sync().await.unwrap();
     assert_eq!(all_contents(&b).await.len(), 21);
 }
