@@ -200,11 +200,7 @@ impl SyncService {
         tables::install_capture(&tx).await?;
         if state_value(&tx, "seeded").await?.is_none() {
             // Rows written before sync was on were never captured: queue them all once.
-            for t in tables::TABLES {
-                tx.execute(&t.seed_sql(), ())
-                    .await
-                    .ctx("queueing existing rows for the first push")?;
-            }
+            tables::queue_all(&tx).await?;
             set_state_value(&tx, "seeded", "1").await?;
         }
         let device_id = state_value(&tx, "device_id")
@@ -547,11 +543,7 @@ impl SyncService {
             tx.execute("DELETE FROM sync_state WHERE name = 'pulled_seq'", ())
                 .await
                 .ctx("resetting the pull mark")?;
-            for t in tables::TABLES {
-                tx.execute(&t.seed_sql(), ())
-                    .await
-                    .ctx("queueing rows for a new server")?;
-            }
+            tables::queue_all(&tx).await?;
         }
         set_state_value(&tx, "server_id", server_id).await?;
         tx.commit().await.ctx("recording the server id")?;
@@ -647,15 +639,12 @@ async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
 }
 
 async fn outbox_len(store: &Store) -> Result<u64> {
-    let reader = store.reader().await;
-    let mut rows = reader
-        .query("SELECT count(*) FROM sync_changes", ())
+    let count = store
+        .reader()
         .await
-        .ctx("counting the sync outbox")?;
-    match rows.next().await.ctx("counting the sync outbox")? {
-        Some(row) => Ok(row.get::<i64>(0).ctx("counting the sync outbox")? as u64),
-        None => Ok(0),
-    }
+        .query_integer("SELECT count(*) FROM sync_changes", ())
+        .await?;
+    Ok(count as u64)
 }
 
 async fn state_value(conn: &libsql::Connection, name: &str) -> Result<Option<String>> {

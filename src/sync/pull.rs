@@ -30,18 +30,12 @@ pub(crate) struct Pulled {
 }
 
 /// The server log seq this device has applied up to (`sync_state.pulled_seq`).
-pub(crate) async fn pulled_seq(conn: &Connection) -> Result<i64> {
-    let mut rows = conn
-        .query(
-            "SELECT CAST(value AS INTEGER) FROM sync_state WHERE name = 'pulled_seq'",
-            (),
-        )
-        .await
-        .ctx("reading the pull mark")?;
-    match rows.next().await.ctx("reading the pull mark")? {
-        Some(row) => row.get(0).ctx("reading the pull mark"),
-        None => Ok(0),
-    }
+async fn pulled_seq(conn: &Connection) -> Result<i64> {
+    tables::query_i64(
+        conn,
+        "SELECT CAST(value AS INTEGER) FROM sync_state WHERE name = 'pulled_seq'",
+    )
+    .await
 }
 
 /// Applies the replica's change log past the device's mark to `store`, up to `max_batches`
@@ -183,12 +177,5 @@ async fn pending_keys(conn: &Connection, tbl: &str, keys: &[String]) -> Result<H
 }
 
 async fn max_outbox_seq(conn: &Connection) -> Result<i64> {
-    let mut rows = conn
-        .query("SELECT coalesce(max(seq), 0) FROM sync_changes", ())
-        .await
-        .ctx("reading the sync outbox")?;
-    match rows.next().await.ctx("reading the sync outbox")? {
-        Some(row) => row.get(0).ctx("reading the sync outbox"),
-        None => Ok(0),
-    }
+    tables::query_i64(conn, "SELECT coalesce(max(seq), 0) FROM sync_changes").await
 }

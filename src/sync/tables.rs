@@ -111,6 +111,13 @@ impl SyncedTable {
         self.shareable.map(|c| c.replace("{r}", alias))
     }
 
+    /// `WHERE <shareable>` for rows aliased `alias`, or nothing.
+    fn where_shareable(&self, alias: &str) -> String {
+        self.condition(alias)
+            .map(|c| format!("WHERE {c}"))
+            .unwrap_or_default()
+    }
+
     fn key_json(&self, alias: &str) -> String {
         let cols: Vec<String> = self.key.iter().map(|k| format!("{alias}.{k}")).collect();
         format!("json_array({})", cols.join(", "))
@@ -170,10 +177,7 @@ impl SyncedTable {
             "INSERT INTO sync_changes(tbl, key, delta) SELECT '{t}', {k}, {delta} FROM {t} r {w}",
             t = self.name,
             k = self.key_json("r"),
-            w = self
-                .condition("r")
-                .map(|c| format!("WHERE {c}"))
-                .unwrap_or_default(),
+            w = self.where_shareable("r"),
         )
     }
 
@@ -200,6 +204,16 @@ BEGIN
   SELECT 'memory_versions', json_array(v.memory_id, v.version), NULL
   FROM memory_versions v WHERE v.memory_id = new.id;
 END;";
+
+/// Queues every shareable row of every synced table (a file's first sync, or a new server).
+pub(crate) async fn queue_all(conn: &Connection) -> Result<()> {
+    for t in TABLES {
+        conn.execute(&t.seed_sql(), ())
+            .await
+            .ctx("queueing every shareable row for the server")?;
+    }
+    Ok(())
+}
 
 /// Creates the capture triggers of every synced table on `conn` (a device's working file or
 /// the server, through its replica).
@@ -267,10 +281,7 @@ pub(crate) async fn read_rows(
         object = object.join(", "),
         t = t.name,
         join = t.key_join("r"),
-        w = t
-            .condition("r")
-            .map(|c| format!("WHERE {c}"))
-            .unwrap_or_default(),
+        w = t.where_shareable("r"),
     );
     let list = format!("[{}]", keys.join(","));
     let mut rows = conn
@@ -535,7 +546,9 @@ async fn resolve_duplicates(
     Ok(pairs.len() as u64)
 }
 
-async fn query_i64(conn: &Connection, sql: &str) -> Result<i64> {
+/// The first column of the first row of `sql` as an integer (0 without a row), on any
+/// connection, a transaction's included (`Reader::query_integer` is for pooled readers).
+pub(crate) async fn query_i64(conn: &Connection, sql: &str) -> Result<i64> {
     let mut rows = conn.query(sql, ()).await.ctx(sql)?;
     match rows.next().await.ctx(sql)? {
         Some(row) => row.get(0).ctx(sql),
