@@ -223,7 +223,7 @@ async fn bad_sync_configurations_fail_with_coded_errors() {
     let err = open_synced(&path, "c", sync_options("http://127.0.0.1:9"))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG");
+    assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG", "{err:?}");
     assert!(err.to_string().contains(&url), "{err}");
 
     // Without sync options the same file opens (changes keep queueing for the next sync).

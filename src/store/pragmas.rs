@@ -28,6 +28,11 @@ async fn common(conn: &Connection, busy_timeout: Duration) -> Result<()> {
 /// Settings of the writer connection. WAL mode is persistent in the file, so setting it here,
 /// once, covers every later connection.
 pub(crate) async fn apply_writer(conn: &Connection, busy_timeout: Duration) -> Result<()> {
+    // Before the first statement: the previous engine of this file may still be closing its
+    // last connection (which checkpoints the WAL under a lock), and an open must wait for
+    // that, not fail with SQLITE_BUSY at once.
+    conn.busy_timeout(busy_timeout)
+        .ctx("setting busy timeout")?;
     // The first statement that reads the file: a non-database fails here with SQLITE_NOTADB.
     pragma(conn, "PRAGMA journal_mode = WAL").await?;
     common(conn, busy_timeout).await?;
