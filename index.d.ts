@@ -25,7 +25,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class Engram {
   /**
-   * Opens the memory database at `options.path` (created if missing) for one project.
+   * Opens the memory database at `options.path` (created if missing) for one project, or,
+   * with `sync.url` and no `path`, the database on that server (remote-only).
    *
    * Rejects with `ENGRAM_CORRUPT` for a file that is not an engram database,
    * `ENGRAM_SCHEMA_TOO_NEW` for a file written by a newer engram, `ENGRAM_IO` when the file
@@ -42,7 +43,10 @@ export declare class Engram {
   get closed(): boolean
   /** The project id this handle reads and writes (`null` once closed). */
   get projectId(): string | null
-  /** The canonical database path (`null` once closed). */
+  /**
+   * The canonical database path (`null` once closed); for a remote-only engine, `remote:`
+   * and the server URL.
+   */
   get path(): string | null
   /**
    * Stores a memory. Secrets in it are replaced by `[REDACTED]` first; an identical active
@@ -1438,9 +1442,11 @@ export declare function openEngineCount(): number
 export interface OpenOptions {
   /**
    * Database file; created with its directory if missing. Every open of the same file in
-   * this process (any thread) shares one engine.
+   * this process (any thread) shares one engine. Leave it out, with `sync.url` given, for a
+   * remote-only engine that reads and writes the server directly (server routes, hosts
+   * without a disk).
    */
-  path: string
+  path?: string
   /** Project root: memory file paths are stored relative to it and may not leave it. */
   projectRoot?: string
   /** Project id for this handle (default `"default"`); one file can hold many projects. */
@@ -2120,13 +2126,14 @@ export interface SyncReport {
 /** Where sync stands. */
 export interface SyncStatus {
   /**
-   * `disabled` (opened without `sync`), `idle`, `syncing`, `offline` (the last sync could
-   * not reach the server) or `error` (it failed otherwise; see `lastError`).
+   * `disabled` (opened without `sync`), `remote` (a remote-only engine: every call goes to
+   * the server), `idle`, `syncing`, `offline` (the last sync could not reach the server) or
+   * `error` (it failed otherwise; see `lastError`).
    */
-  state: 'disabled' | 'idle' | 'syncing' | 'offline' | 'error'
+  state: 'disabled' | 'remote' | 'idle' | 'syncing' | 'offline' | 'error'
   /** The server (normalised: `libsql://` shown as `https://`). */
   url?: string
-  /** `forwarded` or `offline_writes`. */
+  /** `forwarded`, `offline_writes`, or `remote` for a remote-only engine. */
   mode?: string
   /** This file's device id on the server. */
   deviceId?: string

@@ -119,6 +119,32 @@ test('sync options are checked; a file without sync says so', async (t) => {
   await rejectsWithCode(assert, plain.syncStatus(), 'ENGRAM_CLOSED')
 })
 
+test('a remote-only engine (no path) reads and writes the server a device syncs with', { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
+  const dir = tempDir(t)
+  const url = await startSqld(t, dir)
+  await rejectsWithCode(assert, Engram.open({ projectId: 'p' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, Engram.open({ path: '', sync: { url } }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, Engram.open({ sync: { url: await closedUrl() } }), 'ENGRAM_SYNC_UNREACHABLE')
+
+  const remote = await Engram.open({ projectId: 'p', sync: { url } })
+  assert.equal(remote.path, `remote:${url}`)
+  const status = await remote.syncStatus()
+  assert.equal(status.state, 'remote')
+  assert.equal(status.mode, 'remote')
+  await rejectsWithCode(assert, remote.sync(), 'ENGRAM_SYNC_CONFIG')
+  const { memory: decision } = await remote.remember({ type: 'decision', content: 'API routes validate input with zod' })
+  assert.equal((await remote.search('zod'))[0].memory.id, decision.id)
+
+  const device = await Engram.open({ path: join(dir, 'laptop.db'), projectId: 'p', sync: { url, intervalSecs: 3600 } })
+  await device.sync()
+  assert.equal((await device.get(decision.id)).content, decision.content)
+  const { memory: gotcha } = await device.remember({ type: 'gotcha', content: 'the staging queue drops messages over 256 KiB' })
+  await device.sync()
+  assert.equal((await remote.get(gotcha.id)).content, gotcha.content)
+  device.close()
+  remote.close()
+})
+
 test('two files converge through a real sqld, with events', { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
   const dir = tempDir(t)
   const url = await startSqld(t, dir)

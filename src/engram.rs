@@ -343,16 +343,24 @@ impl Engram {
 
     /// Where sync stands (`state: disabled` without sync).
     pub async fn sync_status(&self) -> Result<crate::sync::SyncStatus> {
-        match &self.engine.sync {
-            Some(sync) => sync.status(&self.engine.store).await,
-            None => Ok(crate::sync::SyncStatus::disabled()),
+        match (&self.engine.sync, self.engine.remote_url()) {
+            (Some(sync), _) => sync.status(&self.engine.store).await,
+            (None, Some(url)) => Ok(crate::sync::SyncStatus::remote(url)),
+            (None, None) => Ok(crate::sync::SyncStatus::disabled()),
         }
     }
 
-    /// The engine's sync service (`ENGRAM_SYNC_CONFIG` when the engine was opened without sync).
+    /// The engine's sync service (`ENGRAM_SYNC_CONFIG` when the engine was opened without sync
+    /// or is remote-only).
     pub fn sync_service(&self) -> Result<&Arc<crate::sync::SyncService>> {
         self.engine.sync.as_ref().ok_or_else(|| {
-            Error::SyncConfig("this database was opened without sync options".into())
+            Error::SyncConfig(if self.engine.remote_url().is_some() {
+                "a remote-only engine reads and writes the server directly: there is nothing \
+                 to sync"
+                    .into()
+            } else {
+                "this database was opened without sync options".into()
+            })
         })
     }
 

@@ -173,6 +173,13 @@ impl Error {
     /// "I/O" (disk full, permissions) very differently, and the message text is not stable.
     pub fn db(context: impl Into<String>, err: libsql::Error) -> Self {
         let context = context.into();
+        // A remote-only engine's statements are requests: a refused token or an unreachable
+        // server is a sync failure, not a database one.
+        if matches!(err, libsql::Error::Hrana(_)) {
+            if let Some(failure) = crate::sync::remote_failure(&context, &err) {
+                return failure;
+            }
+        }
         let primary = match &err {
             libsql::Error::SqliteFailure(code, _) => Some(code & 0xff),
             _ => None,

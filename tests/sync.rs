@@ -4,9 +4,12 @@
 //! test) or `ENGRAM_TEST_SYNC_URL` (a running server; tests use their own project ids on it,
 //! and the restart test is skipped). Without either, the server tests print why and pass.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use common::sqld::{closed_port, project, Server};
 
 use engram::memory::{
     ListFilter, MemoryPatch, MemoryType, RememberInput, SearchOptions, ShareScope,
@@ -43,12 +46,6 @@ async fn wait_closed(path: &Path) {
         assert!(Instant::now() < deadline, "engine still open");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-}
-
-/// A loopback port nothing listens on.
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// The contents of every active memory of the handle's project, sorted.
@@ -252,98 +249,6 @@ async fn bad_sync_configurations_fail_with_coded_errors() {
 }
 
 // ---- against a real libSQL server -------------------------------------------------------
-
-/// A `sqld` the test started (killed on drop), or the external one of `ENGRAM_TEST_SYNC_URL`.
-struct Server {
-    url: String,
-    child: Option<Child>,
-    bin: Option<PathBuf>,
-    data: Option<tempfile::TempDir>,
-    port: u16,
-}
-
-impl Server {
-    /// `None` (with a note on stderr) when no server is available.
-    fn start(test: &str) -> Option<Server> {
-        if let Some(bin) = std::env::var_os("ENGRAM_SQLD_BIN") {
-            let data = tempfile::tempdir().unwrap();
-            let mut server = Server {
-                url: String::new(),
-                child: None,
-                bin: Some(PathBuf::from(bin)),
-                data: Some(data),
-                port: closed_port(),
-            };
-            server.url = format!("http://127.0.0.1:{}", server.port);
-            server.spawn();
-            return Some(server);
-        }
-        if let Ok(url) = std::env::var("ENGRAM_TEST_SYNC_URL") {
-            return Some(Server {
-                url,
-                child: None,
-                bin: None,
-                data: None,
-                port: 0,
-            });
-        }
-        eprintln!(
-            "skipping {test}: set ENGRAM_SQLD_BIN (a sqld binary) or ENGRAM_TEST_SYNC_URL to run it"
-        );
-        None
-    }
-
-    fn spawn(&mut self) {
-        let bin = self.bin.as_ref().expect("own server");
-        let data = self.data.as_ref().unwrap().path().join("data.sqld");
-        let child = Command::new(bin)
-            .arg("--db-path")
-            .arg(&data)
-            .arg("--http-listen-addr")
-            .arg(format!("127.0.0.1:{}", self.port))
-            .arg("--no-welcome")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting sqld");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "sqld did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn owned(&self) -> bool {
-        self.bin.is_some()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// A project id no other test run uses on a shared server.
-fn project(name: &str) -> String {
-    format!("{name}-{}", uuid_like())
-}
-
-fn uuid_like() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{:x}{:x}", nanos, std::process::id())
-}
 
 /// A device: its own file in `dir`, syncing `project` with `server`.
 async fn device(dir: &tempfile::TempDir, name: &str, project: &str, server: &Server) -> Engram {
@@ -675,9 +580,7 @@ async fn a_server_recreated_at_the_same_url_gets_everything_again() {
             .unwrap();
     }
     a.sync().await.unwrap();
-    server.stop();
-    let data = server.data.as_ref().unwrap().path().join("data.sqld");
-    std::fs::remove_dir_all(&data).unwrap();
+    server.wipe();
     server.spawn();
     // Work goes on; the replica is ahead of the new server, so a sync or two may fail while
     // engram notices the new database and starts a fresh replica.
@@ -703,4 +606,133 @@ async fn a_server_recreated_at_the_same_url_gets_everything_again() {
     let b = device(&dir, "b", &project, &server).await;
     b.sync().await.unwrap();
     assert_eq!(all_contents(&b).await.len(), 21);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn authored_graph_nodes_and_edges_reach_the_other_devices_graph() {
+    use engram::graph::{EdgeInput, NodeInput, Side};
+    let Some(server) =
+        Server::start("authored_graph_nodes_and_edges_reach_the_other_devices_graph")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let project = project("knowledge");
+    // B has the code, but has not indexed it yet when A's knowledge arrives.
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/retry.ts"),
+        "export function retry(times: number) {\n  return times\n}\n",
+    )
+    .unwrap();
+    let open = |name: &str| {
+        let mut options = OpenOptions::new(dir.path().join(format!("{name}.db")));
+        options.project_id = Some(project.clone());
+        options.project_root = Some(root.clone());
+        options.engine = EngineOptions {
+            sync: Some(sync_options(&server.url)),
+            ..Default::default()
+        };
+        Engram::open(options)
+    };
+    let a = open("a").await.unwrap();
+    let b = open("b").await.unwrap();
+    let index = |e: &Engram| {
+        let e = e.clone();
+        async move {
+            e.index(
+                &engram::code::IndexOptions::default(),
+                &|_| {},
+                &std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    index(&a).await;
+
+    let mut secret = NodeInput::new("concept:auth", "concept");
+    secret.label = "auth uses api_key=sk-live-abcdefghijklmnopqrstuvwx".into();
+    let nodes = [
+        NodeInput::new("concept:retries", "concept"),
+        NodeInput::new("decision:backoff", "decision"),
+        secret,
+    ];
+    let edges = [
+        EdgeInput::new("decision:backoff", "concept:retries", "depends_on").weighted(2.0),
+        EdgeInput::new("concept:auth", "concept:retries", "depends_on"),
+        // Its end is a code node: B has it only once it indexes.
+        EdgeInput::new("concept:retries", "src/retry.ts", "documents"),
+    ];
+    a.inject_graph(&nodes, &edges).await.unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+
+    let code_edge = || ["concept:retries".to_string(), "src/retry.ts".to_string()];
+    assert!(b.subgraph(&code_edge()).await.unwrap().edges.is_empty());
+    index(&b).await;
+    let sub = b.subgraph(&code_edge()).await.unwrap();
+    assert_eq!(
+        sub.edges.len(),
+        1,
+        "replayed once its end exists: {:?}",
+        sub.edges
+    );
+    assert_eq!(sub.edges[0].kind, "documents");
+
+    let node = b
+        .node("decision:backoff")
+        .await
+        .unwrap()
+        .expect("node arrived");
+    assert_eq!(node.kind, "decision");
+    // What arrives was redacted on A before it was stored anywhere.
+    let auth = b.node("concept:auth").await.unwrap().unwrap();
+    assert!(auth.label.contains("[REDACTED]"), "{}", auth.label);
+    // The closure is maintained on B: the decision depends on retries, weight 2.
+    let reach = b
+        .reach("concept:retries", Side::Ancestors, None, 100)
+        .await
+        .unwrap();
+    let found: Vec<(&str, f64)> = reach
+        .nodes
+        .iter()
+        .map(|n| (n.node.key.as_str(), n.weight))
+        .collect();
+    assert!(found.contains(&("decision:backoff", 2.0)), "{found:?}");
+
+    // A deletion travels too; deleting a node takes its edges along.
+    a.delete_node("concept:auth").await.unwrap();
+    a.delete_edge("decision:backoff", "concept:retries", "depends_on")
+        .await
+        .unwrap();
+    a.sync().await.unwrap();
+    b.sync().await.unwrap();
+    assert!(b.node("concept:auth").await.unwrap().is_none());
+    let reach = b
+        .reach("concept:retries", Side::Ancestors, None, 100)
+        .await
+        .unwrap();
+    assert!(reach.nodes.is_empty(), "{:?}", reach.nodes);
+
+    // Written on B, seen on A.
+    b.inject_graph(
+        &[NodeInput::new("concept:jitter", "concept")],
+        &[EdgeInput::new(
+            "concept:jitter",
+            "concept:retries",
+            "refines",
+        )],
+    )
+    .await
+    .unwrap();
+    b.sync().await.unwrap();
+    a.sync().await.unwrap();
+    let sub = a
+        .subgraph(&["concept:jitter".into(), "concept:retries".into()])
+        .await
+        .unwrap();
+    assert_eq!(sub.edges.len(), 1, "{:?}", sub.edges);
+    assert_eq!(sub.edges[0].kind, "refines");
 }

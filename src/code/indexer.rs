@@ -517,6 +517,9 @@ async fn finish(ctx: &IndexCtx<'_>, touched: Touched) -> Result<GraphSyncSummary
     let started = std::time::Instant::now();
     let tx = begin_write(&writer).await?;
     let mut synced = code_layer::sync(&tx, ctx.project_id, ctx.closure_depth, now, scope).await?;
+    // Authored edges synced from another device before this one had indexed their code ends.
+    crate::graph::knowledge::replay_pending_edges(&tx, ctx.project_id, ctx.closure_depth, now)
+        .await?;
     tx.commit().await.ctx("committing the graph sync")?;
     synced.duration = started.elapsed();
     Ok(synced)

@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 
 use libsql::params::IntoParams;
-use libsql::{params, Connection, Statement, Transaction};
+use libsql::{params, Connection, Statement};
 use serde_json::json;
 
 use super::analyze::FileAnalysis;
 use super::extract::RefKind;
 use super::resolve::ProjectFiles;
 use crate::error::{DbContext, Error, Result};
+use crate::store::WriteTx;
 
 /// What the index holds for a file, to decide whether it must be read again.
 #[derive(Debug, Clone)]
@@ -107,7 +108,7 @@ pub(crate) async fn mark_stale(conn: &Connection, file_ids: &[i64], now: i64) ->
 /// Writes a batch of files in the caller's transaction: file rows upserted, old rows of changed
 /// files replaced, chunks (and their full-text rows), symbols and references inserted.
 pub(crate) async fn write_batch(
-    tx: &Transaction,
+    tx: &WriteTx,
     project_id: &str,
     batch: &[FileRecord],
     now: i64,
@@ -235,7 +236,7 @@ pub(crate) async fn write_batch(
 
 /// Tells the vector indexes that chunks `first..=last` were inserted, deleted or changed
 /// (invariant 18: the batch writer and `delete_contents` are the only places chunks change).
-async fn log_chunk_range(tx: &Transaction, first: i64, last: i64) -> Result<()> {
+async fn log_chunk_range(tx: &WriteTx, first: i64, last: i64) -> Result<()> {
     tx.execute(
         "INSERT INTO code_vector_log (first_chunk, last_chunk) VALUES (?1, ?2)",
         params![first, last],
@@ -256,7 +257,7 @@ struct BatchStatements {
 }
 
 impl BatchStatements {
-    async fn prepare(tx: &Transaction) -> Result<BatchStatements> {
+    async fn prepare(tx: &WriteTx) -> Result<BatchStatements> {
         let prepare = |sql: &'static str| async move {
             tx.prepare(sql).await.ctx("preparing an index write")
         };
@@ -298,12 +299,7 @@ impl BatchStatements {
 }
 
 /// Upserts a file row and returns its id.
-async fn write_file(
-    tx: &Transaction,
-    project_id: &str,
-    file: &FileRecord,
-    now: i64,
-) -> Result<i64> {
+async fn write_file(tx: &WriteTx, project_id: &str, file: &FileRecord, now: i64) -> Result<i64> {
     let issues = (!file.analysis.issues.is_empty()).then(|| {
         json!(file
             .analysis
@@ -346,7 +342,7 @@ async fn write_file(
 }
 
 /// Deletes the chunks (and their full-text rows), symbols and references of `file_ids`.
-async fn delete_contents(tx: &Transaction, file_ids: &[i64]) -> Result<()> {
+async fn delete_contents(tx: &WriteTx, file_ids: &[i64]) -> Result<()> {
     if file_ids.is_empty() {
         return Ok(());
     }
@@ -376,7 +372,7 @@ async fn delete_contents(tx: &Transaction, file_ids: &[i64]) -> Result<()> {
 }
 
 /// Removes files (deleted from disk, or now ignored) and everything derived from them.
-pub(crate) async fn remove_files(tx: &Transaction, file_ids: &[i64]) -> Result<()> {
+pub(crate) async fn remove_files(tx: &WriteTx, file_ids: &[i64]) -> Result<()> {
     if file_ids.is_empty() {
         return Ok(());
     }

@@ -167,6 +167,14 @@ impl Engine {
                 options.closure_depth
             )));
         }
+        if crate::sync::remote::url_of(&path).is_some() {
+            let sync = options
+                .sync
+                .as_ref()
+                .expect("a remote key comes from sync options");
+            let store = crate::sync::remote::open_store(sync, &options.store).await?;
+            return Ok(Engine::assemble(path, store, None, options));
+        }
         if crate::sync::is_replica_file(&path) {
             return Err(Error::SyncConfig(format!(
                 "{} is an embedded replica that engram manages; open the database file it \
@@ -177,17 +185,26 @@ impl Engine {
         let store = Store::open(&path, &options.store).await?;
         let sync = match &options.sync {
             Some(sync) => Some(Arc::new(
-                crate::sync::SyncService::setup(&store, &path, sync).await?,
+                crate::sync::SyncService::setup(&store, &path, sync, options.closure_depth).await?,
             )),
             None => None,
         };
+        Ok(Engine::assemble(path, store, sync, options))
+    }
+
+    fn assemble(
+        path: PathBuf,
+        store: Store,
+        sync: Option<Arc<crate::sync::SyncService>>,
+        options: EngineOptions,
+    ) -> Engine {
         let auto_embed = (options.auto_embed
             && !matches!(
                 options.embeddings,
                 crate::embed::EmbeddingProvider::Disabled
             ))
         .then(|| crate::vector::AutoEmbed::new(tokio::runtime::Handle::try_current().ok()));
-        Ok(Engine {
+        Engine {
             path,
             store,
             limits: options.limits,
@@ -202,12 +219,21 @@ impl Engine {
             indexing: Mutex::new(HashSet::new()),
             sessions: Default::default(),
             sync,
-        })
+        }
     }
 
-    /// The canonical path of the database file.
+    /// The canonical path of the database file (for a remote-only engine, `remote:` and the
+    /// server URL).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The server a remote-only engine reads and writes (`None` for a file).
+    pub fn remote_url(&self) -> Option<&str> {
+        self.store
+            .is_remote()
+            .then(|| crate::sync::remote::url_of(&self.path))
+            .flatten()
     }
 
     /// Schema versions after opening.

@@ -27,7 +27,11 @@ fn live(path: &Path) -> Option<Arc<Engine>> {
 }
 
 pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
-    let key = canonical_db_path(path)?;
+    let key = match &options.sync {
+        // No file: a remote-only engine, keyed by its server.
+        Some(sync) if path.as_os_str().is_empty() => crate::sync::remote::registry_key(&sync.url)?,
+        _ => canonical_db_path(path)?,
+    };
     if let Some(engine) = live(&key) {
         return join(engine, &options);
     }
@@ -50,6 +54,10 @@ pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engi
 /// A later open joins the live engine and its settings, except that it may not name another
 /// sync server (one replica per file per process).
 fn join(engine: Arc<Engine>, options: &EngineOptions) -> Result<Arc<Engine>> {
+    if engine.store.is_remote() {
+        // Keyed by its URL: the options can only name the same server.
+        return Ok(engine);
+    }
     if let Some(wanted) = &options.sync {
         let wanted = crate::sync::normalize_url(&wanted.url)?;
         match &engine.sync {
@@ -101,7 +109,9 @@ pub fn open_engines() -> usize {
 /// yet; its parent directory is created if missing.
 pub fn canonical_db_path(path: &Path) -> Result<PathBuf> {
     if path.as_os_str().is_empty() {
-        return Err(Error::invalid("path must not be empty"));
+        return Err(Error::invalid(
+            "path must not be empty (a remote-only engine gives sync.url and no path)",
+        ));
     }
     if path.is_dir() {
         return Err(Error::invalid(format!(

@@ -10,6 +10,7 @@
 pub mod closure;
 pub mod code_layer;
 pub mod impact;
+pub(crate) mod knowledge;
 pub mod model;
 pub mod module_layer;
 pub mod rank;
@@ -94,6 +95,13 @@ pub(crate) async fn inject(
     let conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
     let summary = write::inject(&tx, ctx.project_id, ctx.closure_depth, now, nodes, edges).await?;
+    let node_keys: Vec<&str> = nodes.iter().map(|n| n.key.as_str()).collect();
+    knowledge::record_nodes(&tx, ctx.project_id, &node_keys).await?;
+    let edge_keys: Vec<(&str, &str, &str)> = edges
+        .iter()
+        .map(|e| (e.from.as_str(), e.to.as_str(), e.kind.as_str()))
+        .collect();
+    knowledge::record_edges(&tx, ctx.project_id, &edge_keys).await?;
     tx.commit().await.ctx("committing graph inject")?;
     Ok(summary)
 }
@@ -104,6 +112,7 @@ pub(crate) async fn delete_node(ctx: &GraphCtx<'_>, key: &str) -> Result<bool> {
     let conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
     let deleted = write::delete_node(&tx, ctx.project_id, ctx.closure_depth, now, key).await?;
+    knowledge::forget_node(&tx, ctx.project_id, key).await?;
     tx.commit().await.ctx("committing node delete")?;
     Ok(deleted)
 }
@@ -126,6 +135,7 @@ pub(crate) async fn delete_edge(
         (from, to, kind),
     )
     .await?;
+    knowledge::forget_edge(&tx, ctx.project_id, (from, to, kind)).await?;
     tx.commit().await.ctx("committing edge delete")?;
     Ok(deleted)
 }

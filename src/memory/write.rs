@@ -4,7 +4,7 @@
 
 use std::sync::LazyLock;
 
-use libsql::{params, Connection, Transaction};
+use libsql::{params, Connection};
 
 use super::dedup::content_hash;
 use super::input::{MemoryPatch, RememberInput};
@@ -12,7 +12,7 @@ use super::model::{Memory, MemoryScope, MemorySource, ShareScope};
 use super::rows::{self, from_row, to_params, SELECT_BY_ID, SELECT_M};
 use super::Ctx;
 use crate::error::{DbContext, Error, Result};
-use crate::store::{begin_write, Writer};
+use crate::store::{begin_write, WriteTx, Writer};
 
 /// How much a duplicate raises the existing memory's confidence (capped at 1.0).
 pub const REINFORCE_BOOST: f64 = 0.05;
@@ -146,7 +146,7 @@ pub(crate) fn prepare_batch(ctx: &Ctx<'_>, inputs: Vec<RememberInput>) -> Result
 pub(crate) async fn remember_in(
     ctx: &Ctx<'_>,
     conn: &mut Writer<'_>,
-    tx: &Transaction,
+    tx: &WriteTx,
     batch: PreparedBatch,
 ) -> Result<Vec<Remembered>> {
     let PreparedBatch {
@@ -307,7 +307,7 @@ async fn write_row(tx: &Connection, m: &Memory) -> Result<()> {
 
 /// Fails with `ENGRAM_CONFLICT` when another active memory of the project has the same content
 /// in the same scope (so the caller gets the other memory's id instead of a constraint error).
-async fn ensure_unique(tx: &Transaction, m: &Memory) -> Result<()> {
+async fn ensure_unique(tx: &WriteTx, m: &Memory) -> Result<()> {
     if m.deprecated {
         return Ok(());
     }

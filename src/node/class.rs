@@ -81,7 +81,20 @@ impl Engram {
 }
 
 fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, CoreError> {
-    let mut options = crate::OpenOptions::new(PathBuf::from(o.path));
+    let path = match o.path {
+        Some(path) if path.is_empty() => {
+            return Err(CoreError::invalid("path must not be empty"));
+        }
+        Some(path) => PathBuf::from(path),
+        // Remote-only: the core reads an empty path with sync options as "no file".
+        None if o.sync.is_some() => PathBuf::new(),
+        None => {
+            return Err(CoreError::invalid(
+                "give a database file path, or sync.url for a remote-only engine",
+            ));
+        }
+    };
+    let mut options = crate::OpenOptions::new(path);
     options.project_root = o.project_root.map(PathBuf::from);
     options.project_id = o.project_id;
     if let Some(ms) = o.busy_timeout_ms {
@@ -119,7 +132,8 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
 
 #[napi]
 impl Engram {
-    /// Opens the memory database at `options.path` (created if missing) for one project.
+    /// Opens the memory database at `options.path` (created if missing) for one project, or,
+    /// with `sync.url` and no `path`, the database on that server (remote-only).
     ///
     /// Rejects with `ENGRAM_CORRUPT` for a file that is not an engram database,
     /// `ENGRAM_SCHEMA_TOO_NEW` for a file written by a newer engram, `ENGRAM_IO` when the file
@@ -173,7 +187,8 @@ impl Engram {
         self.handle().ok().map(|h| h.project_id().to_owned())
     }
 
-    /// The canonical database path (`null` once closed).
+    /// The canonical database path (`null` once closed); for a remote-only engine, `remote:`
+    /// and the server URL.
     #[napi(getter)]
     pub fn path(&self) -> Option<String> {
         self.handle()

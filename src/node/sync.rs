@@ -218,13 +218,14 @@ pub struct SyncTotals {
 /// Where sync stands.
 #[napi(object)]
 pub struct SyncStatus {
-    /// `disabled` (opened without `sync`), `idle`, `syncing`, `offline` (the last sync could
-    /// not reach the server) or `error` (it failed otherwise; see `lastError`).
-    #[napi(ts_type = "'disabled' | 'idle' | 'syncing' | 'offline' | 'error'")]
+    /// `disabled` (opened without `sync`), `remote` (a remote-only engine: every call goes to
+    /// the server), `idle`, `syncing`, `offline` (the last sync could not reach the server) or
+    /// `error` (it failed otherwise; see `lastError`).
+    #[napi(ts_type = "'disabled' | 'remote' | 'idle' | 'syncing' | 'offline' | 'error'")]
     pub state: String,
     /// The server (normalised: `libsql://` shown as `https://`).
     pub url: Option<String>,
-    /// `forwarded` or `offline_writes`.
+    /// `forwarded`, `offline_writes`, or `remote` for a remote-only engine.
     pub mode: Option<String>,
     /// This file's device id on the server.
     pub device_id: Option<String>,
@@ -252,6 +253,7 @@ impl From<core::SyncStatus> for SyncStatus {
     fn from(s: core::SyncStatus) -> Self {
         let state = match s.state {
             core::SyncState::Disabled => "disabled",
+            core::SyncState::Remote => "remote",
             core::SyncState::Idle => "idle",
             core::SyncState::Syncing => "syncing",
             core::SyncState::Offline => "offline",

@@ -148,8 +148,10 @@ mirror_enum!(
 #[napi(object, object_to_js = false)]
 pub struct OpenOptions {
     /// Database file; created with its directory if missing. Every open of the same file in
-    /// this process (any thread) shares one engine.
-    pub path: String,
+    /// this process (any thread) shares one engine. Leave it out, with `sync.url` given, for a
+    /// remote-only engine that reads and writes the server directly (server routes, hosts
+    /// without a disk).
+    pub path: Option<String>,
     /// Project root: memory file paths are stored relative to it and may not leave it.
     pub project_root: Option<String>,
     /// Project id for this handle (default `"default"`); one file can hold many projects.

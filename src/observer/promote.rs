@@ -645,7 +645,7 @@ async fn upsert_counts(
 /// Each signal's false-positive rate in this project: its promoted memories that were
 /// forgotten since (`observer_signal_record`, kept by triggers on `memories`).
 async fn false_positive_rates(
-    tx: &libsql::Transaction,
+    tx: &crate::store::WriteTx,
     project_id: &str,
 ) -> Result<HashMap<Signal, f64>> {
     let mut rows = tx

@@ -111,6 +111,11 @@ const MAIN: &[Migration] = &[
         name: "sync",
         sql: include_str!("sql/main/010_sync.sql"),
     },
+    Migration {
+        version: 11,
+        name: "knowledge",
+        sql: include_str!("sql/main/011_knowledge.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
@@ -143,6 +148,11 @@ const CODE: &[Migration] = &[
         version: 6,
         name: "observer_checkpoints",
         sql: include_str!("sql/code/006_observer_checkpoints.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "knowledge_backfill",
+        sql: include_str!("sql/code/007_knowledge_backfill.sql"),
     },
 ];
 

@@ -1,4 +1,5 @@
-//! Storage: one libSQL database file, its connections, pragmas and schema migrations.
+//! Storage: one libSQL database (a local file, or a remote server for remote-only engines),
+//! its connections, pragmas and schema migrations.
 //!
 //! Architecture invariant: a [`Store`] is the only owner of connections to its file in this
 //! process (the engine registry guarantees one `Store` per canonical path). Writes go through
@@ -9,17 +10,20 @@ mod migrations;
 mod pool;
 mod pragmas;
 mod statements;
+mod tx;
 
 pub(crate) use migrations::migrate;
 pub use migrations::{Home, SchemaStatus};
 pub use pool::Reader;
 pub use statements::Cached;
+pub use tx::{begin_write, WriteTarget, WriteTx};
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use libsql::{Builder, Connection, Database, TransactionBehavior};
-use tokio::sync::{Mutex, MutexGuard};
+use libsql::{Builder, Connection, Database};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::error::{DbContext, Error, Result};
 use pool::ReaderPool;
@@ -44,12 +48,14 @@ impl Default for StoreOptions {
     }
 }
 
-/// An open database file: one writer connection and a pool of readers.
+/// An open database: one writer connection and a pool of readers.
 pub struct Store {
     path: PathBuf,
     // Kept alive for as long as connections exist; libSQL ties connections to it.
     _db: Database,
-    writer: Mutex<WriterConn>,
+    writer: Arc<Mutex<WriterConn>>,
+    /// The connections are Hrana streams to a server (a remote-only engine).
+    remote: bool,
     readers: ReaderPool,
     schema: Vec<SchemaStatus>,
     /// Notified whenever the writer is released (a write may have happened): the sync loop
@@ -91,22 +97,70 @@ impl Store {
             readers.push(conn);
         }
 
-        Ok(Store {
-            path: path.to_path_buf(),
-            _db: db,
-            writer: Mutex::new(WriterConn {
-                conn: writer,
-                statements: StatementCache::default(),
-            }),
-            readers: ReaderPool::new(readers),
+        Ok(Store::assemble(
+            path.to_path_buf(),
+            db,
+            writer,
+            readers,
             schema,
-            written: Default::default(),
-        })
+            false,
+        ))
     }
 
-    /// The database file this store owns.
+    /// Connects to the database `url` on a libSQL server (remote-only: every statement is a
+    /// request to the server) and migrates every schema home there. `display` names it in
+    /// errors and [`Store::path`].
+    ///
+    /// There are no pragmas to apply: the server runs WAL with foreign keys on, and busy
+    /// waits are its business.
+    pub async fn open_remote(
+        url: &str,
+        token: &str,
+        display: PathBuf,
+        options: &StoreOptions,
+    ) -> Result<Store> {
+        let db = Builder::new_remote(url.to_owned(), token.to_owned())
+            .build()
+            .await
+            .map_err(|e| Error::db(format!("connecting to {url}"), e))?;
+        let writer = db.connect().ctx("connecting writer")?;
+        let schema = migrations::migrate(&writer, Home::ALL).await?;
+        let readers = (0..options.read_connections.max(1))
+            .map(|_| db.connect().ctx("connecting reader"))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Store::assemble(display, db, writer, readers, schema, true))
+    }
+
+    fn assemble(
+        path: PathBuf,
+        db: Database,
+        writer: Connection,
+        readers: Vec<Connection>,
+        schema: Vec<SchemaStatus>,
+        remote: bool,
+    ) -> Store {
+        Store {
+            path,
+            _db: db,
+            writer: Arc::new(Mutex::new(WriterConn {
+                conn: writer,
+                statements: StatementCache::new(remote),
+            })),
+            remote,
+            readers: ReaderPool::new(readers, remote),
+            schema,
+            written: Default::default(),
+        }
+    }
+
+    /// The database file this store owns (for a remote-only store, `remote:` and the URL).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this store talks to a server instead of a local file.
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// Schema version per home, as found after migration.
@@ -118,8 +172,9 @@ impl Store {
     /// write transaction: every other writer in the process queues behind it.
     pub async fn writer(&self) -> Writer<'_> {
         Writer {
-            conn: self.writer.lock().await,
+            conn: Some(Arc::clone(&self.writer).lock_owned().await),
             written: &self.written,
+            remote: self.remote,
         }
     }
 
@@ -142,41 +197,64 @@ struct WriterConn {
 
 /// The writer connection, held exclusively (see [`Store::writer`]).
 pub struct Writer<'a> {
-    conn: MutexGuard<'a, WriterConn>,
+    /// Always present until drop (taken there to hand a remote rollback to a task).
+    conn: Option<OwnedMutexGuard<WriterConn>>,
     written: &'a tokio::sync::Notify,
+    remote: bool,
+}
+
+impl Writer<'_> {
+    fn held(&self) -> &WriterConn {
+        self.conn.as_ref().expect("present until drop")
+    }
+
+    /// The writer's cached statement for `sql`, usable inside a transaction begun on this
+    /// connection (it is the same connection). Hot write paths use it: preparing an insert
+    /// of every memory column costs more than running it.
+    pub async fn cached(&mut self, sql: &'static str) -> Result<Cached> {
+        let WriterConn { conn, statements } =
+            &mut **self.conn.as_mut().expect("present until drop");
+        statements.get(conn, sql).await
+    }
 }
 
 impl std::ops::Deref for Writer<'_> {
     type Target = Connection;
 
     fn deref(&self) -> &Connection {
-        &self.conn.conn
+        &self.held().conn
+    }
+}
+
+impl WriteTarget for Writer<'_> {
+    fn connection(&self) -> &Connection {
+        &self.held().conn
+    }
+
+    fn is_remote(&self) -> bool {
+        self.remote
     }
 }
 
 impl Drop for Writer<'_> {
     fn drop(&mut self) {
+        if let Some(held) = self.conn.take() {
+            // A remote transaction left open (an error between BEGIN and COMMIT) is rolled
+            // back by a task that keeps the writer until it is done, so the next writer
+            // starts clean and the server's write lock is not held until then.
+            if self.remote && !held.conn.is_autocommit() {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if held.conn.execute("ROLLBACK", ()).await.is_err() {
+                            held.conn.reset().await;
+                        }
+                        drop(held);
+                    });
+                }
+            }
+        }
         self.written.notify_waiters();
     }
-}
-
-impl Writer<'_> {
-    /// The writer's cached statement for `sql`, usable inside a transaction begun on this
-    /// connection (it is the same connection). Hot write paths use it: preparing an insert
-    /// of every memory column costs more than running it.
-    pub async fn cached(&mut self, sql: &'static str) -> Result<Cached> {
-        let WriterConn { conn, statements } = &mut *self.conn;
-        statements.get(conn, sql).await
-    }
-}
-
-/// Starts an immediate (write-locking) transaction: taking the lock up front avoids the
-/// deferred-upgrade deadlock SQLite answers with SQLITE_BUSY. Dropping the returned
-/// transaction without committing rolls it back, so an early `?` return leaves no half batch.
-pub async fn begin_write(conn: &Connection) -> Result<libsql::Transaction> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .await
-        .ctx("beginning write transaction")
 }
 
 impl Error {

@@ -24,13 +24,13 @@ pub(crate) struct ReaderPool {
 }
 
 impl ReaderPool {
-    pub(crate) fn new(conns: Vec<Connection>) -> Self {
+    pub(crate) fn new(conns: Vec<Connection>, remote: bool) -> Self {
         let permits = Semaphore::new(conns.len());
         let conns = conns
             .into_iter()
             .map(|conn| PooledConn {
                 conn,
-                statements: StatementCache::default(),
+                statements: StatementCache::new(remote),
             })
             .collect();
         ReaderPool {

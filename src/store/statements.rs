@@ -5,6 +5,10 @@
 //!
 //! A statement whose LIMIT is a bare parameter is re-prepared by SQLite at every rebinding
 //! (libsql builds SQLite with STAT4): write `LIMIT ?N + 0` in cached SQL.
+//!
+//! On a remote connection nothing is cached: a Hrana statement decides at preparation whether
+//! running it closes the stream (it does outside a transaction), so a statement prepared
+//! outside a transaction and run inside one would end the transaction.
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -22,6 +26,8 @@ const MAX_CACHED: usize = 32;
 #[derive(Default)]
 pub(crate) struct StatementCache {
     statements: HashMap<&'static str, Arc<Entry>>,
+    /// Prepare every statement afresh (remote connections).
+    uncached: bool,
 }
 
 /// A prepared statement and whether a [`Cached`] guard holds it.
@@ -31,9 +37,24 @@ struct Entry {
 }
 
 impl StatementCache {
+    /// A cache for a local connection, or a pass-through for a remote one.
+    pub(crate) fn new(remote: bool) -> Self {
+        StatementCache {
+            statements: HashMap::new(),
+            uncached: remote,
+        }
+    }
+
     /// The statement for `sql` on `conn` (which must be the connection this cache belongs
     /// to), prepared on first use, reset and ready to bind.
     pub(crate) async fn get(&mut self, conn: &Connection, sql: &'static str) -> Result<Cached> {
+        if self.uncached {
+            let statement = conn.prepare(sql).await.ctx("preparing a statement")?;
+            return Ok(Cached(Arc::new(Entry {
+                statement,
+                in_use: AtomicBool::new(true),
+            })));
+        }
         let entry = match self.statements.get(sql) {
             Some(entry) => Arc::clone(entry),
             None => {

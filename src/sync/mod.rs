@@ -16,6 +16,7 @@
 
 mod pull;
 mod push;
+pub(crate) mod remote;
 mod replica;
 mod status;
 pub(crate) mod tables;
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use libsql::params;
 
+pub(crate) use replica::remote_failure;
 pub use replica::{is_replica_file, SyncMode};
 pub use status::{SyncEvent, SyncFailure, SyncReport, SyncState, SyncStatus, SyncTotals};
 
@@ -130,6 +132,8 @@ pub struct SyncService {
     replica_path: PathBuf,
     device_id: String,
     columns: Columns,
+    /// The engine's closure depth, for replaying pulled graph rows.
+    closure_depth: u32,
     status: Mutex<SyncStatus>,
     /// Held for a whole run: no run starts while one runs.
     run: tokio::sync::Mutex<RunState>,
@@ -169,6 +173,7 @@ impl SyncService {
         store: &Store,
         db_path: &Path,
         options: &SyncOptions,
+        closure_depth: u32,
     ) -> Result<SyncService> {
         let url = normalize_url(&options.url)?;
         if options.interval < MIN_INTERVAL || options.interval > Duration::from_secs(86_400) {
@@ -224,6 +229,7 @@ impl SyncService {
             replica_path,
             device_id,
             columns,
+            closure_depth,
             status: Mutex::new(status),
             run: tokio::sync::Mutex::new(RunState {
                 replica: None,
@@ -507,7 +513,10 @@ impl SyncService {
             store,
             replica.conn(),
             &self.columns,
-            now,
+            pull::Apply {
+                now,
+                closure_depth: self.closure_depth,
+            },
             MAX_BATCHES_PER_RUN,
         )
         .await

@@ -5,7 +5,8 @@
 //! per batch, with the pull mark advanced in the same transaction, so a crash mid-pull
 //! re-reads the batch. Keys with local changes still in the outbox are skipped: the local
 //! state wins until it is pushed, and the push's own entry in the server log brings the
-//! merged row back. Rows equal to the local ones are not rewritten.
+//! merged row back. Rows equal to the local ones are not rewritten. Pulled graph rows are
+//! replayed into the device's own graph in the same transaction.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -29,6 +30,15 @@ pub(crate) struct Pulled {
     pub skipped_pending: u64,
 }
 
+/// What applying pulled rows needs from the engine.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Apply {
+    /// The engine clock's now.
+    pub now: i64,
+    /// The engine's closure depth (graph rows are replayed into the graph).
+    pub closure_depth: u32,
+}
+
 /// The server log seq this device has applied up to (`sync_state.pulled_seq`).
 async fn pulled_seq(conn: &Connection) -> Result<i64> {
     tables::query_i64(
@@ -44,7 +54,7 @@ pub(crate) async fn pull(
     store: &Store,
     replica: &Connection,
     columns: &Columns,
-    now: i64,
+    Apply { now, closure_depth }: Apply,
     max_batches: u32,
 ) -> Result<Pulled> {
     let mut pulled = Pulled::default();
@@ -129,6 +139,9 @@ pub(crate) async fn pull(
                 upserted, deleted, ..
             } = tables::apply(&tx, columns, t, &changed, rows, Target::Device, now).await?;
             pulled.rows += upserted + deleted;
+            if tables::is_knowledge(t.name) {
+                crate::graph::knowledge::replay(&tx, t.name, &changed, closure_depth, now).await?;
+            }
             touched.extend(changed.into_iter().map(|k| (t.name, k)));
         }
         // The capture triggers saw these writes; they came from the server, so they must not

@@ -178,16 +178,7 @@ impl Replica {
                     other => other,
                 })?;
         }
-        tables::install_capture(&self.conn).await?;
-        self.conn
-            .execute(
-                "INSERT INTO sync_state(name, value) VALUES ('server_id', ?1)
-                 ON CONFLICT(name) DO NOTHING",
-                [uuid::Uuid::now_v7().to_string()],
-            )
-            .await
-            .ctx("naming the server")?;
-        Ok(())
+        prepare_primary(&self.conn).await
     }
 
     /// The server's main schema version as the replica last saw it (0 for an empty server).
@@ -219,6 +210,20 @@ impl Replica {
         }
         Ok(())
     }
+}
+
+/// Makes a migrated server database a sync primary: capture triggers (so its change log
+/// records every write, pushed or made by a remote-only engine) and its identity.
+pub(crate) async fn prepare_primary(conn: &Connection) -> Result<()> {
+    tables::install_capture(conn).await?;
+    conn.execute(
+        "INSERT INTO sync_state(name, value) VALUES ('server_id', ?1)
+         ON CONFLICT(name) DO NOTHING",
+        [uuid::Uuid::now_v7().to_string()],
+    )
+    .await
+    .ctx("naming the server")?;
+    Ok(())
 }
 
 /// The primary's main schema version and identity (its `sync_state.server_id`), asked over
@@ -329,25 +334,54 @@ pub(crate) fn classify(context: &str, err: libsql::Error, mode: SyncMode) -> Err
     if let libsql::Error::SqliteFailure(..) = err {
         return Error::db(context, err);
     }
+    let text = error_chain(&err);
+    let lower = text.to_lowercase();
+    let message = format!("{context}: {}", crate::text::clip_bytes(&text, 600));
+    if let Some(failure) = transport_failure(&lower, &message) {
+        failure
+    } else if mode == SyncMode::OfflineWrites
+        && ["(404", "404 not found", "pulldb(404"]
+            .iter()
+            .any(|n| lower.contains(n))
+    {
+        Error::SyncUnsupported(format!(
+            "{message} (offline writes need Turso Cloud's sync protocol; use the forwarded mode \
+             with a self-hosted sqld)"
+        ))
+    } else {
+        Error::Sync(message)
+    }
+}
+
+/// A remote statement's failure as an `ENGRAM_SYNC_AUTH` or `ENGRAM_SYNC_UNREACHABLE` error
+/// when the server refused the token or could not be reached (`None` for an error the server
+/// answered, such as a constraint). For remote-only engines, whose every statement is a
+/// request.
+pub(crate) fn remote_failure(context: &str, err: &libsql::Error) -> Option<Error> {
+    let text = error_chain(err);
+    let message = format!("{context}: {}", crate::text::clip_bytes(&text, 600));
+    transport_failure(&text.to_lowercase(), &message)
+}
+
+/// The error and its sources, one message.
+fn error_chain(err: &libsql::Error) -> String {
     let mut text = err.to_string();
-    let mut source = std::error::Error::source(&err);
+    let mut source = std::error::Error::source(err);
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());
         source = s.source();
     }
-    let lower = text.to_lowercase();
-    let message = format!("{context}: {}", crate::text::clip_bytes(&text, 600));
+    text
+}
+
+/// Auth refusals and network failures, read from the lower-cased message chain.
+fn transport_failure(lower: &str, message: &str) -> Option<Error> {
     let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
     // Status codes only where they read as HTTP statuses: bare digits also occur in frame
     // numbers, ports and ids.
-    if AUTH_STATUS.is_match(&lower) || has(&["unauthorized", "unauthenticated", "forbidden"]) {
-        Error::SyncAuth(message)
-    } else if mode == SyncMode::OfflineWrites && has(&["(404", "404 not found", "pulldb(404"]) {
-        Error::SyncUnsupported(format!(
-            "{message} (offline writes need Turso Cloud's sync protocol; use the forwarded mode \
-             with a self-hosted sqld)"
-        ))
+    if AUTH_STATUS.is_match(lower) || has(&["unauthorized", "unauthenticated", "forbidden"]) {
+        Some(Error::SyncAuth(message.to_owned()))
     } else if has(&[
         "connection refused",
         "handshake",
@@ -366,9 +400,9 @@ pub(crate) fn classify(context: &str, err: libsql::Error, mode: SyncMode) -> Err
         "failed to lookup",
         "connectionfailed",
     ]) {
-        Error::SyncUnreachable(message)
+        Some(Error::SyncUnreachable(message.to_owned()))
     } else {
-        Error::Sync(message)
+        None
     }
 }
 

@@ -9,6 +9,8 @@ use serde::Serialize;
 pub enum SyncState {
     /// The engine was opened without `sync`.
     Disabled,
+    /// A remote-only engine: every call reads and writes the server, there is nothing to sync.
+    Remote,
     /// Waiting for the next run; the last one succeeded (or none ran yet).
     Idle,
     /// A run is going.
@@ -79,7 +81,7 @@ pub struct SyncStatus {
     pub state: SyncState,
     /// The server (without credentials), when sync is on.
     pub url: Option<String>,
-    /// `forwarded` | `offline_writes`, when sync is on.
+    /// `forwarded` | `offline_writes` | `remote`, when sync is on.
     pub mode: Option<&'static str>,
     /// This file's device id on the server.
     pub device_id: Option<String>,
@@ -104,6 +106,16 @@ pub struct SyncStatus {
 }
 
 impl SyncStatus {
+    /// The status of a remote-only engine on `url`.
+    pub fn remote(url: &str) -> Self {
+        SyncStatus {
+            state: SyncState::Remote,
+            url: Some(url.to_owned()),
+            mode: Some("remote"),
+            ..SyncStatus::disabled()
+        }
+    }
+
     /// The status of an engine without sync.
     pub fn disabled() -> Self {
         SyncStatus {

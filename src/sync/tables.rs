@@ -49,8 +49,9 @@ const MEMORY_SHAREABLE: &str = "{r}.share_scope != 'personal' AND {r}.redactions
 const VERSION_SHAREABLE: &str = "EXISTS (SELECT 1 FROM memories sm WHERE sm.id = {r}.memory_id \
      AND sm.share_scope != 'personal' AND sm.redactions = 0)";
 
-/// What cannot be recomputed on another device: memories with their history and the
-/// observer's cross-session record. Order matters: a memory is applied before its versions.
+/// What cannot be recomputed on another device: memories with their history, the observer's
+/// cross-session record and the graph's authored nodes and edges. Order matters: a memory is
+/// applied before its versions, a node before its edges.
 /// Everything else (the code index, the structural graph, vectors, vocabularies, links derived
 /// by triggers) is rebuilt on each device from what syncs or from its own files.
 pub(crate) const TABLES: &[SyncedTable] = &[
@@ -99,7 +100,30 @@ pub(crate) const TABLES: &[SyncedTable] = &[
         counters: &[],
         local_columns: &[],
     },
+    // The graph's authored part, by key (src/graph/knowledge.rs): nodes before the edges
+    // between them. A pull replays these into the device's own graph.
+    SyncedTable {
+        name: "knowledge_nodes",
+        key: &["project_id", "key"],
+        shareable: None,
+        merge: Merge::Replace,
+        counters: &[],
+        local_columns: &[],
+    },
+    SyncedTable {
+        name: "knowledge_edges",
+        key: &["project_id", "from_key", "to_key", "kind"],
+        shareable: None,
+        merge: Merge::Replace,
+        counters: &[],
+        local_columns: &[],
+    },
 ];
+
+/// Whether rows of `table` are replayed into the device's graph after a pull.
+pub(crate) fn is_knowledge(table: &str) -> bool {
+    table.starts_with("knowledge_")
+}
 
 /// The declaration of `name`.
 pub(crate) fn table(name: &str) -> Option<&'static SyncedTable> {

@@ -4,6 +4,8 @@
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
+pub mod sqld;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
