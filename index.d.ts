@@ -257,6 +257,64 @@ export declare class Engram {
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
   /**
+   * Feedback on a memory an agent was given: `helpful` raises its confidence by 0.05,
+   * `wrong` lowers it by 0.1 and puts it back in the review queue, `correction` stores the
+   * corrected text as a new user-verified memory that supersedes it (the old one is
+   * forgotten). Every piece of feedback is kept in the memory's `events`.
+   *
+   * ```ts
+   * await memory.feedback(id, { kind: 'correction', correction: 'Sessions last 8 hours', author: 'ana' })
+   * ```
+   */
+  feedback(id: string, input: FeedbackInput): Promise<FeedbackResult>
+  /** The review queue: active memories waiting for a person (`needsReview`), newest first. */
+  reviewQueue(options?: ReviewQueueOptions): Promise<Memory[]>
+  /**
+   * Confirms a memory (after applying `options.patch`, an edit, if given): it leaves the
+   * review queue and counts as verified by a person (`prune` never deletes it).
+   */
+  confirm(id: string, options?: ConfirmOptions): Promise<Memory>
+  /** Rejects a memory in review: it is forgotten, the note's comment becoming the reason. */
+  reject(id: string, note?: EventNote): Promise<Memory>
+  /**
+   * Records that `newer` supersedes `older`: `older` gets `supersededBy` and decays twice
+   * as fast from now on (it is not forgotten). Rejects with `ENGRAM_CYCLE` when `older`
+   * already supersedes `newer`, directly or through a chain.
+   */
+  supersede(older: string, newer: string): Promise<SupersedeResult>
+  /**
+   * Disputes a memory (`note.comment`, the reason, is required). Agents still use it, at
+   * confidence x 0.8, until `resolveDispute`. The thread is in `events(id)`.
+   */
+  dispute(id: string, note: EventNote): Promise<DisputeResult>
+  /** Adds a comment (`note.comment`, required) to a memory's thread. */
+  comment(id: string, note: EventNote): Promise<DisputeResult>
+  /** Resolves a memory's open dispute; rejects with `ENGRAM_CONFLICT` when there is none. */
+  resolveDispute(id: string, note?: EventNote): Promise<DisputeResult>
+  /** A memory's event log, oldest first: feedback, review decisions, its dispute thread. */
+  events(id: string): Promise<MemoryEvent[]>
+  /**
+   * Counts memories as used now, for apps that put memories into a prompt themselves
+   * (`recall` with `trackAccess` does it for what it packs): the access count and last use
+   * move, decay starts over, and every 5th use without a `wrong` or a correction raises the
+   * confidence by 0.05 (to 0.95); the 10th clears `needsReview`. Unknown ids are ignored.
+   */
+  markUsed(ids: string[]): Promise<void>
+  /**
+   * Runs the pruning job: memories unused for three half-lives are forgotten (decisions,
+   * timeless types and pinned memories never expire); memories forgotten longer than the
+   * grace period are deleted for good unless a person verified them; orphan knowledge nodes
+   * and the vectors of forgotten memories go; the keyword index is compacted. Readers are
+   * never blocked (batches of 1,000). Run it when the app chooses (idle time, daily);
+   * aborting `signal` rejects with `ENGRAM_ABORTED` between batches.
+   *
+   * ```ts
+   * const report = await memory.prune({ graceDays: 30 })
+   * console.log(`${report.expired} expired, ${report.deleted} deleted`)
+   * ```
+   */
+  prune(options?: PruneOptions & { signal?: AbortSignal }): Promise<PruneReport>
+  /**
    * The step limit for a task of `baseMaxSteps` planned steps in `options.module` (a
    * directory such as `'src/auth/'`): scaled by the module's measured overrun (the
    * step-overrun signal's mean ratio of steps run to steps planned, once 3 finalized
@@ -589,6 +647,18 @@ export interface CodeSearchOptions {
   limit?: number
 }
 
+/** Options of `confirm`. */
+export interface ConfirmOptions {
+  /** An edit applied with the confirmation (one new version). */
+  patch?: MemoryPatch
+  /** Why, in words. */
+  comment?: string
+  /** Who. */
+  author?: string
+  /** The session. */
+  sessionId?: string
+}
+
 /**
  * Where `installModel` puts the model by default (`null` when the platform has no per-user
  * cache directory and `ENGRAM_CACHE_DIR` is unset).
@@ -647,6 +717,14 @@ export interface DerivedSummary {
 export interface DeriveOptions {
   /** Module keys to ask about (default: every module). */
   modules?: Array<string>
+}
+
+/** What `dispute`, `comment` or `resolveDispute` did. */
+export interface DisputeResult {
+  /** The memory as it is now. */
+  memory: Memory
+  /** The event recorded. */
+  event: MemoryEvent
 }
 
 /** An early trigger that fired: its signal is promoted without waiting for other sessions. */
@@ -808,6 +886,43 @@ export interface EmbedReport {
 
 /** Every `code` an engram error can carry. Branch on `err.code`, never on the message. */
 export type ErrorCode = 'ENGRAM_CLOSED' | 'ENGRAM_INVALID_ARG' | 'ENGRAM_NOT_FOUND' | 'ENGRAM_CONFLICT' | 'ENGRAM_CYCLE' | 'ENGRAM_SQLITE_BUSY' | 'ENGRAM_CORRUPT' | 'ENGRAM_SCHEMA_TOO_NEW' | 'ENGRAM_IO' | 'ENGRAM_DB' | 'ENGRAM_ABORTED' | 'ENGRAM_CALLBACK' | 'ENGRAM_MODEL_UNAVAILABLE' | 'ENGRAM_EMBEDDING' | 'ENGRAM_RERANK' | 'ENGRAM_SYNC_UNREACHABLE' | 'ENGRAM_SYNC_AUTH' | 'ENGRAM_SYNC_CONFIG' | 'ENGRAM_SYNC_UNSUPPORTED' | 'ENGRAM_SYNC' | 'ENGRAM_INTERNAL'
+
+/** Who says something about a memory, in which session, with what words. */
+export interface EventNote {
+  /** Free text: a reason, a comment (privacy-filtered like memory content). */
+  comment?: string
+  /** Who (a user name, an agent id). */
+  author?: string
+  /** The session it happens in. */
+  sessionId?: string
+}
+
+/** Feedback on a memory an agent was given. */
+export interface FeedbackInput {
+  /**
+   * `helpful` (+0.05 confidence), `wrong` (-0.1, flagged for review) or `correction` (the
+   * `correction` text becomes a new memory that supersedes this one, which is forgotten).
+   */
+  kind: 'helpful' | 'wrong' | 'correction'
+  /** The corrected text (required with `correction`). */
+  correction?: string
+  /** Why, in words. */
+  comment?: string
+  /** Who. */
+  author?: string
+  /** The session. */
+  sessionId?: string
+}
+
+/** What `feedback` did. */
+export interface FeedbackResult {
+  /** The memory the feedback was about, as it is now. */
+  memory: Memory
+  /** For a correction: the new memory that supersedes it. */
+  correction?: Memory
+  /** The event recorded. */
+  event: MemoryEvent
+}
 
 /** A file `index()` skipped or degraded. */
 export interface FileProblem {
@@ -1145,6 +1260,8 @@ export interface ListFilter {
   scopes?: Array<MemoryScope>
   /** Only these sources. */
   sources?: Array<MemorySource>
+  /** Only these share scopes (personal, project, team, organization). */
+  shareScopes?: Array<ShareScope>
   /** At least one of these tags. */
   tags?: Array<string>
   /** Related to this file (relative to the project root). */
@@ -1243,6 +1360,40 @@ export interface Memory {
   metadata: Record<string, unknown>
   /** Patterns that make `recall()` put it first (lower case). */
   triggers: Array<string>
+  /** The memory that replaces this one (it decays twice as fast meanwhile). */
+  supersededBy?: string
+  /**
+   * When a team member disputed it (ms); absent when not disputed. A disputed memory is
+   * used at confidence x 0.8.
+   */
+  disputedAt?: number
+  /** Times feedback called it helpful. */
+  helpfulCount: number
+  /** Times feedback called it wrong. */
+  wrongCount: number
+  /**
+   * Uses since it was last called wrong or corrected: every 5th raises its confidence by
+   * 0.05 (to 0.95), the 10th clears `needsReview`.
+   */
+  uncorrectedUses: number
+}
+
+/** One entry of a memory's event log. */
+export interface MemoryEvent {
+  /** UUIDv7. */
+  id: string
+  /** The memory it is about. */
+  memoryId: string
+  /** What happened. */
+  kind: 'helpful' | 'wrong' | 'correction' | 'confirm' | 'reject' | 'dispute' | 'comment' | 'resolve'
+  /** The session. */
+  sessionId?: string
+  /** Who. */
+  author?: string
+  /** The words (for a correction: the corrected text). */
+  comment?: string
+  /** When (ms since epoch). */
+  createdAt: number
 }
 
 /**
@@ -1474,6 +1625,34 @@ export interface OpenOptions {
   sync?: SyncOptions
 }
 
+/** Options of `prune` (besides `signal`). */
+export interface PruneOptions {
+  /** Days a forgotten memory, or an orphan node, is kept before deletion (default 30). */
+  graceDays?: number
+  /** Count what would be done, change nothing. */
+  dryRun?: boolean
+}
+
+/** What a `prune` run did (or, dry, would do). */
+export interface PruneReport {
+  /** Memories forgotten because they were unused for three half-lives. */
+  expired: number
+  /** Forgotten memories past the grace period, deleted for good. */
+  deleted: number
+  /** Forgotten memories past the grace period kept because a person verified them. */
+  keptVerified: number
+  /** Orphan knowledge nodes (agent or LLM made, no edges, no memories) deleted. */
+  orphanNodes: number
+  /** Vectors of forgotten memories evicted. */
+  vectorsEvicted: number
+  /** Whether the keyword index was compacted. */
+  compacted: boolean
+  /** Whether this was a dry run. */
+  dryRun: boolean
+  /** Wall time in milliseconds. */
+  durationMs: number
+}
+
 /** A node reached from a start node. */
 export interface ReachedNode {
   /** The node. */
@@ -1512,6 +1691,8 @@ export interface RecallFilters {
   types?: Array<MemoryType>
   /** Memories in these scopes only. */
   scopes?: Array<MemoryScope>
+  /** Memories in these share scopes only (personal, project, team, organization). */
+  shareScopes?: Array<ShareScope>
   /**
    * Chunks in these files or directories, memories related to a file in them (relative to
    * the project root, or absolute inside it).
@@ -1829,6 +2010,14 @@ export interface RerankerOptions {
   rerank?: (query: string, documents: string[]) => number[] | Promise<number[]>
 }
 
+/** Paging of `reviewQueue`. */
+export interface ReviewQueueOptions {
+  /** Page size, 1..1000 (default 50). */
+  limit?: number
+  /** Rows to skip. */
+  offset?: number
+}
+
 /** One search result. */
 export interface SearchHit {
   /** The memory. */
@@ -1861,6 +2050,8 @@ export interface SearchOptions {
   scopes?: Array<MemoryScope>
   /** Only these sources. */
   sources?: Array<MemorySource>
+  /** Only these share scopes (personal, project, team, organization). */
+  shareScopes?: Array<ShareScope>
   /** At least one of these tags. */
   tags?: Array<string>
   /** Related to this file. */
@@ -2034,6 +2225,14 @@ export interface Subgraph {
   edges: Array<GraphEdge>
   /** True when `limit` cut the result. */
   truncated: boolean
+}
+
+/** The two memories of `supersede`, as they are now. */
+export interface SupersedeResult {
+  /** The superseded memory (`supersededBy` set). */
+  older: Memory
+  /** The memory that supersedes it (a `supersedes` relation added). */
+  newer: Memory
 }
 
 /** What a sync listener receives after every sync, from the loop or from `sync()`. */

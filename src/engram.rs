@@ -501,7 +501,7 @@ impl Engram {
 
     /// With `auto_embed`, starts a background embedding run for this project (or asks the one
     /// going to run once more). The run stops early when no handle on the engine is left.
-    fn schedule_embedding(&self) {
+    pub(crate) fn schedule_embedding(&self) {
         let Some(auto) = self.engine.auto_embed.as_ref() else {
             return;
         };

@@ -14,6 +14,7 @@ pub mod engine;
 mod engram;
 pub mod error;
 pub mod graph;
+pub mod lifecycle;
 pub mod memory;
 pub mod observer;
 pub mod retrieval;

@@ -25,8 +25,8 @@ pub use write::Remembered;
 pub(crate) use read::{attached_to_files, get, get_many, history, list, stats, triggered};
 pub(crate) use search::{document_frequency, search};
 pub(crate) use write::{
-    archive_as_duplicate, forget, prepare_batch, remember_in, remember_many, rollback, touch,
-    update,
+    archive_as_duplicate, change_in, forget, load, prepare_batch, prepare_patch, remember_in,
+    remember_many, rollback, touch, update,
 };
 
 use std::path::Path;
@@ -45,7 +45,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn validator(&self) -> input::Validator<'_> {
+    pub(crate) fn validator(&self) -> input::Validator<'_> {
         input::Validator {
             limits: self.limits,
             project_root: self.project_root,

@@ -6,8 +6,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-
 /// Declares a string-valued enum with `as_str`, `parse` and the list of accepted values.
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
@@ -27,10 +25,10 @@ macro_rules! string_enum {
             }
 
             /// Parses the string form, or fails with `ENGRAM_INVALID_ARG` listing what is accepted.
-            pub fn parse(s: &str) -> Result<Self> {
+            pub fn parse(s: &str) -> $crate::error::Result<Self> {
                 match s {
                     $($text => Ok($name::$variant),)+
-                    other => Err(Error::invalid(format!(
+                    other => Err($crate::error::Error::invalid(format!(
                         "unknown {} {:?}; expected one of: {}",
                         $what,
                         other,
@@ -262,6 +260,23 @@ pub struct Memory {
     /// "never log with println!" or "never commit .env files".
     #[serde(default)]
     pub triggers: Vec<String>,
+    /// The memory that replaces this one (it decays twice as fast while it stays).
+    #[serde(default)]
+    pub superseded_by: Option<String>,
+    /// When a team member disputed it (ms); `None` when not disputed. A disputed memory is
+    /// still used, at its confidence x 0.8.
+    #[serde(default)]
+    pub disputed_at: Option<i64>,
+    /// Times feedback called it helpful.
+    #[serde(default)]
+    pub helpful_count: u32,
+    /// Times feedback called it wrong.
+    #[serde(default)]
+    pub wrong_count: u32,
+    /// Uses by recall since it was last called wrong or corrected (every 5th raises its
+    /// confidence by 0.05, the 10th clears `needs_review`).
+    #[serde(default)]
+    pub uncorrected_uses: u32,
 }
 
 /// The text a memory is embedded as: its files, first module and type, a blank line, then its
@@ -294,7 +309,8 @@ pub(crate) fn sample(memory_type: MemoryType, content: &str) -> Memory {
         "provenanceSessionIds": [], "impactedNodeIds": [], "relations": [],
         "needsReview": false, "userVerified": false, "pinned": false, "deprecated": false,
         "redactions": 0, "reinforceCount": 0, "accessCount": 0, "createdAt": 0,
-        "updatedAt": 0, "lastAccessedAt": 0, "version": 1, "metadata": {}, "triggers": []
+        "updatedAt": 0, "lastAccessedAt": 0, "version": 1, "metadata": {}, "triggers": [],
+        "helpfulCount": 0, "wrongCount": 0, "uncorrectedUses": 0
     });
     serde_json::from_value(json).expect("a memory")
 }

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use libsql::{params, params_from_iter, Value};
 
-use super::model::{Memory, MemoryScope, MemorySource, MemoryType};
+use super::model::{Memory, MemoryScope, MemorySource, MemoryType, ShareScope};
 use super::rows::{from_row, SELECT_BY_ID, SELECT_M};
 use super::Ctx;
 use crate::error::{DbContext, Error, Result};
@@ -20,6 +20,8 @@ pub struct ListFilter {
     pub scopes: Vec<MemoryScope>,
     /// Only these sources.
     pub sources: Vec<MemorySource>,
+    /// Only these share scopes (personal, project, team, organization).
+    pub share_scopes: Vec<ShareScope>,
     /// Memories carrying at least one of these tags.
     pub tags: Vec<String>,
     /// Memories related to this file (path relative to the project root).
@@ -151,6 +153,16 @@ pub(crate) fn push_filters(filter: &ListFilter, sql: &mut String, args: &mut Vec
         args,
         "m.scope",
         filter.scopes.iter().map(|t| text(t.as_str())).collect(),
+    );
+    any_of(
+        sql,
+        args,
+        "m.share_scope",
+        filter
+            .share_scopes
+            .iter()
+            .map(|t| text(t.as_str()))
+            .collect(),
     );
     any_of(
         sql,

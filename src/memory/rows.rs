@@ -48,6 +48,11 @@ const COLUMNS: &[&str] = &[
     "version",
     "metadata",
     "triggers",
+    "superseded_by",
+    "disputed_at",
+    "helpful_count",
+    "wrong_count",
+    "uncorrected_uses",
 ];
 
 /// `m.id, m.project_id, ...` for queries that alias `memories` as `m`.
@@ -148,6 +153,11 @@ pub(crate) fn to_params(m: &Memory, content_hash: &str) -> Vec<Value> {
         Value::Integer(m.version as i64),
         json(&m.metadata),
         json(&m.triggers),
+        opt_text(&m.superseded_by),
+        opt_int(m.disputed_at),
+        Value::Integer(m.helpful_count as i64),
+        Value::Integer(m.wrong_count as i64),
+        Value::Integer(m.uncorrected_uses as i64),
         Value::Text(content_hash.to_owned()),
     ]
 }
@@ -206,6 +216,11 @@ pub(crate) fn from_row(row: &Row) -> Result<Memory> {
         version: int(next()?)? as u32,
         metadata: parse_json(next()?)?,
         triggers: parse_json(next()?)?,
+        superseded_by: opt(next()?)?,
+        disputed_at: opt_i64(next()?)?,
+        helpful_count: int(next()?)? as u32,
+        wrong_count: int(next()?)? as u32,
+        uncorrected_uses: int(next()?)? as u32,
     })
 }
 

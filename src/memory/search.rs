@@ -187,6 +187,7 @@ fn is_broad(f: &ListFilter) -> bool {
     f.types.is_empty()
         && f.scopes.is_empty()
         && f.sources.is_empty()
+        && f.share_scopes.is_empty()
         && f.tags.is_empty()
         && f.related_file.is_none()
         && f.needs_review.is_none()

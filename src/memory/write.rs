@@ -17,6 +17,15 @@ use crate::store::{begin_write, WriteTx, Writer};
 /// How much a duplicate raises the existing memory's confidence (capped at 1.0).
 pub const REINFORCE_BOOST: f64 = 0.05;
 
+/// Uncorrected uses between two trust raises (see [`touch`]).
+pub const TRUST_USES: i64 = 5;
+/// How much each raise adds to the stored confidence.
+pub const TRUST_BOOST: f64 = 0.05;
+/// The raises stop at this confidence.
+pub const TRUST_CAP: f64 = 0.95;
+/// Uncorrected uses after which a memory no longer waits for review.
+pub const REVIEW_CLEARING_USES: i64 = 10;
+
 /// The result of `remember`: the stored memory and whether it was new.
 #[derive(Debug, Clone)]
 pub struct Remembered {
@@ -88,6 +97,11 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
         version: 1,
         metadata,
         triggers,
+        superseded_by: None,
+        disputed_at: None,
+        helpful_count: 0,
+        wrong_count: 0,
+        uncorrected_uses: 0,
     };
     Ok(Prepared { memory, hash })
 }
@@ -204,6 +218,7 @@ pub(crate) async fn remember_in(
     drop(find);
     drop(insert);
     index_for_search(conn, &mut unindexed).await?;
+    crate::lifecycle::links::after_insert(ctx, tx, &mut out).await?;
     Ok(out)
 }
 
@@ -262,7 +277,7 @@ fn reinforce(ctx: &Ctx<'_>, old: &Memory, new: Memory, now: i64) -> Memory {
 }
 
 /// Loads one memory of this project inside a transaction.
-async fn load(ctx: &Ctx<'_>, conn: &Connection, id: &str) -> Result<Memory> {
+pub(crate) async fn load(ctx: &Ctx<'_>, conn: &Connection, id: &str) -> Result<Memory> {
     let mut found = conn
         .query(&SELECT_BY_ID, params![id, ctx.project_id])
         .await
@@ -339,6 +354,22 @@ pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Resul
     if patch.is_empty() {
         return Err(Error::invalid("update needs at least one field to change"));
     }
+    // Validate everything before taking the writer.
+    let apply = prepare_patch(ctx, patch)?;
+    let conn = ctx.store.writer().await;
+    let tx = begin_write(&conn).await?;
+    let (m, changed) = change_in(ctx, &tx, id, "update", apply).await?;
+    if changed {
+        tx.commit().await.ctx("committing update")?;
+    }
+    Ok(m)
+}
+
+/// Validates a patch (the privacy filter included) into the change it makes to a memory.
+pub(crate) fn prepare_patch(
+    ctx: &Ctx<'_>,
+    patch: MemoryPatch,
+) -> Result<impl FnOnce(&mut Memory) + Send + 'static> {
     let v = ctx.validator();
     // Validate everything before taking the writer.
     let content = patch.content.as_deref().map(|c| v.content(c)).transpose()?;
@@ -406,112 +437,133 @@ pub(crate) async fn update(ctx: &Ctx<'_>, id: &str, patch: MemoryPatch) -> Resul
         .map(|s| v.opt_id("targetNodeId", Some(s)))
         .transpose()?;
 
-    let now = ctx.clock.now_ms();
-    let conn = ctx.store.writer().await;
-    let tx = begin_write(&conn).await?;
-    let old = load(ctx, &tx, id).await?;
+    Ok(move |m: &mut Memory| {
+        if let Some(t) = patch.memory_type {
+            m.memory_type = t;
+        }
+        if let Some(c) = content {
+            m.redactions += c.count;
+            m.content = c.text;
+        }
+        if let Some((t, r)) = tags {
+            m.tags = t;
+            m.redactions += r;
+        }
+        if let Some((f, r)) = files {
+            m.related_files = f;
+            m.redactions += r;
+        }
+        if let Some((mods, r)) = modules {
+            m.related_modules = mods;
+            m.redactions += r;
+        }
+        if let Some((ids, _)) = impacted {
+            m.impacted_node_ids = ids;
+        }
+        if let Some(r) = relations {
+            m.relations = r;
+        }
+        if let Some(c) = confidence {
+            m.confidence = c;
+        }
+        if let Some(h) = half_life {
+            m.decay_half_life_days = Some(h);
+        }
+        if let Some((c, r)) = citation {
+            m.citation_text = c;
+            m.redactions += r;
+        }
+        if let Some((t, r)) = triggers {
+            m.triggers = t;
+            m.redactions += r;
+        }
+        if let Some((meta, r)) = metadata {
+            m.metadata = meta;
+            m.redactions += r;
+        }
+        if let Some(s) = patch.scope {
+            m.scope = s;
+        }
+        if let Some(s) = patch.share_scope {
+            m.share_scope = s;
+        }
+        if let Some(c) = commit_sha {
+            m.commit_sha = c;
+        }
+        if let Some(mth) = methodology {
+            m.methodology = mth;
+        }
+        if let Some(t) = target {
+            m.target_node_id = t;
+        }
+        if let Some(b) = patch.needs_review {
+            m.needs_review = b;
+        }
+        if let Some(b) = patch.user_verified {
+            m.user_verified = b;
+        }
+        if let Some(b) = patch.pinned {
+            m.pinned = b;
+        }
+    })
+}
+
+/// Makes one versioned change to a memory of the project inside the caller's transaction:
+/// `apply` edits a copy; if anything changed, the old state becomes a version ended by
+/// `ended_by` and the new one is written (uniqueness checked). Returns the memory as it is now
+/// and whether it changed.
+pub(crate) async fn change_in(
+    ctx: &Ctx<'_>,
+    tx: &WriteTx,
+    id: &str,
+    ended_by: &str,
+    apply: impl FnOnce(&mut Memory),
+) -> Result<(Memory, bool)> {
+    let old = load(ctx, tx, id).await?;
     let mut m = old.clone();
-    if let Some(t) = patch.memory_type {
-        m.memory_type = t;
-    }
-    if let Some(c) = content {
-        m.redactions += c.count;
-        m.content = c.text;
-    }
-    if let Some((t, r)) = tags {
-        m.tags = t;
-        m.redactions += r;
-    }
-    if let Some((f, r)) = files {
-        m.related_files = f;
-        m.redactions += r;
-    }
-    if let Some((mods, r)) = modules {
-        m.related_modules = mods;
-        m.redactions += r;
-    }
-    if let Some((ids, _)) = impacted {
-        m.impacted_node_ids = ids;
-    }
-    if let Some(r) = relations {
-        m.relations = r;
-    }
-    if let Some(c) = confidence {
-        m.confidence = c;
-    }
-    if let Some(h) = half_life {
-        m.decay_half_life_days = Some(h);
-    }
-    if let Some((c, r)) = citation {
-        m.citation_text = c;
-        m.redactions += r;
-    }
-    if let Some((t, r)) = triggers {
-        m.triggers = t;
-        m.redactions += r;
-    }
-    if let Some((meta, r)) = metadata {
-        m.metadata = meta;
-        m.redactions += r;
-    }
-    if let Some(s) = patch.scope {
-        m.scope = s;
-    }
-    if let Some(s) = patch.share_scope {
-        m.share_scope = s;
-    }
-    if let Some(c) = commit_sha {
-        m.commit_sha = c;
-    }
-    if let Some(mth) = methodology {
-        m.methodology = mth;
-    }
-    if let Some(t) = target {
-        m.target_node_id = t;
-    }
-    if let Some(b) = patch.needs_review {
-        m.needs_review = b;
-    }
-    if let Some(b) = patch.user_verified {
-        m.user_verified = b;
-    }
-    if let Some(b) = patch.pinned {
-        m.pinned = b;
-    }
+    apply(&mut m);
     if m == old {
         // Nothing actually changed: no new version.
-        return Ok(old);
+        return Ok((old, false));
     }
     m.version = old.version + 1;
-    m.updated_at = now;
-    ensure_unique(&tx, &m).await?;
-    save_version(&tx, &old, "update", now).await?;
-    write_row(&tx, &m).await?;
-    tx.commit().await.ctx("committing update")?;
-    Ok(m)
+    m.updated_at = ctx.clock.now_ms();
+    ensure_unique(tx, &m).await?;
+    save_version(tx, &old, ended_by, m.updated_at).await?;
+    write_row(tx, &m).await?;
+    Ok((m, true))
 }
 
 /// Archives a memory: it leaves search and `list` (unless asked for) but stays for audit and
 /// rollback. Forgetting a forgotten memory changes nothing.
 pub(crate) async fn forget(ctx: &Ctx<'_>, id: &str, reason: Option<String>) -> Result<Memory> {
     let reason = ctx.validator().opt_id("reason", reason.as_deref())?;
-    let now = ctx.clock.now_ms();
     let conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
-    let old = load(ctx, &tx, id).await?;
-    if old.deprecated {
-        return Ok(old);
+    let (m, changed) = forget_in(ctx, &tx, id, reason, "forget").await?;
+    if changed {
+        tx.commit().await.ctx("committing forget")?;
     }
-    let mut m = old.clone();
-    m.deprecated = true;
-    m.deprecated_at = Some(now);
-    m.deprecated_reason = reason;
-    m.version += 1;
-    m.updated_at = now;
-    save_version(&tx, &old, "forget", now).await?;
-    write_row(&tx, &m).await?;
-    tx.commit().await.ctx("committing forget")?;
     Ok(m)
+}
+
+/// [`forget`] inside the caller's transaction, recorded as ended by `ended_by`.
+pub(crate) async fn forget_in(
+    ctx: &Ctx<'_>,
+    tx: &WriteTx,
+    id: &str,
+    reason: Option<String>,
+    ended_by: &str,
+) -> Result<(Memory, bool)> {
+    let now = ctx.clock.now_ms();
+    change_in(ctx, tx, id, ended_by, |m| {
+        if !m.deprecated {
+            m.deprecated = true;
+            m.deprecated_at = Some(now);
+            m.deprecated_reason = reason;
+        }
+    })
+    .await
 }
 
 /// Archives the active memory `holder` because `winner`, arriving from the sync server with the
@@ -548,6 +600,10 @@ pub(crate) async fn archive_as_duplicate(
 /// Counts the memories `ids` of the project as used now (access count + 1, last access):
 /// recall does this for what it put into an agent's context. Not a versioned change, and not
 /// a text change, so neither history nor the search index is touched.
+///
+/// Use is also a trust signal (seed 003 section 18): every [`TRUST_USES`]th use since the
+/// memory was last called wrong or corrected raises its confidence by [`TRUST_BOOST`] (to
+/// [`TRUST_CAP`] at most), and the [`REVIEW_CLEARING_USES`]th clears `needs_review`.
 pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
@@ -556,10 +612,24 @@ pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String]) -> Result<()> {
     let ids = serde_json::to_string(ids).map_err(|e| Error::Internal(e.to_string()))?;
     let conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
+    // SQLite evaluates every SET expression on the old row, so `uncorrected_uses + 1` is
+    // the count after this use throughout.
     tx.execute(
-        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?2
+        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?2,
+           uncorrected_uses = uncorrected_uses + 1,
+           confidence = CASE WHEN (uncorrected_uses + 1) % ?4 = 0 AND confidence < ?6
+             THEN min(?6, confidence + ?5) ELSE confidence END,
+           needs_review = CASE WHEN uncorrected_uses + 1 >= ?7 THEN 0 ELSE needs_review END
          WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?3))",
-        params![ctx.project_id, now, ids],
+        params![
+            ctx.project_id,
+            now,
+            ids,
+            TRUST_USES,
+            TRUST_BOOST,
+            TRUST_CAP,
+            REVIEW_CLEARING_USES
+        ],
     )
     .await
     .ctx("recording access")?;

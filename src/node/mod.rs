@@ -29,6 +29,8 @@ mod error;
 mod graph_class;
 mod graph_types;
 mod json;
+mod lifecycle;
+mod lifecycle_types;
 mod observer;
 mod recall;
 mod rerank_options;

@@ -8,7 +8,7 @@ use super::args::{optional_object, required, required_object};
 use super::class::Engram;
 use super::code_types::CodeChunk;
 use super::json::{promise_json, JsonText};
-use super::types::{Memory, MemoryScope, MemoryType};
+use super::types::{Memory, MemoryScope, MemoryType, ShareScope};
 use crate::error::Error as CoreError;
 use crate::retrieval::injection::{StepContext as CoreStepContext, ToolCall};
 use crate::retrieval::recall as core;
@@ -26,6 +26,8 @@ pub struct RecallFilters {
     pub types: Option<Vec<MemoryType>>,
     /// Memories in these scopes only.
     pub scopes: Option<Vec<MemoryScope>>,
+    /// Memories in these share scopes only (personal, project, team, organization).
+    pub share_scopes: Option<Vec<ShareScope>>,
     /// Chunks in these files or directories, memories related to a file in them (relative to
     /// the project root, or absolute inside it).
     pub files: Option<Vec<String>>,
@@ -300,6 +302,12 @@ fn request(
                 .collect(),
             scopes: f
                 .scopes
+                .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect(),
+            share_scopes: f
+                .share_scopes
                 .unwrap_or_default()
                 .into_iter()
                 .map(Into::into)

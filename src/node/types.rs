@@ -405,6 +405,20 @@ pub struct Memory {
     pub metadata: Json,
     /// Patterns that make `recall()` put it first (lower case).
     pub triggers: Vec<String>,
+    /// The memory that replaces this one (it decays twice as fast meanwhile).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// When a team member disputed it (ms); absent when not disputed. A disputed memory is
+    /// used at confidence x 0.8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disputed_at: Option<i64>,
+    /// Times feedback called it helpful.
+    pub helpful_count: u32,
+    /// Times feedback called it wrong.
+    pub wrong_count: u32,
+    /// Uses since it was last called wrong or corrected: every 5th raises its confidence by
+    /// 0.05 (to 0.95), the 10th clears `needsReview`.
+    pub uncorrected_uses: u32,
 }
 
 /// Result of `remember`.
@@ -428,6 +442,8 @@ pub struct ListFilter {
     pub scopes: Option<Vec<MemoryScope>>,
     /// Only these sources.
     pub sources: Option<Vec<MemorySource>>,
+    /// Only these share scopes (personal, project, team, organization).
+    pub share_scopes: Option<Vec<ShareScope>>,
     /// At least one of these tags.
     pub tags: Option<Vec<String>>,
     /// Related to this file (relative to the project root).
@@ -465,6 +481,8 @@ pub struct SearchOptions {
     pub scopes: Option<Vec<MemoryScope>>,
     /// Only these sources.
     pub sources: Option<Vec<MemorySource>>,
+    /// Only these share scopes (personal, project, team, organization).
+    pub share_scopes: Option<Vec<ShareScope>>,
     /// At least one of these tags.
     pub tags: Option<Vec<String>>,
     /// Related to this file.
@@ -673,6 +691,11 @@ impl From<core::Memory> for Memory {
             version: m.version,
             metadata: m.metadata,
             triggers: m.triggers,
+            superseded_by: m.superseded_by,
+            disputed_at: m.disputed_at,
+            helpful_count: m.helpful_count,
+            wrong_count: m.wrong_count,
+            uncorrected_uses: m.uncorrected_uses,
         }
     }
 }
@@ -693,6 +716,7 @@ impl ListFilter {
             types: list(self.types),
             scopes: list(self.scopes),
             sources: list(self.sources),
+            share_scopes: list(self.share_scopes),
             tags: self.tags.unwrap_or_default(),
             related_file: self.related_file,
             needs_review: self.needs_review,
@@ -727,6 +751,7 @@ impl SearchOptions {
                 types: list(self.types),
                 scopes: list(self.scopes),
                 sources: list(self.sources),
+                share_scopes: list(self.share_scopes),
                 tags: self.tags.unwrap_or_default(),
                 related_file: self.related_file,
                 min_confidence: self.min_confidence,

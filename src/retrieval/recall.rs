@@ -502,6 +502,7 @@ async fn keyword_lists(
             filter: ListFilter {
                 types: filters.types.clone(),
                 scopes: filters.scopes.clone(),
+                share_scopes: filters.share_scopes.clone(),
                 // Stored confidence bounds the decayed one from above: a safe pre-filter.
                 min_confidence: filters.min_confidence,
                 ..ListFilter::default()
@@ -826,6 +827,7 @@ fn memory_passes(m: &Memory, filters: &RecallFilters, now: i64) -> bool {
         && (filters.include_stale || m.stale_at.is_none())
         && (filters.types.is_empty() || filters.types.contains(&m.memory_type))
         && (filters.scopes.is_empty() || filters.scopes.contains(&m.scope))
+        && (filters.share_scopes.is_empty() || filters.share_scopes.contains(&m.share_scope))
         && filters
             .min_confidence
             .is_none_or(|min| current_confidence(m, now) >= min)

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::scoring::Phase;
 use crate::error::{Error, Result};
 use crate::memory::input::confine_path;
-use crate::memory::{MemoryScope, MemoryType};
+use crate::memory::{MemoryScope, MemoryType, ShareScope};
 use crate::vector::ItemKind;
 
 /// Items returned when the request names no limit.
@@ -58,6 +58,8 @@ pub struct RecallFilters {
     pub types: Vec<MemoryType>,
     /// Memories in these scopes only.
     pub scopes: Vec<MemoryScope>,
+    /// Memories in these share scopes only (personal, project, team, organization).
+    pub share_scopes: Vec<ShareScope>,
     /// Chunks in these files or directories, memories related to a file in them.
     pub files: Vec<String>,
     /// Chunks under these module directories (`src/auth/`), memories naming one of them or

@@ -103,38 +103,8 @@ pub fn source_trust(source: MemorySource) -> f64 {
     }
 }
 
-/// Days for the confidence of an unused memory of this type to halve (the seed's table);
-/// `None`: it does not decay (decisions, preferences, patterns, requirements...).
-pub fn default_half_life_days(memory_type: MemoryType) -> Option<f64> {
-    use MemoryType as T;
-    match memory_type {
-        T::WorkState => Some(7.0),
-        T::E2eObservation => Some(30.0),
-        T::ErrorPattern | T::Gotcha => Some(60.0),
-        T::ModuleInsight | T::DeadEnd => Some(90.0),
-        T::CausalDependency | T::WorkflowRecipe => Some(120.0),
-        T::TaskCalibration => Some(180.0),
-        _ => None,
-    }
-}
-
-const DAY_MS: f64 = 86_400_000.0;
-
-/// The confidence a memory has now: its stored confidence halved per half-life since it was
-/// last used (created or returned by recall). Pinned memories and types without a half-life keep
-/// theirs; a memory's own `decay_half_life_days` overrides its type's.
-pub fn current_confidence(memory: &Memory, now_ms: i64) -> f64 {
-    let half_life = memory
-        .decay_half_life_days
-        .or_else(|| default_half_life_days(memory.memory_type));
-    match half_life {
-        Some(days) if !memory.pinned && days > 0.0 => {
-            let idle = ((now_ms - memory.last_accessed_at).max(0) as f64) / DAY_MS;
-            memory.confidence * 0.5f64.powf(idle / days)
-        }
-        _ => memory.confidence,
-    }
-}
+use crate::lifecycle::decay::DAY_MS;
+pub use crate::lifecycle::decay::{current_confidence, default_half_life_days};
 
 /// The confidence a memory is stored with unless told otherwise: the factor's 1.
 pub const DEFAULT_CONFIDENCE: f64 = 0.8;
@@ -176,27 +146,6 @@ mod tests {
         m.confidence = confidence;
         m.last_accessed_at = last_accessed_at;
         m
-    }
-
-    #[test]
-    fn confidence_halves_per_half_life_unless_pinned_or_timeless() {
-        let day = DAY_MS as i64;
-        let gotcha = memory(MemoryType::Gotcha, 0.8, 0);
-        assert!((current_confidence(&gotcha, 60 * day) - 0.4).abs() < 1e-9);
-        assert!((current_confidence(&gotcha, 120 * day) - 0.2).abs() < 1e-9);
-        assert_eq!(
-            current_confidence(&gotcha, -5),
-            0.8,
-            "a clock behind is no decay"
-        );
-        let mut pinned = gotcha.clone();
-        pinned.pinned = true;
-        assert_eq!(current_confidence(&pinned, 600 * day), 0.8);
-        let decision = memory(MemoryType::Decision, 0.9, 0);
-        assert_eq!(current_confidence(&decision, 6000 * day), 0.9);
-        let mut own = gotcha;
-        own.decay_half_life_days = Some(1.0);
-        assert!((current_confidence(&own, day) - 0.4).abs() < 1e-9);
     }
 
     #[test]

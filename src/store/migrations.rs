@@ -116,6 +116,11 @@ const MAIN: &[Migration] = &[
         name: "knowledge",
         sql: include_str!("sql/main/011_knowledge.sql"),
     },
+    Migration {
+        version: 12,
+        name: "lifecycle",
+        sql: include_str!("sql/main/012_lifecycle.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[

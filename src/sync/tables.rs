@@ -71,6 +71,16 @@ pub(crate) const TABLES: &[SyncedTable] = &[
         counters: &[],
         local_columns: &[],
     },
+    // Feedback, review decisions and dispute threads (src/lifecycle/events.rs): they follow
+    // their memory's shareability.
+    SyncedTable {
+        name: "memory_events",
+        key: &["id"],
+        shareable: Some(VERSION_SHAREABLE),
+        merge: Merge::Replace,
+        counters: &[],
+        local_columns: &[],
+    },
     SyncedTable {
         name: "observer_signal_counts",
         key: &["project_id", "signal", "key"],
@@ -216,17 +226,23 @@ impl SyncedTable {
     }
 }
 
-/// A memory that becomes shareable (personal made project-wide) takes its whole history
-/// along: the versions were not captured while it was private, and `update` saves the
+/// A memory that becomes shareable (personal made project-wide) takes its whole history and
+/// event log along: they were not captured while it was private, and `update` saves the
 /// version it ends before the row changes.
+/// (Version 2 of the trigger also carries the event log; files synced before it have the first
+/// version, which is dropped.)
 const SHARED_HISTORY_DDL: &str = "
-CREATE TRIGGER IF NOT EXISTS sync_capture_memories_shared AFTER UPDATE ON memories
+DROP TRIGGER IF EXISTS sync_capture_memories_shared;
+CREATE TRIGGER IF NOT EXISTS sync_capture_memories_shared_v2 AFTER UPDATE ON memories
 WHEN (new.share_scope != 'personal' AND new.redactions = 0)
   AND NOT (old.share_scope != 'personal' AND old.redactions = 0)
 BEGIN
   INSERT INTO sync_changes(tbl, key, delta)
   SELECT 'memory_versions', json_array(v.memory_id, v.version), NULL
   FROM memory_versions v WHERE v.memory_id = new.id;
+  INSERT INTO sync_changes(tbl, key, delta)
+  SELECT 'memory_events', json_array(e.id), NULL
+  FROM memory_events e WHERE e.memory_id = new.id;
 END;";
 
 /// Queues every shareable row of every synced table (a file's first sync, or a new server).
@@ -463,18 +479,20 @@ async fn delete_rows(
     };
     let mut deleted = 0;
     if t.name == "memories" {
-        // A memory's history goes with it.
-        deleted += conn
-            .execute(
-                &format!(
-                    "DELETE FROM memory_versions WHERE memory_id IN (
-                       SELECT r.id FROM json_each(?1) j CROSS JOIN memories r ON {join} {guard})",
-                    join = t.key_join("r"),
-                ),
-                params![list.clone()],
-            )
-            .await
-            .ctx("deleting synced rows")?;
+        // A memory's history and event log go with it.
+        for dependent in ["memory_versions", "memory_events"] {
+            deleted += conn
+                .execute(
+                    &format!(
+                        "DELETE FROM {dependent} WHERE memory_id IN (
+                           SELECT r.id FROM json_each(?1) j CROSS JOIN memories r ON {join} {guard})",
+                        join = t.key_join("r"),
+                    ),
+                    params![list.clone()],
+                )
+                .await
+                .ctx("deleting synced rows")?;
+        }
     }
     let keys_of = t.key.join(", ");
     deleted += conn

@@ -1,0 +1,95 @@
+//! The lifecycle methods of [`Engram`]: thin wrappers that give each operation the handle's
+//! context (kept here so that `engram.rs` stays the core API's table of contents).
+
+use std::sync::atomic::AtomicBool;
+
+use super::{dispute, events, feedback, links, prune};
+use super::{
+    DisputeOutcome, EventNote, FeedbackInput, FeedbackOutcome, MemoryEvent, PruneOptions,
+    PruneReport,
+};
+use crate::error::Result;
+use crate::memory::{self, ListFilter, Memory, MemoryPatch};
+use crate::Engram;
+
+impl Engram {
+    /// Feedback on a memory: `helpful`, `wrong`, or a correction (a new memory that
+    /// supersedes it). Recorded in the memory's event log.
+    pub async fn feedback(&self, id: &str, input: FeedbackInput) -> Result<FeedbackOutcome> {
+        let out = feedback::feedback(&self.ctx(), id, input).await?;
+        self.schedule_embedding();
+        Ok(out)
+    }
+
+    /// The review queue: active memories waiting for a person, newest first.
+    pub async fn review_queue(
+        &self,
+        limit: Option<u32>,
+        offset: Option<u32>,
+    ) -> Result<Vec<Memory>> {
+        let filter = ListFilter {
+            needs_review: Some(true),
+            limit,
+            offset,
+            ..ListFilter::default()
+        };
+        memory::list(&self.ctx(), &filter).await
+    }
+
+    /// Confirms a memory (after applying `patch`, an edit, if given): no longer waiting for
+    /// review, verified by a person.
+    pub async fn confirm(
+        &self,
+        id: &str,
+        patch: Option<MemoryPatch>,
+        note: EventNote,
+    ) -> Result<Memory> {
+        let out = feedback::confirm(&self.ctx(), id, patch, note).await?;
+        self.schedule_embedding();
+        Ok(out)
+    }
+
+    /// Rejects a memory in review: it is forgotten, with the reason in its history.
+    pub async fn reject(&self, id: &str, note: EventNote) -> Result<Memory> {
+        feedback::reject(&self.ctx(), id, note).await
+    }
+
+    /// Records that `newer` supersedes `older`; returns (older, newer) as they are now.
+    pub async fn supersede(&self, older: &str, newer: &str) -> Result<(Memory, Memory)> {
+        links::supersede(&self.ctx(), older, newer).await
+    }
+
+    /// Disputes a memory (the note's body says why); it is used at confidence x 0.8 until
+    /// the dispute is resolved.
+    pub async fn dispute(&self, id: &str, note: EventNote) -> Result<DisputeOutcome> {
+        dispute::dispute(&self.ctx(), id, note).await
+    }
+
+    /// Adds a comment to a memory's thread.
+    pub async fn comment(&self, id: &str, note: EventNote) -> Result<DisputeOutcome> {
+        dispute::comment(&self.ctx(), id, note).await
+    }
+
+    /// Resolves a memory's open dispute.
+    pub async fn resolve_dispute(&self, id: &str, note: EventNote) -> Result<DisputeOutcome> {
+        dispute::resolve(&self.ctx(), id, note).await
+    }
+
+    /// A memory's event log (feedback, review, dispute thread), oldest first.
+    pub async fn events(&self, id: &str) -> Result<Vec<MemoryEvent>> {
+        memory::get(&self.ctx(), id).await?;
+        events::of_memory(&self.ctx(), id).await
+    }
+
+    /// Counts memories of the project as used now (access count, last access, and the trust
+    /// they earn by uncorrected use): for apps that put memories into a prompt themselves.
+    /// `recall` with `trackAccess` does this for what it packs. Unknown ids are ignored.
+    pub async fn mark_used(&self, ids: &[String]) -> Result<()> {
+        memory::touch(&self.ctx(), ids).await
+    }
+
+    /// Runs the pruning job (see `lifecycle::prune`); `cancel` stops it between batches.
+    pub async fn prune(&self, options: &PruneOptions, cancel: &AtomicBool) -> Result<PruneReport> {
+        prune::prune(&self.ctx(), options, cancel).await
+    }
+}

@@ -1,0 +1,24 @@
+//! The memory lifecycle and trust (issue 9): decay, pruning, feedback and review,
+//! supersedes/contradicts links, disputes.
+//!
+//! API boundary: like `memory`, everything takes a [`crate::memory::Ctx`] and knows nothing of
+//! JavaScript; [`api`] adds the methods to [`crate::Engram`]. Decay is pure (a memory and
+//! "now"), so retrieval scoring, `prune` and tests with a manual clock agree on it.
+
+mod api;
+pub mod contradiction;
+pub mod decay;
+mod dispute;
+pub mod events;
+mod feedback;
+pub(crate) mod links;
+mod prune;
+
+pub use dispute::DisputeOutcome;
+pub use events::{EventKind, EventNote, MemoryEvent};
+pub use feedback::{
+    FeedbackInput, FeedbackKind, FeedbackOutcome, CORRECTION_CONFIDENCE, HELPFUL_BOOST,
+    WRONG_PENALTY,
+};
+pub use links::{CONFLICT_SCAN_MAX_BATCH, MAX_CONFLICTS_PER_MEMORY};
+pub use prune::{PruneOptions, PruneReport, BATCH as PRUNE_BATCH, DEFAULT_GRACE_DAYS};

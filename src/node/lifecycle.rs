@@ -1,0 +1,290 @@
+//! The `Engram` class's lifecycle methods: feedback, the review queue, supersedes, disputes,
+//! use tracking and pruning.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use super::args::{optional_object, required, required_object};
+use super::class::{watch_signal, Engram};
+use super::error::promise;
+use super::json::{promise_json, JsonText};
+use super::lifecycle_types::{
+    ConfirmOptions, DisputeResult, EventNote, FeedbackInput, FeedbackResult, MemoryEvent,
+    PruneOptions, PruneReport, ReviewQueueOptions, SupersedeResult,
+};
+use super::types::Memory;
+use crate::lifecycle::EventNote as CoreNote;
+
+/// An optional `EventNote` argument as the core note.
+fn note_of(env: &Env, value: Option<&Unknown<'_>>) -> std::result::Result<CoreNote, crate::Error> {
+    let note: Option<EventNote> = optional_object(env, value, "note")?;
+    Ok(note.map(Into::into).unwrap_or_default())
+}
+
+#[napi]
+impl Engram {
+    /// Feedback on a memory an agent was given: `helpful` raises its confidence by 0.05,
+    /// `wrong` lowers it by 0.1 and puts it back in the review queue, `correction` stores the
+    /// corrected text as a new user-verified memory that supersedes it (the old one is
+    /// forgotten). Every piece of feedback is kept in the memory's `events`.
+    ///
+    /// ```ts
+    /// await memory.feedback(id, { kind: 'correction', correction: 'Sessions last 8 hours', author: 'ana' })
+    /// ```
+    #[napi(
+        ts_args_type = "id: string, input: FeedbackInput",
+        ts_return_type = "Promise<FeedbackResult>"
+    )]
+    pub fn feedback<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+        input: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        let input: FeedbackInput = arg!(env, required_object(env, &input, "input"));
+        let input = arg!(env, input.into_core());
+        promise_json(
+            env,
+            async move { handle.feedback(&id, input).await },
+            FeedbackResult::from,
+        )
+    }
+
+    /// The review queue: active memories waiting for a person (`needsReview`), newest first.
+    #[napi(
+        ts_args_type = "options?: ReviewQueueOptions",
+        ts_return_type = "Promise<Memory[]>"
+    )]
+    pub fn review_queue<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let options: Option<ReviewQueueOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let (limit, offset) = options.map_or((None, None), |o| (o.limit, o.offset));
+        promise_json(
+            env,
+            async move { handle.review_queue(limit, offset).await },
+            |v| v.into_iter().map(Memory::from).collect::<Vec<_>>(),
+        )
+    }
+
+    /// Confirms a memory (after applying `options.patch`, an edit, if given): it leaves the
+    /// review queue and counts as verified by a person (`prune` never deletes it).
+    #[napi(
+        ts_args_type = "id: string, options?: ConfirmOptions",
+        ts_return_type = "Promise<Memory>"
+    )]
+    pub fn confirm<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        let options: Option<ConfirmOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let (patch, note) = match options {
+            Some(o) => (
+                o.patch.map(Into::into),
+                CoreNote {
+                    session_id: o.session_id,
+                    author: o.author,
+                    body: o.comment,
+                },
+            ),
+            None => (None, CoreNote::default()),
+        };
+        promise_json(
+            env,
+            async move { handle.confirm(&id, patch, note).await },
+            Memory::from,
+        )
+    }
+
+    /// Rejects a memory in review: it is forgotten, the note's comment becoming the reason.
+    #[napi(
+        ts_args_type = "id: string, note?: EventNote",
+        ts_return_type = "Promise<Memory>"
+    )]
+    pub fn reject<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+        note: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        let note = arg!(env, note_of(env, note.as_ref()));
+        promise_json(
+            env,
+            async move { handle.reject(&id, note).await },
+            Memory::from,
+        )
+    }
+
+    /// Records that `newer` supersedes `older`: `older` gets `supersededBy` and decays twice
+    /// as fast from now on (it is not forgotten). Rejects with `ENGRAM_CYCLE` when `older`
+    /// already supersedes `newer`, directly or through a chain.
+    #[napi(
+        ts_args_type = "older: string, newer: string",
+        ts_return_type = "Promise<SupersedeResult>"
+    )]
+    pub fn supersede<'env>(
+        &self,
+        env: &'env Env,
+        older: Unknown<'env>,
+        newer: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let older: String = arg!(env, required(env, &older, "older"));
+        let newer: String = arg!(env, required(env, &newer, "newer"));
+        promise_json(
+            env,
+            async move { handle.supersede(&older, &newer).await },
+            |(older, newer)| SupersedeResult {
+                older: older.into(),
+                newer: newer.into(),
+            },
+        )
+    }
+
+    /// Disputes a memory (`note.comment`, the reason, is required). Agents still use it, at
+    /// confidence x 0.8, until `resolveDispute`. The thread is in `events(id)`.
+    #[napi(
+        ts_args_type = "id: string, note: EventNote",
+        ts_return_type = "Promise<DisputeResult>"
+    )]
+    pub fn dispute<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+        note: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        let note = arg!(env, note_of(env, Some(&note)));
+        promise_json(
+            env,
+            async move { handle.dispute(&id, note).await },
+            DisputeResult::from,
+        )
+    }
+
+    /// Adds a comment (`note.comment`, required) to a memory's thread.
+    #[napi(
+        ts_args_type = "id: string, note: EventNote",
+        ts_return_type = "Promise<DisputeResult>"
+    )]
+    pub fn comment<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+        note: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        let note = arg!(env, note_of(env, Some(&note)));
+        promise_json(
+            env,
+            async move { handle.comment(&id, note).await },
+            DisputeResult::from,
+        )
+    }
+
+    /// Resolves a memory's open dispute; rejects with `ENGRAM_CONFLICT` when there is none.
+    #[napi(
+        ts_args_type = "id: string, note?: EventNote",
+        ts_return_type = "Promise<DisputeResult>"
+    )]
+    pub fn resolve_dispute<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+        note: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        let note = arg!(env, note_of(env, note.as_ref()));
+        promise_json(
+            env,
+            async move { handle.resolve_dispute(&id, note).await },
+            DisputeResult::from,
+        )
+    }
+
+    /// A memory's event log, oldest first: feedback, review decisions, its dispute thread.
+    #[napi(ts_args_type = "id: string", ts_return_type = "Promise<MemoryEvent[]>")]
+    pub fn events<'env>(
+        &self,
+        env: &'env Env,
+        id: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let id: String = arg!(env, required(env, &id, "id"));
+        promise_json(env, async move { handle.events(&id).await }, |v| {
+            v.into_iter().map(MemoryEvent::from).collect::<Vec<_>>()
+        })
+    }
+
+    /// Counts memories as used now, for apps that put memories into a prompt themselves
+    /// (`recall` with `trackAccess` does it for what it packs): the access count and last use
+    /// move, decay starts over, and every 5th use without a `wrong` or a correction raises the
+    /// confidence by 0.05 (to 0.95); the 10th clears `needsReview`. Unknown ids are ignored.
+    #[napi(ts_args_type = "ids: string[]", ts_return_type = "Promise<void>")]
+    pub fn mark_used<'env>(
+        &self,
+        env: &'env Env,
+        ids: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let handle = arg!(env, self.handle());
+        let ids: Vec<String> = arg!(env, required(env, &ids, "ids"));
+        promise(env, async move { handle.mark_used(&ids).await }, |()| ())
+    }
+
+    /// Runs the pruning job: memories unused for three half-lives are forgotten (decisions,
+    /// timeless types and pinned memories never expire); memories forgotten longer than the
+    /// grace period are deleted for good unless a person verified them; orphan knowledge nodes
+    /// and the vectors of forgotten memories go; the keyword index is compacted. Readers are
+    /// never blocked (batches of 1,000). Run it when the app chooses (idle time, daily);
+    /// aborting `signal` rejects with `ENGRAM_ABORTED` between batches.
+    ///
+    /// ```ts
+    /// const report = await memory.prune({ graceDays: 30 })
+    /// console.log(`${report.expired} expired, ${report.deleted} deleted`)
+    /// ```
+    #[napi(
+        ts_args_type = "options?: PruneOptions & { signal?: AbortSignal }",
+        ts_return_type = "Promise<PruneReport>"
+    )]
+    pub fn prune<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, PruneReport>> {
+        let handle = arg!(env, self.handle());
+        let parsed: Option<PruneOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let core_options: crate::lifecycle::PruneOptions =
+            parsed.map(Into::into).unwrap_or_default();
+        let cancel = Arc::new(AtomicBool::new(false));
+        if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {
+            // SAFETY: checked to be an object handle of this scope.
+            let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
+            arg!(env, watch_signal(env, &options, &cancel));
+        }
+        promise(
+            env,
+            async move { handle.prune(&core_options, &cancel).await },
+            PruneReport::from,
+        )
+    }
+}

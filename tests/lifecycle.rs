@@ -1,0 +1,690 @@
+//! The memory lifecycle against real libSQL files, with a manual clock: decay and pruning
+//! across simulated months, feedback and trust by use, review, supersedes and contradicts,
+//! disputes and share-scope filters.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use engram::clock::ManualClock;
+use engram::graph::NodeInput;
+use engram::lifecycle::decay::current_confidence;
+use engram::lifecycle::{EventKind, EventNote, FeedbackInput, FeedbackKind, PruneOptions};
+use engram::memory::{
+    ListFilter, MemoryPatch, MemoryRelation, MemoryType, RelationType, RememberInput, ShareScope,
+};
+use engram::{EngineOptions, Engram, OpenOptions};
+
+const T0: i64 = 1_700_000_000_000;
+const DAY: i64 = 86_400_000;
+
+async fn open_at(dir: &tempfile::TempDir, clock: Arc<ManualClock>) -> Engram {
+    let mut opts = OpenOptions::new(dir.path().join("memory.db"));
+    opts.engine = EngineOptions {
+        clock,
+        ..Default::default()
+    };
+    Engram::open(opts).await.expect("open")
+}
+
+fn input(t: MemoryType, content: &str, file: Option<&str>) -> RememberInput {
+    let mut i = RememberInput::new(t, content);
+    i.related_files = file.into_iter().map(str::to_owned).collect();
+    i
+}
+
+fn note(body: &str) -> EventNote {
+    EventNote {
+        body: Some(body.into()),
+        author: Some("ana".into()),
+        session_id: Some("s1".into()),
+    }
+}
+
+fn never() -> AtomicBool {
+    AtomicBool::new(false)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prune_expires_deletes_after_grace_and_spares_what_must_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(&dir, clock.clone()).await;
+    let work = e
+        .remember(input(
+            MemoryType::WorkState,
+            "Half way through the auth refactor",
+            Some("src/auth.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let gotcha = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "Redis must run before the auth tests",
+            Some("src/auth.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let orphan = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "The staging VPN drops idle sockets",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let decision = e
+        .remember(input(
+            MemoryType::Decision,
+            "We chose Postgres over MySQL for JSONB",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let mut pinned_input = input(
+        MemoryType::Gotcha,
+        "CI caches node_modules per lockfile",
+        None,
+    );
+    pinned_input.pinned = Some(true);
+    let pinned = e.remember(pinned_input).await.unwrap().memory;
+    let mut verified_input = input(
+        MemoryType::WorkState,
+        "Ticket 42 is blocked on the API",
+        None,
+    );
+    verified_input.user_verified = Some(true);
+    let verified = e.remember(verified_input).await.unwrap().memory;
+
+    // Day 20: the work state (7-day half-life: expires at 21) and the verified one (orphan:
+    // 3.5-day half-life, expires at 10.5) are not both gone yet.
+    clock.advance(20 * DAY);
+    let dry = e
+        .prune(
+            &PruneOptions {
+                dry_run: true,
+                ..Default::default()
+            },
+            &never(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        dry.expired, 1,
+        "only the verified orphan work state: {dry:?}"
+    );
+    assert!(
+        !e.get(&verified.id).await.unwrap().deprecated,
+        "a dry run changes nothing"
+    );
+
+    // Day 95: the orphan gotcha (30-day half-life) expired at 90; the attached gotcha (60)
+    // expires at 180; the work state at 21.
+    clock.advance(75 * DAY);
+    let report = e.prune(&PruneOptions::default(), &never()).await.unwrap();
+    assert_eq!(report.expired, 3, "{report:?}");
+    assert_eq!(report.deleted, 0);
+    for id in [&work.id, &orphan.id, &verified.id] {
+        let m = e.get(id).await.unwrap();
+        assert!(m.deprecated, "{}", m.content);
+        assert!(m
+            .deprecated_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("expired"));
+        let history = e.history(id).await.unwrap();
+        assert_eq!(history[0].ended_by, "expire");
+        assert!(
+            !history[0].memory.deprecated,
+            "the history keeps the active state"
+        );
+    }
+    for id in [&gotcha.id, &decision.id, &pinned.id] {
+        assert!(!e.get(id).await.unwrap().deprecated);
+    }
+    // Rolled back, an expired memory is active again (the history made it reversible).
+    let restored = e.rollback(&work.id, 1).await.unwrap();
+    assert!(!restored.deprecated);
+    e.forget(&work.id, Some("done".into())).await.unwrap();
+
+    // Day 130 (35 days after expiry): past the 30-day grace period, the forgotten are deleted
+    // for good, except the one a person verified.
+    clock.advance(35 * DAY);
+    let report = e.prune(&PruneOptions::default(), &never()).await.unwrap();
+    assert_eq!(
+        report.deleted, 2,
+        "the orphan and the work state: {report:?}"
+    );
+    assert_eq!(report.kept_verified, 1);
+    assert!(report.compacted);
+    assert_eq!(
+        e.get(&orphan.id).await.unwrap_err().code(),
+        "ENGRAM_NOT_FOUND"
+    );
+    assert!(e.get(&verified.id).await.unwrap().deprecated);
+    // The work state was forgotten again at day 95 by hand: its grace runs to day 125.
+    assert_eq!(
+        e.get(&work.id).await.unwrap_err().code(),
+        "ENGRAM_NOT_FOUND"
+    );
+    let stats = e.stats().await.unwrap();
+    assert_eq!(stats.total, 4, "gotcha, decision, pinned, verified");
+
+    // A year on, the decision and the pinned memory are still at full confidence.
+    clock.advance(365 * DAY);
+    e.prune(&PruneOptions::default(), &never()).await.unwrap();
+    let d = e.get(&decision.id).await.unwrap();
+    assert!(!d.deprecated);
+    assert_eq!(current_confidence(&d, T0 + 500 * DAY), d.confidence);
+    assert!(!e.get(&pinned.id).await.unwrap().deprecated);
+    assert!(e.get(&gotcha.id).await.unwrap().deprecated);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn use_restarts_decay_and_earns_trust() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(&dir, clock.clone()).await;
+    let mut i = input(
+        MemoryType::Gotcha,
+        "Webhook retries need idempotency keys",
+        Some("src/hooks.ts"),
+    );
+    i.needs_review = Some(true);
+    i.confidence = Some(0.7);
+    let m = e.remember(i).await.unwrap().memory;
+    let ids = vec![m.id.clone()];
+    for _ in 0..4 {
+        clock.advance(50 * DAY);
+        e.mark_used(&ids).await.unwrap();
+    }
+    // 200 days old but used every 50: never idle for three half-lives.
+    assert_eq!(
+        e.prune(&PruneOptions::default(), &never())
+            .await
+            .unwrap()
+            .expired,
+        0
+    );
+    let after4 = e.get(&m.id).await.unwrap();
+    assert_eq!((after4.access_count, after4.uncorrected_uses), (4, 4));
+    assert_eq!(after4.confidence, 0.7);
+    e.mark_used(&ids).await.unwrap();
+    let after5 = e.get(&m.id).await.unwrap();
+    assert!(
+        (after5.confidence - 0.75).abs() < 1e-9,
+        "5 uncorrected uses: +0.05"
+    );
+    assert!(after5.needs_review);
+    // `wrong` restarts the count and costs 0.1.
+    let out = e
+        .feedback(
+            &m.id,
+            FeedbackInput {
+                kind: FeedbackKind::Wrong,
+                correction: None,
+                note: note("outdated"),
+            },
+        )
+        .await
+        .unwrap();
+    assert!((out.memory.confidence - 0.65).abs() < 1e-9);
+    assert_eq!(
+        (out.memory.uncorrected_uses, out.memory.wrong_count),
+        (0, 1)
+    );
+    for _ in 0..9 {
+        e.mark_used(&ids).await.unwrap();
+    }
+    let after9 = e.get(&m.id).await.unwrap();
+    assert!(
+        (after9.confidence - 0.70).abs() < 1e-9,
+        "one raise at the 5th use"
+    );
+    assert!(after9.needs_review, "cleared only at 10 uses");
+    e.mark_used(&ids).await.unwrap();
+    let after10 = e.get(&m.id).await.unwrap();
+    assert!(!after10.needs_review);
+    assert!((after10.confidence - 0.75).abs() < 1e-9);
+    // Raises stop at 0.95.
+    e.update(
+        &m.id,
+        MemoryPatch {
+            confidence: Some(0.94),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    for _ in 0..10 {
+        e.mark_used(&ids).await.unwrap();
+    }
+    assert!((e.get(&m.id).await.unwrap().confidence - 0.95).abs() < 1e-9);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn feedback_moves_confidence_and_a_correction_supersedes() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let m = e
+        .remember(input(
+            MemoryType::Decision,
+            "Sessions live for 24 hours",
+            Some("src/session.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let helpful = e
+        .feedback(
+            &m.id,
+            FeedbackInput {
+                kind: FeedbackKind::Helpful,
+                correction: None,
+                note: EventNote::default(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!((helpful.memory.confidence - 0.85).abs() < 1e-9);
+    assert_eq!(helpful.memory.helpful_count, 1);
+    assert_eq!(
+        helpful.memory.version, 1,
+        "feedback is not a content change"
+    );
+
+    let fixed = e
+        .feedback(
+            &m.id,
+            FeedbackInput {
+                kind: FeedbackKind::Correction,
+                correction: Some("Sessions live for 8 hours since ADR-12".into()),
+                note: note("changed in March"),
+            },
+        )
+        .await
+        .unwrap();
+    let new = fixed.correction.expect("a new memory");
+    assert_eq!(new.content, "Sessions live for 8 hours since ADR-12");
+    assert!(new.user_verified);
+    assert_eq!(new.related_files, vec!["src/session.ts"]);
+    assert_eq!(new.relations[0].relation_type, RelationType::Supersedes);
+    assert_eq!(
+        new.relations[0].target_memory_id.as_deref(),
+        Some(m.id.as_str())
+    );
+    assert!(fixed.memory.deprecated);
+    assert_eq!(fixed.memory.superseded_by.as_deref(), Some(new.id.as_str()));
+    let events = e.events(&m.id).await.unwrap();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, vec![EventKind::Helpful, EventKind::Correction]);
+    assert_eq!(
+        events[1].body.as_deref(),
+        Some("Sessions live for 8 hours since ADR-12")
+    );
+    assert_eq!(events[1].session_id.as_deref(), Some("s1"));
+
+    // Bad input is coded, and changes nothing.
+    let bad = e
+        .feedback(
+            &new.id,
+            FeedbackInput {
+                kind: FeedbackKind::Correction,
+                correction: None,
+                note: EventNote::default(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), "ENGRAM_INVALID_ARG");
+    let missing = e
+        .feedback(
+            "nope",
+            FeedbackInput {
+                kind: FeedbackKind::Helpful,
+                correction: None,
+                note: EventNote::default(),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), "ENGRAM_NOT_FOUND");
+    // Secrets in a correction are redacted like any memory.
+    let secret = e
+        .feedback(
+            &new.id,
+            FeedbackInput {
+                kind: FeedbackKind::Correction,
+                correction: Some(
+                    "Use PASSWORD=hunter2hunter2 for the staging session store".into(),
+                ),
+                note: EventNote::default(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(secret.correction.unwrap().content.contains("[REDACTED]"));
+    assert!(!e.events(&new.id).await.unwrap()[0]
+        .body
+        .as_deref()
+        .unwrap()
+        .contains("hunter2"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn review_queue_confirm_edit_and_reject() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let mut ids = Vec::new();
+    for text in [
+        "Auth tests need REDIS_URL set",
+        "Token refresh fails when Redis is down",
+        "Use tabs",
+    ] {
+        let mut i = input(MemoryType::Gotcha, text, Some("src/auth.ts"));
+        i.needs_review = Some(true);
+        ids.push(e.remember(i).await.unwrap().memory.id);
+    }
+    assert_eq!(e.review_queue(None, None).await.unwrap().len(), 3);
+    let confirmed = e
+        .confirm(&ids[0], None, EventNote::default())
+        .await
+        .unwrap();
+    assert!(confirmed.user_verified && !confirmed.needs_review);
+    let edited = e
+        .confirm(
+            &ids[1],
+            Some(MemoryPatch {
+                content: Some("Token refresh fails silently when Redis is unreachable".into()),
+                ..Default::default()
+            }),
+            note("clarified"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        edited.content,
+        "Token refresh fails silently when Redis is unreachable"
+    );
+    assert_eq!(edited.version, 2, "edit and confirmation are one version");
+    let rejected = e.reject(&ids[2], note("not a gotcha")).await.unwrap();
+    assert!(rejected.deprecated && !rejected.needs_review);
+    assert_eq!(
+        rejected.deprecated_reason.as_deref(),
+        Some("rejected in review: not a gotcha")
+    );
+    assert!(e.review_queue(None, None).await.unwrap().is_empty());
+    assert_eq!(e.events(&ids[2]).await.unwrap()[0].kind, EventKind::Reject);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn contradictions_on_write_are_linked_both_kept_and_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let old = e
+        .remember(input(
+            MemoryType::Decision,
+            "JWT access tokens expire after 24h in the auth service",
+            Some("src/auth/jwt.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let unrelated = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "Never run database migrations on the primary during business hours",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let new = e
+        .remember(input(
+            MemoryType::Decision,
+            "JWT access tokens expire after 1h in the auth service",
+            Some("src/auth/jwt.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    assert!(new.needs_review);
+    let link = new
+        .relations
+        .iter()
+        .find(|r| r.relation_type == RelationType::ConflictsWith)
+        .expect("linked");
+    assert_eq!(link.target_memory_id.as_deref(), Some(old.id.as_str()));
+    assert!(link.auto_extracted);
+    let old_now = e.get(&old.id).await.unwrap();
+    assert!(
+        old_now.needs_review && !old_now.deprecated,
+        "both kept, both flagged"
+    );
+    assert_eq!(
+        old_now.relations[0].target_memory_id.as_deref(),
+        Some(new.id.as_str())
+    );
+    assert_eq!(e.history(&old.id).await.unwrap()[0].ended_by, "conflict");
+    let unrelated_now = e.get(&unrelated.id).await.unwrap();
+    assert!(unrelated_now.relations.is_empty() && !unrelated_now.needs_review);
+    // Agreement is not a contradiction.
+    let agree = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "Do not run database migrations on the primary during business hours",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    assert!(
+        agree.relations.is_empty() && !agree.needs_review,
+        "{agree:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn supersede_links_decays_faster_and_refuses_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(&dir, clock.clone()).await;
+    let a = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "Build with webpack 4",
+            Some("webpack.config.js"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    // A supersedes relation given at remember time takes effect.
+    let mut bi = input(
+        MemoryType::Gotcha,
+        "Build with vite since the migration",
+        Some("vite.config.ts"),
+    );
+    bi.relations = vec![MemoryRelation {
+        target_memory_id: Some(a.id.clone()),
+        target_file_path: None,
+        relation_type: RelationType::Supersedes,
+        confidence: 1.0,
+        auto_extracted: false,
+    }];
+    let b = e.remember(bi).await.unwrap().memory;
+    let a_now = e.get(&a.id).await.unwrap();
+    assert_eq!(a_now.superseded_by.as_deref(), Some(b.id.as_str()));
+    clock.advance(30 * DAY);
+    let (a_now, b_now) = (e.get(&a.id).await.unwrap(), e.get(&b.id).await.unwrap());
+    let now = T0 + 30 * DAY;
+    assert!(
+        (current_confidence(&a_now, now) - 0.4).abs() < 1e-9,
+        "superseded: 30-day half-life"
+    );
+    assert!((current_confidence(&b_now, now) - 0.8 * 0.5f64.powf(0.5)).abs() < 1e-9);
+
+    let c = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "Build with rolldown",
+            Some("rolldown.config.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let (b2, c2) = e.supersede(&b.id, &c.id).await.unwrap();
+    assert_eq!(b2.superseded_by.as_deref(), Some(c.id.as_str()));
+    assert_eq!(c2.relations[0].relation_type, RelationType::Supersedes);
+    assert_eq!(
+        e.supersede(&c.id, &a.id).await.unwrap_err().code(),
+        "ENGRAM_CYCLE"
+    );
+    assert_eq!(
+        e.supersede(&a.id, &a.id).await.unwrap_err().code(),
+        "ENGRAM_INVALID_ARG"
+    );
+    assert_eq!(
+        e.supersede(&a.id, "nope").await.unwrap_err().code(),
+        "ENGRAM_NOT_FOUND"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disputes_cost_a_fifth_and_keep_a_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let m = e
+        .remember(input(
+            MemoryType::Decision,
+            "All services log JSON to stdout",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let d = e
+        .dispute(&m.id, note("The batch jobs log to files"))
+        .await
+        .unwrap();
+    assert_eq!(d.memory.disputed_at, Some(T0));
+    assert!((current_confidence(&d.memory, T0) - 0.64).abs() < 1e-9);
+    assert_eq!(
+        e.dispute(&m.id, EventNote::default())
+            .await
+            .unwrap_err()
+            .code(),
+        "ENGRAM_INVALID_ARG"
+    );
+    e.comment(&m.id, note("Batch jobs are being migrated"))
+        .await
+        .unwrap();
+    let r = e
+        .resolve_dispute(&m.id, note("Kept; batch jobs migrate in Q3"))
+        .await
+        .unwrap();
+    assert_eq!(r.memory.disputed_at, None);
+    assert_eq!(
+        e.resolve_dispute(&m.id, EventNote::default())
+            .await
+            .unwrap_err()
+            .code(),
+        "ENGRAM_CONFLICT"
+    );
+    let thread: Vec<_> = e
+        .events(&m.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.kind, e.body.unwrap()))
+        .collect();
+    assert_eq!(
+        thread,
+        vec![
+            (EventKind::Dispute, "The batch jobs log to files".to_owned()),
+            (
+                EventKind::Comment,
+                "Batch jobs are being migrated".to_owned()
+            ),
+            (
+                EventKind::Resolve,
+                "Kept; batch jobs migrate in Q3".to_owned()
+            ),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn share_scope_filters_every_memory_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    for (scope, text) in [
+        (ShareScope::Personal, "I alias gst to git status"),
+        (ShareScope::Team, "The team reviews every migration"),
+        (ShareScope::Organization, "Secrets live in the vault"),
+    ] {
+        let mut i = input(MemoryType::Preference, text, None);
+        i.share_scope = Some(scope);
+        e.remember(i).await.unwrap();
+    }
+    let team = e
+        .list(&ListFilter {
+            share_scopes: vec![ShareScope::Team, ShareScope::Organization],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(team.len(), 2);
+    assert!(team.iter().all(|m| m.share_scope != ShareScope::Personal));
+    let mut options = engram::memory::SearchOptions::default();
+    options.filter.share_scopes = vec![ShareScope::Personal];
+    let hits = e.search("git status", &options).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    options.filter.share_scopes = vec![ShareScope::Team];
+    assert!(e.search("git status", &options).await.unwrap().is_empty());
+    let mut request = engram::retrieval::request::RecallRequest::new("vault secrets");
+    request.filters.share_scopes = vec![ShareScope::Team];
+    let out = e.recall(request).await.unwrap();
+    assert!(
+        out.items.is_empty(),
+        "the organization memory is filtered out"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prune_removes_orphan_agent_nodes_but_not_attached_or_user_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(&dir, clock.clone()).await;
+    let node = |key: &str, source: &str| {
+        let mut n = NodeInput::new(key, "concept");
+        n.source = engram::graph::GraphSource::parse(source).unwrap();
+        n
+    };
+    e.inject_graph(
+        &[
+            node("concept:lonely", "agent"),
+            node("concept:attached", "agent"),
+            node("concept:mine", "user"),
+        ],
+        &[],
+    )
+    .await
+    .unwrap();
+    let mut i = input(
+        MemoryType::Pattern,
+        "Use the repository pattern for data access",
+        None,
+    );
+    i.target_node_id = Some("concept:attached".into());
+    e.remember(i).await.unwrap();
+    clock.advance(31 * DAY);
+    let report = e.prune(&PruneOptions::default(), &never()).await.unwrap();
+    assert_eq!(report.orphan_nodes, 1, "{report:?}");
+    assert!(e.node("concept:lonely").await.unwrap().is_none());
+    assert!(e.node("concept:attached").await.unwrap().is_some());
+    assert!(e.node("concept:mine").await.unwrap().is_some());
+}
