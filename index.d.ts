@@ -315,6 +315,32 @@ export declare class Engram {
    */
   prune(options?: PruneOptions & { signal?: AbortSignal }): Promise<PruneReport>
   /**
+   * Exports this project's memories: `json` is lossless (every field, the history and the
+   * event log) and re-importable with `importMemories`; `markdown` is for people (one
+   * section per type, the content quoted verbatim) and importable too. With `path`, the
+   * document is written there instead of returned.
+   *
+   * ```ts
+   * const { text } = await memory.exportMemories({ format: 'json' })
+   * await memory.exportMemories({ format: 'markdown', path: 'memories.md' })
+   * ```
+   */
+  exportMemories(options: ExportOptions): Promise<ExportResult>
+  /**
+   * Imports a document made by `exportMemories` into this project (whatever project it
+   * was exported from). JSON restores every memory with its id, history and events (an id
+   * already here is skipped, or replaced with `onConflict: 'replace'`); Markdown updates
+   * the memories whose id it names and remembers the others as new. Everything passes the
+   * privacy filter and the input limits again; one invalid memory fails the call before
+   * anything is written.
+   */
+  importMemories(options: ImportOptions): Promise<ImportReport>
+  /**
+   * Deletes every memory of this project for good, with history, events, vectors and
+   * links: account deletion. Pass `{ confirm: true }`; resolves to the number deleted.
+   */
+  deleteAll(options: DeleteAllOptions): Promise<number>
+  /**
    * The step limit for a task of `baseMaxSteps` planned steps in `options.module` (a
    * directory such as `'src/auth/'`): scaled by the module's measured overrun (the
    * step-overrun signal's mean ratio of steps run to steps planned, once 3 finalized
@@ -665,6 +691,12 @@ export interface ConfirmOptions {
  */
 export declare function defaultModelDir(): string | null
 
+/** The guard of `deleteAll`. */
+export interface DeleteAllOptions {
+  /** Must be `true`: deletion is permanent. */
+  confirm: boolean
+}
+
 /** One `denseSearch()` hit. */
 export interface DenseHit {
   /** `'chunk'` or `'memory'`. */
@@ -895,6 +927,31 @@ export interface EventNote {
   author?: string
   /** The session it happens in. */
   sessionId?: string
+}
+
+/** Options of `exportMemories`. */
+export interface ExportOptions {
+  /**
+   * `json` (lossless: every field, the history and the event log; re-importable) or
+   * `markdown` (for people; importable).
+   */
+  format: 'json' | 'markdown'
+  /** Forgotten memories too (default: yes for JSON, no for Markdown). */
+  includeForgotten?: boolean
+  /** Write the document to this file (created or replaced) instead of returning it. */
+  path?: string
+}
+
+/** What `exportMemories` produced. */
+export interface ExportResult {
+  /** The document, unless it was written to `path`. */
+  text?: string
+  /** The file written, if `path` was given. */
+  path?: string
+  /** Memories exported. */
+  memories: number
+  /** Size of the document in bytes (UTF-8). */
+  bytes: number
 }
 
 /** Feedback on a memory an agent was given. */
@@ -1154,6 +1211,37 @@ export interface ImpactOptions {
   memoryLimit?: number
   /** Only affected nodes of these layers (memories still come from all). */
   layers?: Array<number>
+}
+
+/** Options of `importMemories`: the document as `text`, or a `path` to read it from. */
+export interface ImportOptions {
+  /** The format of the document. */
+  format: 'json' | 'markdown'
+  /** The document. */
+  text?: string
+  /** A file holding the document. */
+  path?: string
+  /**
+   * JSON only: what to do with a memory whose id this project already has: `skip` (the
+   * default) or `replace` (history and events included).
+   */
+  onConflict?: 'skip' | 'replace'
+}
+
+/** What an import did. */
+export interface ImportReport {
+  /** Memories written as new rows (JSON: with their own ids). */
+  imported: number
+  /** Memories that replaced (JSON) or updated (Markdown) a stored one. */
+  updated: number
+  /** Memories left out: id taken (JSON, `skip`) or unchanged (Markdown). */
+  skipped: number
+  /** Memories left out because an active memory with the same content and scope exists. */
+  duplicates: number
+  /** Past versions written. */
+  versions: number
+  /** Events written. */
+  events: number
 }
 
 /** Options of `index()` (besides `onProgress` and `signal`). */

@@ -145,3 +145,48 @@ test('prune expires idle memories, deletes after grace, honours dryRun and abort
   await rejectsWithCode(assert, db.prune({ graceDays: -1 }), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, db.prune('soon'), 'ENGRAM_INVALID_ARG')
 })
+
+test('export -> deleteAll -> import restores everything; Markdown and files too', async (t) => {
+  const dir = tempDir(t)
+  const db = await Engram.open({ path: join(dir, 'memory.db'), projectRoot: dir })
+  t.after(() => db.close())
+  const a = (await db.remember({ type: 'gotcha', content: 'Redis must run before the auth tests', tags: ['auth'], relatedFiles: ['src/auth.ts'] })).memory
+  await db.update(a.id, { confidence: 0.9 })
+  await db.feedback(a.id, { kind: 'helpful', comment: 'saved an hour' })
+  const b = (await db.remember({ type: 'decision', content: 'We chose Postgres for JSONB' })).memory
+  await db.forget(b.id, 'moved to ADR-3')
+  const before = [await db.get(a.id), await db.get(b.id)]
+  const historyBefore = await db.history(a.id)
+
+  const json = await db.exportMemories({ format: 'json' })
+  assert.equal(json.memories, 2)
+  assert.equal(json.bytes, Buffer.byteLength(json.text))
+  await rejectsWithCode(assert, db.deleteAll({ confirm: false }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.deleteAll(), 'ENGRAM_INVALID_ARG')
+  assert.equal(await db.deleteAll({ confirm: true }), 2)
+  assert.equal((await db.stats()).total, 0)
+
+  const report = await db.importMemories({ format: 'json', text: json.text })
+  assert.deepEqual(report, { imported: 2, updated: 0, skipped: 0, duplicates: 0, versions: 2, events: 1 })
+  assert.deepEqual([await db.get(a.id), await db.get(b.id)], before)
+  assert.deepEqual(await db.history(a.id), historyBefore)
+  assert.equal((await db.events(a.id))[0].comment, 'saved an hour')
+
+  // Through files, and Markdown for people.
+  const file = join(dir, 'memories.md')
+  const md = await db.exportMemories({ format: 'markdown', path: file })
+  assert.equal(md.text, undefined)
+  assert.equal(md.path, file)
+  assert.equal(md.memories, 1, 'forgotten memories stay out of Markdown by default')
+  const { readFileSync, writeFileSync } = await import('node:fs')
+  writeFileSync(file, readFileSync(file, 'utf8').replace('> Redis must run before the auth tests', '> Redis must run before any auth test'))
+  const mdReport = await db.importMemories({ format: 'markdown', path: file })
+  assert.equal(mdReport.updated, 1)
+  assert.equal((await db.get(a.id)).content, 'Redis must run before any auth test')
+
+  await rejectsWithCode(assert, db.importMemories({ format: 'json', text: '{"format":"nope"}' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.importMemories({ format: 'yaml', text: '' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.importMemories({ format: 'json' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.importMemories({ format: 'json', path: join(dir, 'missing.json') }), 'ENGRAM_IO')
+  await rejectsWithCode(assert, db.exportMemories({ format: 'pdf' }), 'ENGRAM_INVALID_ARG')
+})

@@ -6,6 +6,10 @@
 //! decisions and preferences stay. Every iteration prunes a fresh copy of the same file (the
 //! copy and the open are setup, not measured). Target (issue 9): <= 2 s.
 //!
+//! `transfer/export_json_100k` and `transfer/import_json_100k`: the same 100,000 memories (with
+//! the 20,000 forgotten ones' versions) exported as lossless JSON, and that document imported
+//! into an empty project. Targets (issue 9): <= 10 s each.
+//!
 //! Run: `cargo bench --no-default-features --bench lifecycle`
 
 use std::path::{Path, PathBuf};
@@ -14,7 +18,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engram::clock::ManualClock;
-use engram::lifecycle::PruneOptions;
+use engram::lifecycle::{ExportFormat, ExportOptions, OnConflict, PruneOptions};
 use engram::memory::{MemoryType, RememberInput};
 use engram::{EngineOptions, Engram, OpenOptions};
 
@@ -116,6 +120,42 @@ fn bench(c: &mut Criterion) {
                     .block_on(db.prune(&PruneOptions::default(), &AtomicBool::new(false)))
                     .unwrap();
                 assert_eq!((report.expired, report.deleted), (40_000, 20_000));
+                db
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+
+    let source_path = dir.path().join("source.db");
+    copy_database(&template, &source_path);
+    let source = open(&rt, &source_path, now);
+    let json = ExportOptions {
+        format: ExportFormat::Json,
+        include_forgotten: None,
+    };
+    let document = rt.block_on(source.export_memories(&json)).unwrap();
+    assert_eq!(document.memories, 100_000);
+    let mut group = c.benchmark_group("transfer");
+    group.sample_size(10);
+    group.bench_function("export_json_100k", |b| {
+        b.iter(|| rt.block_on(source.export_memories(&json)).unwrap().memories)
+    });
+    group.bench_function("import_json_100k", |b| {
+        b.iter_batched(
+            || {
+                run += 1;
+                open(&rt, &dir.path().join(format!("import{run}.db")), now)
+            },
+            |db| {
+                let report = rt
+                    .block_on(db.import_memories(
+                        ExportFormat::Json,
+                        &document.text,
+                        OnConflict::Skip,
+                    ))
+                    .unwrap();
+                assert_eq!(report.imported, 100_000);
                 db
             },
             BatchSize::PerIteration,

@@ -688,3 +688,247 @@ async fn prune_removes_orphan_agent_nodes_but_not_attached_or_user_ones() {
     assert!(e.node("concept:attached").await.unwrap().is_some());
     assert!(e.node("concept:mine").await.unwrap().is_some());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn export_delete_all_import_restores_everything() {
+    use engram::lifecycle::{ExportFormat, ExportOptions, OnConflict};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let e = open_at(&dir, clock.clone()).await;
+    let mut a = input(
+        MemoryType::Gotcha,
+        "Redis must run before the auth tests",
+        Some("src/auth.ts"),
+    );
+    a.tags = vec!["auth".into()];
+    a.metadata = Some(serde_json::json!({ "ticket": "ENG-7" }));
+    let a = e.remember(a).await.unwrap().memory;
+    clock.advance(DAY);
+    e.update(
+        &a.id,
+        MemoryPatch {
+            confidence: Some(0.9),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    e.feedback(
+        &a.id,
+        FeedbackInput {
+            kind: FeedbackKind::Helpful,
+            correction: None,
+            note: note("saved an hour"),
+        },
+    )
+    .await
+    .unwrap();
+    let b = e
+        .remember(input(
+            MemoryType::Decision,
+            "We chose Postgres over MySQL for JSONB",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    e.dispute(&b.id, note("Is MySQL 8 JSON enough?"))
+        .await
+        .unwrap();
+    let c = e
+        .remember(input(
+            MemoryType::WorkState,
+            "Half way through the billing refactor",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    e.forget(&c.id, Some("done".into())).await.unwrap();
+    e.mark_used(std::slice::from_ref(&a.id)).await.unwrap();
+
+    let ids = [&a.id, &b.id, &c.id];
+    let mut before = Vec::new();
+    for id in ids {
+        before.push((
+            e.get(id).await.unwrap(),
+            e.history(id).await.unwrap().len(),
+            e.events(id).await.unwrap(),
+        ));
+    }
+    let json = e
+        .export_memories(&ExportOptions {
+            format: ExportFormat::Json,
+            include_forgotten: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(json.memories, 3);
+
+    assert_eq!(e.delete_all().await.unwrap(), 3);
+    assert_eq!(e.stats().await.unwrap().total, 0);
+    assert_eq!(e.get(&a.id).await.unwrap_err().code(), "ENGRAM_NOT_FOUND");
+    assert!(e
+        .search("Redis auth", &Default::default())
+        .await
+        .unwrap()
+        .is_empty());
+
+    let report = e
+        .import_memories(ExportFormat::Json, &json.text, OnConflict::Skip)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.imported, report.skipped, report.duplicates),
+        (3, 0, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        report.versions, 2,
+        "a: update; c: forget; the dispute is no version: {report:?}"
+    );
+    assert_eq!(report.events, 2);
+    for (id, (memory, versions, events)) in ids.iter().zip(before) {
+        assert_eq!(e.get(id).await.unwrap(), memory, "restored exactly");
+        assert_eq!(e.history(id).await.unwrap().len(), versions);
+        assert_eq!(e.events(id).await.unwrap(), events);
+    }
+    let hits = e.search("Redis auth", &Default::default()).await.unwrap();
+    assert_eq!(hits.len(), 1, "searchable again");
+    // Importing again skips every id; replacing rewrites them.
+    let again = e
+        .import_memories(ExportFormat::Json, &json.text, OnConflict::Skip)
+        .await
+        .unwrap();
+    assert_eq!((again.imported, again.skipped), (0, 3));
+    let replaced = e
+        .import_memories(ExportFormat::Json, &json.text, OnConflict::Replace)
+        .await
+        .unwrap();
+    assert_eq!(replaced.updated, 3);
+    assert_eq!(e.get(&a.id).await.unwrap().helpful_count, 1);
+
+    // Bad documents are refused before anything is written.
+    for bad in [
+        "not json",
+        r#"{"format":"other","version":1,"projectId":"p","exportedAt":0,"memories":[]}"#,
+        r#"{"format":"engram.memories","version":99,"projectId":"p","exportedAt":0,"memories":[]}"#,
+    ] {
+        let err = e
+            .import_memories(ExportFormat::Json, bad, OnConflict::Skip)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_INVALID_ARG", "{bad}: {err}");
+    }
+    let mut doc: serde_json::Value = serde_json::from_str(&json.text).unwrap();
+    doc["memories"][1]["type"] = "nonsense".into();
+    let err = e
+        .import_memories(ExportFormat::Json, &doc.to_string(), OnConflict::Replace)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+    let mut doc: serde_json::Value = serde_json::from_str(&json.text).unwrap();
+    doc["memories"][2]["content"] = "".into();
+    let err = e
+        .import_memories(ExportFormat::Json, &doc.to_string(), OnConflict::Replace)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("memory 2"), "{err}");
+    // A hand-edited secret is redacted on the way in.
+    let mut doc: serde_json::Value = serde_json::from_str(&json.text).unwrap();
+    doc["memories"][0]["content"] =
+        "Deploy key is sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789".into();
+    e.import_memories(ExportFormat::Json, &doc.to_string(), OnConflict::Replace)
+        .await
+        .unwrap();
+    let redacted = e.get(&a.id).await.unwrap();
+    assert!(
+        redacted.content.contains("[REDACTED]") && redacted.redactions >= 1,
+        "{}",
+        redacted.content
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn markdown_export_reads_back_and_imports_edits() {
+    use engram::lifecycle::{ExportFormat, ExportOptions, OnConflict};
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let a = e
+        .remember(input(
+            MemoryType::Gotcha,
+            "Redis must run before the auth tests",
+            Some("src/auth.ts"),
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let b = e
+        .remember(input(
+            MemoryType::Decision,
+            "We chose Postgres:\n\n```sql\nSELECT 1;\n```\n### not a heading",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let md = e
+        .export_memories(&ExportOptions {
+            format: ExportFormat::Markdown,
+            include_forgotten: None,
+        })
+        .await
+        .unwrap();
+    assert!(
+        md.text.contains("## Decisions") && md.text.contains("> Redis must run"),
+        "{}",
+        md.text
+    );
+    // Unchanged, it imports as nothing to do.
+    let same = e
+        .import_memories(ExportFormat::Markdown, &md.text, OnConflict::Skip)
+        .await
+        .unwrap();
+    assert_eq!(
+        (same.skipped, same.updated, same.imported),
+        (2, 0, 0),
+        "{same:?}"
+    );
+    // A person edits one memory and adds one by hand.
+    let edited = md.text.replace(
+        "> Redis must run before the auth tests",
+        "> Redis must run before the auth and billing tests",
+    )
+        + "\n## Gotchas\n\n### Flaky clock\n\n> The CI clock drifts by seconds on macOS runners\n";
+    let report = e
+        .import_memories(ExportFormat::Markdown, &edited, OnConflict::Skip)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.updated, report.imported, report.skipped),
+        (1, 1, 1),
+        "{report:?}"
+    );
+    let a_now = e.get(&a.id).await.unwrap();
+    assert_eq!(
+        a_now.content,
+        "Redis must run before the auth and billing tests"
+    );
+    assert_eq!(a_now.version, 2);
+    assert_eq!(e.get(&b.id).await.unwrap(), b);
+    let added = e
+        .search("CI clock drifts", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0].memory.memory_type, MemoryType::Gotcha);
+    let err = e
+        .import_memories(
+            ExportFormat::Markdown,
+            "### orphan block\n\n> no section",
+            OnConflict::Skip,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+}

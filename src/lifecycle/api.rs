@@ -3,10 +3,10 @@
 
 use std::sync::atomic::AtomicBool;
 
-use super::{dispute, events, feedback, links, prune};
+use super::{dispute, events, feedback, links, prune, transfer};
 use super::{
-    DisputeOutcome, EventNote, FeedbackInput, FeedbackOutcome, MemoryEvent, PruneOptions,
-    PruneReport,
+    DisputeOutcome, EventNote, ExportFormat, ExportOptions, Exported, FeedbackInput,
+    FeedbackOutcome, ImportReport, MemoryEvent, OnConflict, PruneOptions, PruneReport,
 };
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, MemoryPatch};
@@ -91,5 +91,34 @@ impl Engram {
     /// Runs the pruning job (see `lifecycle::prune`); `cancel` stops it between batches.
     pub async fn prune(&self, options: &PruneOptions, cancel: &AtomicBool) -> Result<PruneReport> {
         prune::prune(&self.ctx(), options, cancel).await
+    }
+
+    /// Exports the project's memories as lossless JSON (with history and events) or as
+    /// readable, importable Markdown.
+    pub async fn export_memories(&self, options: &ExportOptions) -> Result<Exported> {
+        transfer::export(&self.ctx(), options).await
+    }
+
+    /// Imports an export into this project: JSON restores memories with their ids, history
+    /// and events (`on_conflict` decides about ids already present); Markdown updates the
+    /// memories it names and remembers the rest.
+    pub async fn import_memories(
+        &self,
+        format: ExportFormat,
+        text: &str,
+        on_conflict: OnConflict,
+    ) -> Result<ImportReport> {
+        let report = match format {
+            ExportFormat::Json => transfer::import_json(&self.ctx(), text, on_conflict).await?,
+            ExportFormat::Markdown => transfer::import_markdown(&self.ctx(), text).await?,
+        };
+        self.schedule_embedding();
+        Ok(report)
+    }
+
+    /// Deletes every memory of the project for good (account deletion): history, events,
+    /// vectors and links included. Returns how many memories were deleted.
+    pub async fn delete_all(&self) -> Result<u64> {
+        transfer::delete_all(&self.ctx()).await
     }
 }

@@ -101,30 +101,40 @@ pub(crate) async fn record(
     Ok(event)
 }
 
+/// The columns [`from_row`] reads, in order.
+pub(crate) const COLUMNS: &str = "id, memory_id, kind, session_id, author, body, created_at";
+
+/// Reads an event from a row selected with [`COLUMNS`].
+pub(crate) fn from_row(row: &libsql::Row) -> Result<MemoryEvent> {
+    let kind: String = row.get(2).ctx("event")?;
+    Ok(MemoryEvent {
+        id: row.get(0).ctx("event")?,
+        memory_id: row.get(1).ctx("event")?,
+        kind: EventKind::parse(&kind)
+            .map_err(|e| crate::Error::Internal(format!("stored event: {e}")))?,
+        session_id: row.get(3).ctx("event")?,
+        author: row.get(4).ctx("event")?,
+        body: row.get(5).ctx("event")?,
+        created_at: row.get(6).ctx("event")?,
+    })
+}
+
 /// Every event about one memory of the project, oldest first.
 pub(crate) async fn of_memory(ctx: &Ctx<'_>, memory_id: &str) -> Result<Vec<MemoryEvent>> {
     let conn = ctx.store.reader().await;
     let mut rows = conn
         .query(
-            "SELECT id, memory_id, kind, session_id, author, body, created_at FROM memory_events
-             WHERE memory_id = ?1 AND project_id = ?2 ORDER BY created_at, id",
+            &format!(
+                "SELECT {COLUMNS} FROM memory_events
+                 WHERE memory_id = ?1 AND project_id = ?2 ORDER BY created_at, id"
+            ),
             params![memory_id, ctx.project_id],
         )
         .await
         .ctx("reading memory events")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().await.ctx("reading memory events")? {
-        let kind: String = row.get(2).ctx("event")?;
-        out.push(MemoryEvent {
-            id: row.get(0).ctx("event")?,
-            memory_id: row.get(1).ctx("event")?,
-            kind: EventKind::parse(&kind)
-                .map_err(|e| crate::Error::Internal(format!("stored event: {e}")))?,
-            session_id: row.get(3).ctx("event")?,
-            author: row.get(4).ctx("event")?,
-            body: row.get(5).ctx("event")?,
-            created_at: row.get(6).ctx("event")?,
-        });
+        out.push(from_row(&row)?);
     }
     Ok(out)
 }

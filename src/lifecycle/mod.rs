@@ -1,10 +1,12 @@
 //! The memory lifecycle and trust (issue 9): decay, pruning, feedback and review,
-//! supersedes/contradicts links, disputes.
+//! supersedes/contradicts links, disputes, export/import/delete-all, and the pure formats
+//! they read and write (Markdown, agent files).
 //!
 //! API boundary: like `memory`, everything takes a [`crate::memory::Ctx`] and knows nothing of
 //! JavaScript; [`api`] adds the methods to [`crate::Engram`]. Decay is pure (a memory and
 //! "now"), so retrieval scoring, `prune` and tests with a manual clock agree on it.
 
+pub mod agent_files;
 mod api;
 pub mod contradiction;
 pub mod decay;
@@ -12,7 +14,9 @@ mod dispute;
 pub mod events;
 mod feedback;
 pub(crate) mod links;
+pub mod markdown;
 mod prune;
+mod transfer;
 
 pub use dispute::DisputeOutcome;
 pub use events::{EventKind, EventNote, MemoryEvent};
@@ -22,3 +26,7 @@ pub use feedback::{
 };
 pub use links::{CONFLICT_SCAN_MAX_BATCH, MAX_CONFLICTS_PER_MEMORY};
 pub use prune::{PruneOptions, PruneReport, BATCH as PRUNE_BATCH, DEFAULT_GRACE_DAYS};
+pub use transfer::{
+    ExportFormat, ExportOptions, Exported, ImportReport, OnConflict, BATCH as TRANSFER_BATCH,
+    JSON_FORMAT, JSON_VERSION,
+};

@@ -1,5 +1,5 @@
 //! The `Engram` class's lifecycle methods: feedback, the review queue, supersedes, disputes,
-//! use tracking and pruning.
+//! use tracking, pruning, export, import and delete-all.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -12,8 +12,9 @@ use super::class::{watch_signal, Engram};
 use super::error::promise;
 use super::json::{promise_json, JsonText};
 use super::lifecycle_types::{
-    ConfirmOptions, DisputeResult, EventNote, FeedbackInput, FeedbackResult, MemoryEvent,
-    PruneOptions, PruneReport, ReviewQueueOptions, SupersedeResult,
+    ConfirmOptions, DeleteAllOptions, DisputeResult, EventNote, ExportOptions, ExportResult,
+    FeedbackInput, FeedbackResult, ImportOptions, ImportReport, MemoryEvent, PruneOptions,
+    PruneReport, ReviewQueueOptions, SupersedeResult,
 };
 use super::types::Memory;
 use crate::lifecycle::EventNote as CoreNote;
@@ -286,5 +287,151 @@ impl Engram {
             async move { handle.prune(&core_options, &cancel).await },
             PruneReport::from,
         )
+    }
+}
+
+/// Reads or writes a whole file off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+    context: String,
+) -> crate::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| crate::Error::Internal(format!("file task: {e}")))?
+        .map_err(|e| crate::Error::io(context, e))
+}
+
+#[napi]
+impl Engram {
+    /// Exports this project's memories: `json` is lossless (every field, the history and the
+    /// event log) and re-importable with `importMemories`; `markdown` is for people (one
+    /// section per type, the content quoted verbatim) and importable too. With `path`, the
+    /// document is written there instead of returned.
+    ///
+    /// ```ts
+    /// const { text } = await memory.exportMemories({ format: 'json' })
+    /// await memory.exportMemories({ format: 'markdown', path: 'memories.md' })
+    /// ```
+    #[napi(
+        ts_args_type = "options: ExportOptions",
+        ts_return_type = "Promise<ExportResult>"
+    )]
+    pub fn export_memories<'env>(
+        &self,
+        env: &'env Env,
+        options: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, ExportResult>> {
+        let handle = arg!(env, self.handle());
+        let options: ExportOptions = arg!(env, required_object(env, &options, "options"));
+        let core_options = crate::lifecycle::ExportOptions {
+            format: arg!(env, crate::lifecycle::ExportFormat::parse(&options.format)),
+            include_forgotten: options.include_forgotten,
+        };
+        let path = options.path;
+        let work = async move {
+            let exported = handle.export_memories(&core_options).await?;
+            let bytes = exported.text.len() as f64;
+            let memories = exported.memories as u32;
+            match path {
+                Some(path) => {
+                    let text = exported.text;
+                    let target = path.clone();
+                    blocking(
+                        move || std::fs::write(&target, text),
+                        format!("writing the export to {path}"),
+                    )
+                    .await?;
+                    Ok(ExportResult {
+                        text: None,
+                        path: Some(path),
+                        memories,
+                        bytes,
+                    })
+                }
+                None => Ok(ExportResult {
+                    text: Some(exported.text),
+                    path: None,
+                    memories,
+                    bytes,
+                }),
+            }
+        };
+        promise(env, work, |r| r)
+    }
+
+    /// Imports a document made by `exportMemories` into this project (whatever project it
+    /// was exported from). JSON restores every memory with its id, history and events (an id
+    /// already here is skipped, or replaced with `onConflict: 'replace'`); Markdown updates
+    /// the memories whose id it names and remembers the others as new. Everything passes the
+    /// privacy filter and the input limits again; one invalid memory fails the call before
+    /// anything is written.
+    #[napi(
+        ts_args_type = "options: ImportOptions",
+        ts_return_type = "Promise<ImportReport>"
+    )]
+    pub fn import_memories<'env>(
+        &self,
+        env: &'env Env,
+        options: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, ImportReport>> {
+        let handle = arg!(env, self.handle());
+        let options: ImportOptions = arg!(env, required_object(env, &options, "options"));
+        let format = arg!(env, crate::lifecycle::ExportFormat::parse(&options.format));
+        let on_conflict = arg!(
+            env,
+            options
+                .on_conflict
+                .as_deref()
+                .map(crate::lifecycle::OnConflict::parse)
+                .transpose()
+        )
+        .unwrap_or_default();
+        let source = match (options.text, options.path) {
+            (Some(text), None) => Ok(text),
+            (None, Some(path)) => Err(path),
+            _ => {
+                return super::error::rejected(
+                    env,
+                    crate::Error::invalid("importMemories needs exactly one of text and path"),
+                )
+            }
+        };
+        let work = async move {
+            let text = match source {
+                Ok(text) => text,
+                Err(path) => {
+                    let from = path.clone();
+                    blocking(
+                        move || std::fs::read_to_string(&from),
+                        format!("reading {path}"),
+                    )
+                    .await?
+                }
+            };
+            handle.import_memories(format, &text, on_conflict).await
+        };
+        promise(env, work, ImportReport::from)
+    }
+
+    /// Deletes every memory of this project for good, with history, events, vectors and
+    /// links: account deletion. Pass `{ confirm: true }`; resolves to the number deleted.
+    #[napi(
+        ts_args_type = "options: DeleteAllOptions",
+        ts_return_type = "Promise<number>"
+    )]
+    pub fn delete_all<'env>(
+        &self,
+        env: &'env Env,
+        options: Unknown<'env>,
+    ) -> Result<PromiseRaw<'env, u32>> {
+        let handle = arg!(env, self.handle());
+        let options: DeleteAllOptions = arg!(env, required_object(env, &options, "options"));
+        if !options.confirm {
+            return super::error::rejected(
+                env,
+                crate::Error::invalid("deleteAll deletes for good: pass { confirm: true }"),
+            );
+        }
+        promise(env, async move { handle.delete_all().await }, |n| n as u32)
     }
 }

@@ -231,3 +231,82 @@ impl From<core::PruneReport> for PruneReport {
         }
     }
 }
+
+/// Options of `exportMemories`.
+#[napi(object, object_to_js = false)]
+pub struct ExportOptions {
+    /// `json` (lossless: every field, the history and the event log; re-importable) or
+    /// `markdown` (for people; importable).
+    #[napi(ts_type = "'json' | 'markdown'")]
+    pub format: String,
+    /// Forgotten memories too (default: yes for JSON, no for Markdown).
+    pub include_forgotten: Option<bool>,
+    /// Write the document to this file (created or replaced) instead of returning it.
+    pub path: Option<String>,
+}
+
+/// What `exportMemories` produced.
+#[napi(object)]
+pub struct ExportResult {
+    /// The document, unless it was written to `path`.
+    pub text: Option<String>,
+    /// The file written, if `path` was given.
+    pub path: Option<String>,
+    /// Memories exported.
+    pub memories: u32,
+    /// Size of the document in bytes (UTF-8).
+    pub bytes: f64,
+}
+
+/// Options of `importMemories`: the document as `text`, or a `path` to read it from.
+#[napi(object, object_to_js = false)]
+pub struct ImportOptions {
+    /// The format of the document.
+    #[napi(ts_type = "'json' | 'markdown'")]
+    pub format: String,
+    /// The document.
+    pub text: Option<String>,
+    /// A file holding the document.
+    pub path: Option<String>,
+    /// JSON only: what to do with a memory whose id this project already has: `skip` (the
+    /// default) or `replace` (history and events included).
+    #[napi(ts_type = "'skip' | 'replace'")]
+    pub on_conflict: Option<String>,
+}
+
+/// What an import did.
+#[napi(object)]
+pub struct ImportReport {
+    /// Memories written as new rows (JSON: with their own ids).
+    pub imported: u32,
+    /// Memories that replaced (JSON) or updated (Markdown) a stored one.
+    pub updated: u32,
+    /// Memories left out: id taken (JSON, `skip`) or unchanged (Markdown).
+    pub skipped: u32,
+    /// Memories left out because an active memory with the same content and scope exists.
+    pub duplicates: u32,
+    /// Past versions written.
+    pub versions: u32,
+    /// Events written.
+    pub events: u32,
+}
+
+impl From<core::ImportReport> for ImportReport {
+    fn from(r: core::ImportReport) -> Self {
+        ImportReport {
+            imported: r.imported as u32,
+            updated: r.updated as u32,
+            skipped: r.skipped as u32,
+            duplicates: r.duplicates as u32,
+            versions: r.versions as u32,
+            events: r.events as u32,
+        }
+    }
+}
+
+/// The guard of `deleteAll`.
+#[napi(object, object_to_js = false)]
+pub struct DeleteAllOptions {
+    /// Must be `true`: deletion is permanent.
+    pub confirm: bool,
+}
