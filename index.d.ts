@@ -298,8 +298,9 @@ export declare class Engram {
    * (`recall` with `trackAccess` does it for what it packs): the access count and last use
    * move, decay starts over, and every 5th use without a `wrong` or a correction raises the
    * confidence by 0.05 (to 0.95); the 10th clears `needsReview`. Unknown ids are ignored.
+   * With `options.sessionId`, the use counts for that session's summary.
    */
-  markUsed(ids: string[]): Promise<void>
+  markUsed(ids: string[], options?: MarkUsedOptions): Promise<void>
   /**
    * Runs the pruning job: memories unused for three half-lives are forgotten (decisions,
    * timeless types and pinned memories never expire); memories forgotten longer than the
@@ -385,6 +386,55 @@ export declare class Engram {
    * ```
    */
   observe(options: ObserveOptions): ObserverSession
+  /**
+   * The summary of a session so far: the memories the agent was given (`recall` with
+   * `trackAccess` and `sessionId`, `markUsed` with `sessionId`), the memories it learned
+   * (created with that `sessionId`), each with its citation chip and id for
+   * confirm/edit/reject, and an estimate of the tokens memory saved.
+   *
+   * ```ts
+   * const s = await memory.sessionSummary('sess-42')
+   * console.log(`Memory saved ~${s.tokensSavedEstimate} tokens`, s.learned.map((l) => l.citation))
+   * ```
+   */
+  sessionSummary(sessionId: string): Promise<SessionSummary>
+  /**
+   * Ends a session: records what it used and learned, lets the project's trust level
+   * progress (`previousTrustLevel` is set when it rose), and returns the summary. Ending
+   * a session again refreshes its counts.
+   */
+  endSession(sessionId: string): Promise<SessionSummary>
+  /**
+   * Where the project stands in trust progression: its level, the injection threshold
+   * that goes with it, the evidence for the next level, and any pending offer to step
+   * down.
+   */
+  trust(): Promise<TrustState>
+  /**
+   * Sets the project's trust level (1..=4) by the user's choice: the only way to level 4
+   * (autonomous), and how an offer to step down is accepted. Clears any pending offer.
+   */
+  setTrustLevel(level: 1 | 2 | 3 | 4): Promise<TrustState>
+  /** Dismisses a pending offer to step the trust level down; the level stays. */
+  dismissTrustOffer(): Promise<TrustState>
+  /**
+   * Health of the project's memories for the panel's dashboard: counts (total, active in
+   * the last 30 days, needs review, stale, disputed...) and a 0-100 score whose formula is
+   * in the README. With `options.sessionId`, that session's tokens-saved estimate.
+   */
+  health(options?: HealthOptions): Promise<Health>
+  /**
+   * How well memories cover each module of indexed code (files with an active memory
+   * attached), least covered first: the panel's progress bars.
+   */
+  moduleCoverage(): Promise<ModuleCoverage[]>
+  /**
+   * Memory gaps: questions an agent's recall (`trackAccess`) found no memory for, most
+   * asked first; each closes by itself once a later recall of it finds memories.
+   */
+  memoryGaps(options?: MemoryGapsOptions): Promise<MemoryGap[]>
+  /** Closes a memory gap by hand (a person or an extraction answered it). */
+  resolveGap(id: string): Promise<void>
   /**
    * Memories and code chunks for `query`, ranked together, plus a context packed into a
    * token budget with a citation per item: keyword (BM25), dense (when a model is available)
@@ -979,6 +1029,12 @@ export interface FeedbackResult {
   correction?: Memory
   /** The event recorded. */
   event: MemoryEvent
+  /**
+   * Set once memories were flagged wrong 3+ times in this feedback's session: an offer
+   * (never forced) to step the project's trust level down; accept it with
+   * `setTrustLevel(offer.level)`, or `dismissTrustOffer()`.
+   */
+  trustOffer?: TrustOffer
 }
 
 /** A file `index()` skipped or degraded. */
@@ -1189,6 +1245,55 @@ export interface GraphSyncSummary {
   edgesMarkedStale: number
 }
 
+/** Health of a project's memories, for the panel's dashboard. */
+export interface Health {
+  /** Every memory, forgotten ones included. */
+  total: number
+  /** Memories not forgotten. */
+  active: number
+  /** Active memories used in the last 30 days. */
+  activeLast30Days: number
+  /** Active memories waiting for review. */
+  needsReview: number
+  /** Active memories whose code changed since they were written. */
+  stale: number
+  /** Active memories under dispute. */
+  disputed: number
+  /** Active memories a newer one supersedes. */
+  superseded: number
+  /** Forgotten memories (kept until `prune` deletes them). */
+  forgotten: number
+  /** Open memory gaps. */
+  openGaps: number
+  /** Estimated tokens saved in the session given (0 without one). */
+  tokensSavedThisSession: number
+  /**
+   * 0-100: round(100 × (0.30 reviewed + 0.25 fresh + 0.25 used + 0.20 agreed)); 0 with no
+   * active memory.
+   */
+  score: number
+  /** The parts of the score. */
+  parts: HealthParts
+}
+
+/** Options of `health`. */
+export interface HealthOptions {
+  /** The session whose tokens-saved estimate to include. */
+  sessionId?: string
+}
+
+/** The four parts of the health score, each 0..=1. */
+export interface HealthParts {
+  /** 1 − needsReview / active. */
+  reviewed: number
+  /** 1 − stale / active. */
+  fresh: number
+  /** activeLast30Days / active. */
+  used: number
+  /** 1 − (disputed or superseded) / active. */
+  agreed: number
+}
+
 /** What depends on a target, and the memories on any of it. */
 export interface Impact {
   /** The node the target named. */
@@ -1340,6 +1445,14 @@ export interface InstalledModel {
  */
 export declare function installModel(from: string, dest?: string | undefined | null): Promise<InstalledModel>
 
+/** A memory a session created. */
+export interface LearnedMemory {
+  /** The memory as it is now (confirm, edit or reject it by id). */
+  memory: Memory
+  /** Its citation chip: `[Memory #<id>: <brief>]`. */
+  citation: string
+}
+
 /** Filters of `list`. */
 export interface ListFilter {
   /** Only these types. */
@@ -1370,6 +1483,12 @@ export interface ListFilter {
   limit?: number
   /** Rows to skip. */
   offset?: number
+}
+
+/** Options of `markUsed`. */
+export interface MarkUsedOptions {
+  /** The agent session the memories were used in (counts for its summary). */
+  sessionId?: string
 }
 
 /** A stored memory. */
@@ -1484,6 +1603,32 @@ export interface MemoryEvent {
   createdAt: number
 }
 
+/** A question an agent asked that memory could not answer. */
+export interface MemoryGap {
+  /** UUIDv7. */
+  id: string
+  /** The question, privacy-filtered, lower case, single spaces (500 characters at most). */
+  query: string
+  /** The session it was first asked in. */
+  sessionId?: string
+  /** Times it was asked while open. */
+  hits: number
+  /** First asked (ms). */
+  createdAt: number
+  /** Last asked (ms). */
+  lastSeenAt: number
+  /** When memory learned the answer (ms); absent while open. */
+  resolvedAt?: number
+}
+
+/** Options of `memoryGaps`. */
+export interface MemoryGapsOptions {
+  /** Closed gaps too (default false). */
+  includeResolved?: boolean
+  /** 1..=500 (default 100). */
+  limit?: number
+}
+
 /**
  * Fields to change in `update`; omitted fields stay. An empty string clears `citationText`,
  * `commitSha`, `methodology` and `targetNodeId`. List fields are replaced, not merged.
@@ -1564,6 +1709,23 @@ export interface MemoryVersion {
   endedAt: number
   /** The memory as it was. */
   memory: Memory
+}
+
+/** One module's coverage by memories. */
+export interface ModuleCoverage {
+  /**
+   * The module: a directory of indexed code, two levels deep at most, ending in `/`
+   * (`./` for files at the root).
+   */
+  module: string
+  /** Indexed files in it. */
+  files: number
+  /** Of those, files with an active memory attached. */
+  coveredFiles: number
+  /** Distinct active memories attached to its files. */
+  memories: number
+  /** coveredFiles / files, 0..=1. */
+  coverage: number
 }
 
 /** What a relation deriver is told about one module. */
@@ -1874,6 +2036,17 @@ export interface RecallOptions {
    * prompt; leave it off for browsing. Default false.
    */
   trackAccess?: boolean
+  /**
+   * The agent session (1 to 256 bytes). With `trackAccess`, the memories used count for
+   * the session's summary, and a recall that finds no memory is noted as a memory gap.
+   */
+  sessionId?: string
+  /**
+   * Leave out memories whose current confidence is not above the project's trust-level
+   * injection threshold (0.80 at level 1 ... 0.45 at level 4; with `filters.minConfidence`
+   * the stricter wins). Default false.
+   */
+  applyTrust?: boolean
 }
 
 /** Where each stage ranked an item (1-based; absent where a path did not find it). */
@@ -2225,6 +2398,35 @@ export interface SessionSnapshot {
   evictedCalls: number
 }
 
+/** The session-end summary: what the agent remembered, what it learned. */
+export interface SessionSummary {
+  /** The session. */
+  sessionId: string
+  /** What the agent was given, most used first (200 at most). */
+  used: Array<UsedMemory>
+  /** What the session created and is still active, oldest first (200 at most). */
+  learned: Array<LearnedMemory>
+  /** Learned memories waiting for review. */
+  needsReview: number
+  /** Learned memories a person has not confirmed yet. */
+  awaitingConfirmation: number
+  /** `wrong` and `correction` feedback given in the session. */
+  corrections: number
+  /**
+   * Estimated tokens of discovery saved: per distinct memory used, the typical cost of
+   * rediscovering its type (an assumption, documented in the README, not a measurement).
+   */
+  tokensSavedEstimate: number
+  /** The project's trust level (1..=4) now. */
+  trustLevel: number
+  /** How much of this summary to show at that level. */
+  mode: 'full' | 'review_only' | 'suppressed'
+  /** When the session was ended (ms), if it was. */
+  endedAt?: number
+  /** When ending the session raised the trust level: the level before. */
+  previousTrustLevel?: number
+}
+
 /** r" Who may see a memory. `personal` memories never leave the device. */
 export type ShareScope = 'personal' | 'project' | 'team' | 'organization'
 
@@ -2268,6 +2470,8 @@ export interface StepContext {
   toolCalls: Array<AgentToolCall>
   /** Memories already injected in this session: never injected twice. */
   injectedIds?: Array<string>
+  /** The agent session: what is injected counts for its `sessionSummary`. */
+  sessionId?: string
 }
 
 /** A message to put in front of the agent before its next step. */
@@ -2592,6 +2796,56 @@ export interface TraverseOptions {
   layers?: Array<number>
   /** Most nodes returned (1..10000, default 500). */
   limit?: number
+}
+
+/** A pending offer to step the project's trust level down. */
+export interface TrustOffer {
+  /** The level offered (1..=4). */
+  level: number
+  /** Why, in words for the app to show. */
+  reason: string
+  /** The session where memories were flagged wrong. */
+  sessionId?: string
+}
+
+/**
+ * Where a project stands in trust progression: 1 cautious (inject above 0.80), 2 standard
+ * (0.65), 3 confident (0.55), 4 autonomous (0.45, only by the user's choice).
+ */
+export interface TrustState {
+  /** 1..=4. */
+  level: number
+  /** `cautious`, `standard`, `confident` or `autonomous`. */
+  levelName: 'cautious' | 'standard' | 'confident' | 'autonomous'
+  /** Memories are injected only when their current confidence is above this. */
+  injectionThreshold: number
+  /** How much of a session summary to show. */
+  summaryMode: 'full' | 'review_only' | 'suppressed'
+  /** Whether the app should ask for confirmation of everything a session learned. */
+  newMemoriesNeedReview: boolean
+  /** Sessions ended in the project. */
+  sessions: number
+  /** Of those, sessions ended at the current level. */
+  sessionsAtLevel: number
+  /** Share of learned memories a person confirmed (absent when nothing was learned). */
+  confirmedShare?: number
+  /**
+   * `wrong` and correction feedback per distinct memory used, over the sessions at this
+   * level (absent when they used none).
+   */
+  correctionRate?: number
+  /** A pending offer to step down. */
+  offer?: TrustOffer
+}
+
+/** A memory an agent was given in a session. */
+export interface UsedMemory {
+  /** The memory as it is now. */
+  memory: Memory
+  /** Times it was given in the session. */
+  uses: number
+  /** Its citation chip: `[Memory #<id>: <brief>]`. */
+  citation: string
 }
 
 /**

@@ -152,6 +152,8 @@ test('stepInjection() shows pitfalls of files just read once, then short-circuit
     { tool: 'Read', filePath: join(root, 'src/auth/password.ts') },
   ]
   assert.equal(await db.stepInjection(3, { toolCalls }), null)
+  assert.equal(await db.stepInjection(5, { toolCalls }), null, 'a new project injects above 0.80 only')
+  assert.equal((await db.setTrustLevel(2)).injectionThreshold, 0.65)
   const first = await db.stepInjection(5, { toolCalls })
   assert.equal(first.type, 'gotcha_injection')
   assert.deepEqual(first.memories.map((m) => m.id), [pitfall.memory.id])

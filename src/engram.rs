@@ -473,7 +473,16 @@ impl Engram {
         &self,
         request: crate::retrieval::request::RecallRequest,
     ) -> Result<crate::retrieval::recall::Recall> {
-        let request = request.validated(self.project_root.as_deref())?;
+        let mut request = request.validated(self.project_root.as_deref())?;
+        if request.apply_trust {
+            // "Above the threshold": the smallest step above it (confidences are f64 in 0..=1).
+            let threshold = crate::lifecycle::trust::level(&self.ctx())
+                .await?
+                .injection_threshold()
+                + 1e-9;
+            let given = request.filters.min_confidence.unwrap_or(0.0);
+            request.filters.min_confidence = Some(given.max(threshold));
+        }
         crate::retrieval::recall::run(self, request).await
     }
 

@@ -200,7 +200,7 @@ async fn use_restarts_decay_and_earns_trust() {
     let ids = vec![m.id.clone()];
     for _ in 0..4 {
         clock.advance(50 * DAY);
-        e.mark_used(&ids).await.unwrap();
+        e.mark_used(&ids, None).await.unwrap();
     }
     // 200 days old but used every 50: never idle for three half-lives.
     assert_eq!(
@@ -213,7 +213,7 @@ async fn use_restarts_decay_and_earns_trust() {
     let after4 = e.get(&m.id).await.unwrap();
     assert_eq!((after4.access_count, after4.uncorrected_uses), (4, 4));
     assert_eq!(after4.confidence, 0.7);
-    e.mark_used(&ids).await.unwrap();
+    e.mark_used(&ids, None).await.unwrap();
     let after5 = e.get(&m.id).await.unwrap();
     assert!(
         (after5.confidence - 0.75).abs() < 1e-9,
@@ -238,7 +238,7 @@ async fn use_restarts_decay_and_earns_trust() {
         (0, 1)
     );
     for _ in 0..9 {
-        e.mark_used(&ids).await.unwrap();
+        e.mark_used(&ids, None).await.unwrap();
     }
     let after9 = e.get(&m.id).await.unwrap();
     assert!(
@@ -246,7 +246,7 @@ async fn use_restarts_decay_and_earns_trust() {
         "one raise at the 5th use"
     );
     assert!(after9.needs_review, "cleared only at 10 uses");
-    e.mark_used(&ids).await.unwrap();
+    e.mark_used(&ids, None).await.unwrap();
     let after10 = e.get(&m.id).await.unwrap();
     assert!(!after10.needs_review);
     assert!((after10.confidence - 0.75).abs() < 1e-9);
@@ -261,7 +261,7 @@ async fn use_restarts_decay_and_earns_trust() {
     .await
     .unwrap();
     for _ in 0..10 {
-        e.mark_used(&ids).await.unwrap();
+        e.mark_used(&ids, None).await.unwrap();
     }
     assert!((e.get(&m.id).await.unwrap().confidence - 0.95).abs() < 1e-9);
 }
@@ -745,7 +745,9 @@ async fn export_delete_all_import_restores_everything() {
         .unwrap()
         .memory;
     e.forget(&c.id, Some("done".into())).await.unwrap();
-    e.mark_used(std::slice::from_ref(&a.id)).await.unwrap();
+    e.mark_used(std::slice::from_ref(&a.id), None)
+        .await
+        .unwrap();
 
     let ids = [&a.id, &b.id, &c.id];
     let mut before = Vec::new();

@@ -10,6 +10,7 @@ use engram::clock::ManualClock;
 use engram::code::IndexOptions;
 use engram::embed::{CallbackOptions, EmbeddingProvider};
 use engram::engine::EngineOptions;
+use engram::lifecycle::TrustLevel;
 use engram::memory::{MemoryType, RememberInput};
 use engram::retrieval::injection::{InjectionKind, StepContext, ToolCall};
 use engram::retrieval::recall::{ItemContent, PackState, Recall, RecallItem};
@@ -591,11 +592,17 @@ async fn step_injection_shows_unseen_gotchas_of_files_just_read_once() {
             ),
         ],
         injected_ids: Vec::new(),
+        session_id: None,
     };
     assert!(
         f.e.step_injection(4, &context).await.unwrap().is_none(),
         "too early"
     );
+    assert!(
+        f.e.step_injection(5, &context).await.unwrap().is_none(),
+        "a new project is cautious: only confidence above 0.80 is injected"
+    );
+    f.e.set_trust_level(TrustLevel::Standard).await.unwrap();
     let injection = f.e.step_injection(5, &context).await.unwrap().unwrap();
     assert_eq!(injection.kind, InjectionKind::Gotchas);
     let mut ids: Vec<&str> = injection.memories.iter().map(|m| m.id.as_str()).collect();
@@ -618,6 +625,7 @@ async fn step_injection_shows_unseen_gotchas_of_files_just_read_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn step_injection_short_circuits_a_search_for_something_known() {
     let f = fixture(EmbeddingProvider::Disabled).await;
+    f.e.set_trust_level(TrustLevel::Standard).await.unwrap();
     let known = remember(
         &f.e,
         MemoryType::Pattern,
@@ -633,6 +641,7 @@ async fn step_injection_short_circuits_a_search_for_something_known() {
             call("Read", Some("src/ui/button.ts"), None),
         ],
         injected_ids: Vec::new(),
+        session_id: None,
     };
     let injection = f.e.step_injection(9, &context).await.unwrap().unwrap();
     assert_eq!(injection.kind, InjectionKind::SearchShortCircuit);
@@ -650,6 +659,7 @@ async fn step_injection_short_circuits_a_search_for_something_known() {
             call("Grep", None, Some("session biscuit")),
         ],
         injected_ids: Vec::new(),
+        session_id: None,
     };
     assert!(f.e.step_injection(9, &old).await.unwrap().is_none());
 }

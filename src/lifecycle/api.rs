@@ -3,10 +3,11 @@
 
 use std::sync::atomic::AtomicBool;
 
-use super::{dispute, events, feedback, links, prune, transfer};
+use super::{dispute, events, feedback, gaps, health, links, prune, session, transfer, trust};
 use super::{
     DisputeOutcome, EventNote, ExportFormat, ExportOptions, Exported, FeedbackInput,
-    FeedbackOutcome, ImportReport, MemoryEvent, OnConflict, PruneOptions, PruneReport,
+    FeedbackOutcome, Health, ImportReport, MemoryEvent, MemoryGap, ModuleCoverage, OnConflict,
+    PruneOptions, PruneReport, SessionSummary, TrustLevel, TrustState,
 };
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, MemoryPatch};
@@ -84,8 +85,10 @@ impl Engram {
     /// Counts memories of the project as used now (access count, last access, and the trust
     /// they earn by uncorrected use): for apps that put memories into a prompt themselves.
     /// `recall` with `trackAccess` does this for what it packs. Unknown ids are ignored.
-    pub async fn mark_used(&self, ids: &[String]) -> Result<()> {
-        memory::touch(&self.ctx(), ids).await
+    pub async fn mark_used(&self, ids: &[String], session_id: Option<&str>) -> Result<()> {
+        let session_id = self.ctx().validator().opt_id("sessionId", session_id)?;
+        let session_id = session_id.as_deref();
+        memory::touch(&self.ctx(), ids, session_id).await
     }
 
     /// Runs the pruning job (see `lifecycle::prune`); `cancel` stops it between batches.
@@ -120,5 +123,58 @@ impl Engram {
     /// vectors and links included. Returns how many memories were deleted.
     pub async fn delete_all(&self) -> Result<u64> {
         transfer::delete_all(&self.ctx()).await
+    }
+
+    /// The summary of a session so far (what the agent was given, what it learned, the
+    /// tokens-saved estimate), for the app's session-end panel.
+    pub async fn session_summary(&self, session_id: &str) -> Result<SessionSummary> {
+        session::summary(&self.ctx(), session_id).await
+    }
+
+    /// Ends a session: records what it used and learned, lets the project's trust level
+    /// progress, and returns the summary (`previous_trust_level` set when the level rose).
+    pub async fn end_session(&self, session_id: &str) -> Result<SessionSummary> {
+        session::end(&self.ctx(), session_id).await
+    }
+
+    /// Where the project stands in trust progression.
+    pub async fn trust(&self) -> Result<TrustState> {
+        trust::state(&self.ctx()).await
+    }
+
+    /// Sets the project's trust level by the user's choice (the only way to level 4, and how
+    /// an offer to step down is accepted).
+    pub async fn set_trust_level(&self, level: TrustLevel) -> Result<TrustState> {
+        trust::set_level(&self.ctx(), level).await
+    }
+
+    /// Dismisses a pending offer to step the trust level down.
+    pub async fn dismiss_trust_offer(&self) -> Result<TrustState> {
+        trust::dismiss_offer(&self.ctx()).await
+    }
+
+    /// Health counts and the 0-100 score (see `lifecycle::health`); with a session, its
+    /// tokens-saved estimate too.
+    pub async fn health(&self, session_id: Option<&str>) -> Result<Health> {
+        health::health(&self.ctx(), session_id).await
+    }
+
+    /// Coverage of each module of indexed code by active memories, least covered first.
+    pub async fn module_coverage(&self) -> Result<Vec<ModuleCoverage>> {
+        health::module_coverage(&self.ctx()).await
+    }
+
+    /// Memory gaps: questions recall could not answer from memory, most asked first.
+    pub async fn memory_gaps(
+        &self,
+        include_resolved: bool,
+        limit: Option<u32>,
+    ) -> Result<Vec<MemoryGap>> {
+        gaps::list(&self.ctx(), include_resolved, limit).await
+    }
+
+    /// Closes a memory gap by hand.
+    pub async fn resolve_gap(&self, id: &str) -> Result<()> {
+        gaps::resolve(&self.ctx(), id).await
     }
 }

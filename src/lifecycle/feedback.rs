@@ -14,6 +14,7 @@
 use libsql::params;
 
 use super::events::{self, EventKind, EventNote, MemoryEvent};
+use super::trust::{self, TrustOffer};
 use crate::error::{DbContext, Error, Result};
 use crate::memory::model::string_enum;
 use crate::memory::{
@@ -61,6 +62,22 @@ pub struct FeedbackOutcome {
     pub correction: Option<Memory>,
     /// The event recorded.
     pub event: MemoryEvent,
+    /// A pending offer to step the project's trust level down (made once memories are
+    /// flagged wrong three times in one session; see `lifecycle::trust`).
+    pub trust_offer: Option<TrustOffer>,
+}
+
+/// After a `wrong` or a correction in a session: the offer to step down, if one is pending.
+async fn regression_offer(
+    ctx: &Ctx<'_>,
+    tx: &libsql::Connection,
+    note: &EventNote,
+    now: i64,
+) -> Result<Option<TrustOffer>> {
+    match note.session_id.as_deref() {
+        Some(session) => trust::offer_regression_in(tx, ctx.project_id, session, now).await,
+        None => Ok(None),
+    }
 }
 
 /// Checks the optional parts of an event: ids bounded, the body privacy-filtered.
@@ -133,11 +150,17 @@ pub(crate) async fn feedback(
     }
     let event = events::record(&tx, ctx.project_id, id, kind, &note, now).await?;
     let memory = load(ctx, &tx, id).await?;
+    let trust_offer = if kind == EventKind::Wrong {
+        regression_offer(ctx, &tx, &note, now).await?
+    } else {
+        None
+    };
     tx.commit().await.ctx("committing feedback")?;
     Ok(FeedbackOutcome {
         memory,
         correction: None,
         event,
+        trust_offer,
     })
 }
 
@@ -201,11 +224,13 @@ async fn correct(ctx: &Ctx<'_>, id: &str, input: FeedbackInput) -> Result<Feedba
     })
     .await?;
     let event = events::record(&tx, ctx.project_id, id, EventKind::Correction, &note, now).await?;
+    let trust_offer = regression_offer(ctx, &tx, &note, now).await?;
     tx.commit().await.ctx("committing correction")?;
     Ok(FeedbackOutcome {
         memory,
         correction: Some(new),
         event,
+        trust_offer,
     })
 }
 

@@ -1,5 +1,6 @@
 //! The memory lifecycle and trust (issue 9): decay, pruning, feedback and review,
-//! supersedes/contradicts links, disputes, export/import/delete-all, and the pure formats
+//! supersedes/contradicts links, disputes, sessions and trust progression, health and
+//! coverage for the app's panel, memory gaps, export/import/delete-all, and the pure formats
 //! they read and write (Markdown, agent files).
 //!
 //! API boundary: like `memory`, everything takes a [`crate::memory::Ctx`] and knows nothing of
@@ -13,10 +14,14 @@ pub mod decay;
 mod dispute;
 pub mod events;
 mod feedback;
+mod gaps;
+mod health;
 pub(crate) mod links;
 pub mod markdown;
 mod prune;
+mod session;
 mod transfer;
+pub(crate) mod trust;
 
 pub use dispute::DisputeOutcome;
 pub use events::{EventKind, EventNote, MemoryEvent};
@@ -24,9 +29,17 @@ pub use feedback::{
     FeedbackInput, FeedbackKind, FeedbackOutcome, CORRECTION_CONFIDENCE, HELPFUL_BOOST,
     WRONG_PENALTY,
 };
+pub(crate) use gaps::after_recall as note_recall_for_gaps;
+pub use gaps::{normalise as normalise_gap_query, MemoryGap, MAX_GAP_QUERY_CHARS};
+pub use health::{module_of, score as health_score, Health, HealthParts, ModuleCoverage};
 pub use links::{CONFLICT_SCAN_MAX_BATCH, MAX_CONFLICTS_PER_MEMORY};
 pub use prune::{PruneOptions, PruneReport, BATCH as PRUNE_BATCH, DEFAULT_GRACE_DAYS};
+pub(crate) use session::record_use_in as record_session_use_in;
+pub use session::{
+    citation, discovery_tokens, LearnedMemory, SessionSummary, UsedMemory, SUMMARY_LIMIT,
+};
 pub use transfer::{
     ExportFormat, ExportOptions, Exported, ImportReport, OnConflict, BATCH as TRANSFER_BATCH,
     JSON_FORMAT, JSON_VERSION,
 };
+pub use trust::{SummaryMode, TrustLevel, TrustOffer, TrustState};

@@ -26,6 +26,7 @@ use libsql::params;
 use super::decay::{default_half_life_days, DecayInputs, DAY_MS};
 use crate::error::{DbContext, Error, Result};
 use crate::memory::rows::{from_row, SELECT_M};
+use crate::memory::snapshot;
 use crate::memory::{Ctx, MemoryType};
 use crate::store::begin_write;
 
@@ -208,7 +209,7 @@ async fn expire(ctx: &Ctx<'_>, seqs: &[i64], now: i64) -> Result<usize> {
                 row.get::<i64>(crate::memory::rows::COLUMN_COUNT)
                     .ctx("seq")?,
             );
-            snapshots.push(serde_json::to_value(&memory).expect("memory serialises"));
+            snapshots.push(snapshot::to_value(&memory));
         }
     }
     drop(rows);

@@ -24,6 +24,7 @@ use super::markdown::{self, MarkdownMemory};
 use crate::error::{DbContext, Error, Result};
 use crate::memory::dedup::content_hash;
 use crate::memory::rows::{self, from_row, to_params, SELECT_M};
+use crate::memory::snapshot;
 use crate::memory::{
     self, Ctx, Memory, MemoryPatch, MemoryScope, MemorySource, MemoryType, RememberInput,
     ShareScope,
@@ -186,8 +187,7 @@ async fn history_of(
             version: row.get::<i64>(1).ctx("version")? as u32,
             ended_by: row.get(2).ctx("version")?,
             ended_at: row.get(3).ctx("version")?,
-            memory: serde_json::from_str(&snapshot)
-                .map_err(|e| Error::Internal(format!("stored version JSON: {e}")))?,
+            memory: snapshot::decode(&snapshot)?,
         });
     }
     drop(rows);
@@ -389,12 +389,12 @@ pub(crate) async fn import_json(
         let rows: Vec<serde_json::Value> = batch
             .iter()
             .map(|v| {
-                let mut snapshot = v.memory.clone();
-                snapshot.project_id = ctx.project_id.to_owned();
+                let mut past = v.memory.clone();
+                past.project_id = ctx.project_id.to_owned();
                 serde_json::json!([
                     v.memory_id,
                     v.version,
-                    serde_json::to_string(&snapshot).expect("memory serialises"),
+                    snapshot::encode(&past),
                     v.ended_by,
                     v.ended_at
                 ])

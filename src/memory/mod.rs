@@ -11,6 +11,7 @@ pub mod privacy;
 mod read;
 pub(crate) mod rows;
 mod search;
+pub(crate) mod snapshot;
 mod write;
 
 pub use input::{Limits, MemoryPatch, RememberInput};

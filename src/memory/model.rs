@@ -177,7 +177,14 @@ pub struct MemoryRelation {
     pub auto_extracted: bool,
 }
 
-/// A stored memory, as returned by every read.
+/// `{}`: a memory's metadata when its stored form leaves it out.
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+/// A stored memory, as returned by every read. Every field with a default (`false`, `0`, an
+/// empty list, `{}`, `None`) may be absent when it is read back from JSON: past versions are
+/// stored that way (see `memory::snapshot`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Memory {
@@ -193,10 +200,13 @@ pub struct Memory {
     /// Stored confidence 0..=1.
     pub confidence: f64,
     /// Free-form tags.
+    #[serde(default)]
     pub tags: Vec<String>,
     /// Files the memory is about (relative to the project root).
+    #[serde(default)]
     pub related_files: Vec<String>,
     /// Modules the memory is about.
+    #[serde(default)]
     pub related_modules: Vec<String>,
     /// How widely it applies.
     pub scope: MemoryScope,
@@ -209,6 +219,7 @@ pub struct Memory {
     /// Commit the knowledge refers to.
     pub commit_sha: Option<String>,
     /// Every session that created or reinforced it.
+    #[serde(default)]
     pub provenance_session_ids: Vec<String>,
     /// Methodology unit.
     pub work_unit_ref: Option<WorkUnitRef>,
@@ -217,20 +228,26 @@ pub struct Memory {
     /// Knowledge-graph node it is attached to.
     pub target_node_id: Option<String>,
     /// Graph nodes it affects.
+    #[serde(default)]
     pub impacted_node_ids: Vec<String>,
     /// Links to other memories or files.
+    #[serde(default)]
     pub relations: Vec<MemoryRelation>,
     /// Custom decay half-life in days (None: the type's default).
     pub decay_half_life_days: Option<f64>,
     /// Waiting for a human to confirm.
+    #[serde(default)]
     pub needs_review: bool,
     /// Confirmed by a human.
+    #[serde(default)]
     pub user_verified: bool,
     /// Short text for inline citation chips (<= 40 chars).
     pub citation_text: Option<String>,
     /// Pinned memories never decay.
+    #[serde(default)]
     pub pinned: bool,
     /// Archived by `forget`.
+    #[serde(default)]
     pub deprecated: bool,
     /// When it was archived (ms).
     pub deprecated_at: Option<i64>,
@@ -240,20 +257,28 @@ pub struct Memory {
     pub stale_at: Option<i64>,
     /// How many secrets the privacy filter has replaced with `[REDACTED]` in this memory, over
     /// its whole life (a memory with any stays on this device once sync lands).
+    #[serde(default)]
     pub redactions: u32,
     /// How many times a duplicate reinforced it.
+    #[serde(default)]
     pub reinforce_count: u32,
     /// How many times retrieval returned it.
+    #[serde(default)]
     pub access_count: u32,
     /// Created (ms since epoch).
+    #[serde(default)]
     pub created_at: i64,
     /// Last changed (ms).
+    #[serde(default)]
     pub updated_at: i64,
     /// Last returned by retrieval (ms).
+    #[serde(default)]
     pub last_accessed_at: i64,
     /// Starts at 1, +1 per change; past versions are in the history.
+    #[serde(default)]
     pub version: u32,
     /// Free-form JSON object for the app.
+    #[serde(default = "empty_object")]
     pub metadata: serde_json::Value,
     /// Text that makes recall show this memory whatever else ranks: a pattern found in the
     /// query or in a recent file's path (case-insensitive), such as `println!` or `.env` for

@@ -358,8 +358,7 @@ pub(crate) async fn history(ctx: &Ctx<'_>, id: &str) -> Result<Vec<MemoryVersion
             version: row.get::<i64>(0).ctx("reading history")? as u32,
             ended_by: row.get(1).ctx("reading history")?,
             ended_at: row.get(2).ctx("reading history")?,
-            memory: serde_json::from_str(&snapshot)
-                .map_err(|e| Error::Internal(format!("stored version JSON: {e}")))?,
+            memory: super::snapshot::decode(&snapshot)?,
         });
     }
     out.push(MemoryVersion {

@@ -290,7 +290,7 @@ pub(crate) async fn load(ctx: &Ctx<'_>, conn: &Connection, id: &str) -> Result<M
 
 /// Records `old` as a past version, ended by `change`.
 async fn save_version(tx: &Connection, old: &Memory, change: &str, now: i64) -> Result<()> {
-    let snapshot = serde_json::to_string(old).expect("memory serialises");
+    let snapshot = super::snapshot::encode(old);
     tx.execute(
         "INSERT OR REPLACE INTO memory_versions(memory_id, version, snapshot, ended_by, ended_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -604,7 +604,10 @@ pub(crate) async fn archive_as_duplicate(
 /// Use is also a trust signal (seed 003 section 18): every [`TRUST_USES`]th use since the
 /// memory was last called wrong or corrected raises its confidence by [`TRUST_BOOST`] (to
 /// [`TRUST_CAP`] at most), and the [`REVIEW_CLEARING_USES`]th clears `needs_review`.
-pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String]) -> Result<()> {
+///
+/// With a `session_id`, the use is also counted for that session (its summary's "what the
+/// agent remembered", see `lifecycle::session`), in the same transaction.
+pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String], session_id: Option<&str>) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -624,7 +627,7 @@ pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String]) -> Result<()> {
         params![
             ctx.project_id,
             now,
-            ids,
+            ids.as_str(),
             TRUST_USES,
             TRUST_BOOST,
             TRUST_CAP,
@@ -633,6 +636,9 @@ pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String]) -> Result<()> {
     )
     .await
     .ctx("recording access")?;
+    if let Some(session_id) = session_id {
+        crate::lifecycle::record_session_use_in(&tx, ctx.project_id, session_id, &ids, now).await?;
+    }
     tx.commit().await.ctx("committing access")?;
     Ok(())
 }
@@ -659,8 +665,7 @@ pub(crate) async fn rollback(ctx: &Ctx<'_>, id: &str, version: u32) -> Result<Me
         None => return Err(Error::not_found("version", format!("{id}@{version}"))),
     };
     drop(rows);
-    let mut m: Memory = serde_json::from_str(&snapshot)
-        .map_err(|e| Error::Internal(format!("stored version JSON: {e}")))?;
+    let mut m = super::snapshot::decode(&snapshot)?;
     // Counters that measure use, not content, keep running.
     m.access_count = current.access_count;
     m.last_accessed_at = current.last_accessed_at;

@@ -13,8 +13,8 @@ use super::error::promise;
 use super::json::{promise_json, JsonText};
 use super::lifecycle_types::{
     ConfirmOptions, DeleteAllOptions, DisputeResult, EventNote, ExportOptions, ExportResult,
-    FeedbackInput, FeedbackResult, ImportOptions, ImportReport, MemoryEvent, PruneOptions,
-    PruneReport, ReviewQueueOptions, SupersedeResult,
+    FeedbackInput, FeedbackResult, ImportOptions, ImportReport, MarkUsedOptions, MemoryEvent,
+    PruneOptions, PruneReport, ReviewQueueOptions, SupersedeResult,
 };
 use super::types::Memory;
 use crate::lifecycle::EventNote as CoreNote;
@@ -240,15 +240,27 @@ impl Engram {
     /// (`recall` with `trackAccess` does it for what it packs): the access count and last use
     /// move, decay starts over, and every 5th use without a `wrong` or a correction raises the
     /// confidence by 0.05 (to 0.95); the 10th clears `needsReview`. Unknown ids are ignored.
-    #[napi(ts_args_type = "ids: string[]", ts_return_type = "Promise<void>")]
+    /// With `options.sessionId`, the use counts for that session's summary.
+    #[napi(
+        ts_args_type = "ids: string[], options?: MarkUsedOptions",
+        ts_return_type = "Promise<void>"
+    )]
     pub fn mark_used<'env>(
         &self,
         env: &'env Env,
         ids: Unknown<'env>,
+        options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, ()>> {
         let handle = arg!(env, self.handle());
         let ids: Vec<String> = arg!(env, required(env, &ids, "ids"));
-        promise(env, async move { handle.mark_used(&ids).await }, |()| ())
+        let options: Option<MarkUsedOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let session_id = options.and_then(|o| o.session_id);
+        promise(
+            env,
+            async move { handle.mark_used(&ids, session_id.as_deref()).await },
+            |()| (),
+        )
     }
 
     /// Runs the pruning job: memories unused for three half-lives are forgotten (decisions,

@@ -3,6 +3,7 @@
 
 use napi_derive::napi;
 
+use super::panel_types::TrustOffer;
 use super::types::{Memory, MemoryPatch};
 use crate::lifecycle as core;
 
@@ -112,6 +113,11 @@ pub struct FeedbackResult {
     pub correction: Option<Memory>,
     /// The event recorded.
     pub event: MemoryEvent,
+    /// Set once memories were flagged wrong 3+ times in this feedback's session: an offer
+    /// (never forced) to step the project's trust level down; accept it with
+    /// `setTrustLevel(offer.level)`, or `dismissTrustOffer()`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_offer: Option<TrustOffer>,
 }
 
 impl From<core::FeedbackOutcome> for FeedbackResult {
@@ -120,6 +126,7 @@ impl From<core::FeedbackOutcome> for FeedbackResult {
             memory: o.memory.into(),
             correction: o.correction.map(Into::into),
             event: o.event.into(),
+            trust_offer: o.trust_offer.map(Into::into),
         }
     }
 }
@@ -309,4 +316,11 @@ impl From<core::ImportReport> for ImportReport {
 pub struct DeleteAllOptions {
     /// Must be `true`: deletion is permanent.
     pub confirm: bool,
+}
+
+/// Options of `markUsed`.
+#[napi(object, object_to_js = false)]
+pub struct MarkUsedOptions {
+    /// The agent session the memories were used in (counts for its summary).
+    pub session_id: Option<String>,
 }

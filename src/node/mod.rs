@@ -32,6 +32,8 @@ mod json;
 mod lifecycle;
 mod lifecycle_types;
 mod observer;
+mod panel;
+mod panel_types;
 mod recall;
 mod rerank_options;
 mod sync;

@@ -92,6 +92,13 @@ pub struct RecallOptions {
     /// keep their confidence from decaying). Set it when the context goes into an agent's
     /// prompt; leave it off for browsing. Default false.
     pub track_access: Option<bool>,
+    /// The agent session (1 to 256 bytes). With `trackAccess`, the memories used count for
+    /// the session's summary, and a recall that finds no memory is noted as a memory gap.
+    pub session_id: Option<String>,
+    /// Leave out memories whose current confidence is not above the project's trust-level
+    /// injection threshold (0.80 at level 1 ... 0.45 at level 4; with `filters.minConfidence`
+    /// the stricter wins). Default false.
+    pub apply_trust: Option<bool>,
 }
 
 /// Where each stage ranked an item (1-based; absent where a path did not find it).
@@ -240,6 +247,8 @@ pub struct StepContext {
     pub tool_calls: Vec<AgentToolCall>,
     /// Memories already injected in this session: never injected twice.
     pub injected_ids: Option<Vec<String>>,
+    /// The agent session: what is injected counts for its `sessionSummary`.
+    pub session_id: Option<String>,
 }
 
 /// A message to put in front of the agent before its next step.
@@ -291,6 +300,8 @@ fn request(
     request.limit = o.limit;
     request.rerank_depth = o.rerank_depth;
     request.track_access = o.track_access.unwrap_or(false);
+    request.session_id = o.session_id;
+    request.apply_trust = o.apply_trust.unwrap_or(false);
     if let Some(f) = o.filters {
         request.filters = CoreFilters {
             kinds: kinds(f.kinds.unwrap_or_default())?,
@@ -493,6 +504,7 @@ impl Engram {
                 })
                 .collect(),
             injected_ids: context.injected_ids.unwrap_or_default(),
+            session_id: context.session_id,
         };
         promise_json(
             env,

@@ -194,6 +194,7 @@ impl Session {
             context: crate::retrieval::injection::StepContext {
                 tool_calls,
                 injected_ids: pad.injected.clone(),
+                session_id: Some(pad.session_id.clone()),
             },
             notes,
             notes_through: pad.recorded.len(),

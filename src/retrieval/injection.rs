@@ -3,16 +3,18 @@
 //!
 //! 1. **Gotchas of files just touched.** After a `Read`/`Edit`/`Write`/`MultiEdit` of a file,
 //!    the gotchas, error patterns and dead ends attached to it (or to a symbol in it) that the
-//!    agent has not been shown yet, at most [`GOTCHA_LIMIT`], current confidence at least
-//!    [`GOTCHA_MIN_CONFIDENCE`].
+//!    agent has not been shown yet, at most [`GOTCHA_LIMIT`].
 //! 2. **Scratchpad reflection.** In an observed session, what the agent recorded
 //!    (`memory:record`) since the previous step, once.
 //! 3. **Search short-circuit.** When one of the last [`SEARCH_LOOKBACK`] `Grep`/`Glob` patterns
 //!    matches a memory by every one of its words, that memory: the agent is searching for
 //!    something already known.
 //!
-//! The first [`SKIP_STEPS`] steps never get an injection (the agent is still reading its
-//! initial context). What is injected counts as used (access count, last access).
+//! A memory is injected only when its current confidence is above the project's trust-level
+//! threshold (0.80 for a new project, down to 0.45 at the autonomous level: see
+//! `lifecycle::trust`). The first [`SKIP_STEPS`] steps never get an injection (the agent is
+//! still reading its initial context). What is injected counts as used (access count, last
+//! access).
 
 use std::collections::HashSet;
 
@@ -25,8 +27,6 @@ use crate::Engram;
 pub const SKIP_STEPS: u32 = 5;
 /// Most gotchas injected at once.
 pub const GOTCHA_LIMIT: usize = 4;
-/// Least current confidence of an injected gotcha.
-pub const GOTCHA_MIN_CONFIDENCE: f64 = 0.65;
 /// How many of the latest searches are checked against memory.
 pub const SEARCH_LOOKBACK: usize = 3;
 /// Most tool calls of a context looked at.
@@ -55,6 +55,8 @@ pub struct StepContext {
     pub tool_calls: Vec<ToolCall>,
     /// Memories already injected in this session (never injected twice).
     pub injected_ids: Vec<String>,
+    /// The agent session: what is injected counts for its summary (see `lifecycle::session`).
+    pub session_id: Option<String>,
 }
 
 /// Why a memory is injected.
@@ -105,13 +107,16 @@ pub(crate) async fn decide(
     let start = context.tool_calls.len().saturating_sub(MAX_TOOL_CALLS);
     let calls = &context.tool_calls[start..];
     let shown: HashSet<&str> = context.injected_ids.iter().map(String::as_str).collect();
-    let gotchas = fresh_gotchas(handle, calls, &shown).await?;
+    let threshold = crate::lifecycle::trust::level(&handle.ctx())
+        .await?
+        .injection_threshold();
+    let gotchas = fresh_gotchas(handle, calls, &shown, threshold).await?;
     let picked = if !gotchas.is_empty() {
         Some((InjectionKind::Gotchas, gotchas))
     } else if !notes.is_empty() {
         Some((InjectionKind::ScratchpadReflection, Vec::new()))
     } else {
-        known_answer(handle, calls, &shown)
+        known_answer(handle, calls, &shown, threshold)
             .await?
             .map(|m| (InjectionKind::SearchShortCircuit, vec![m]))
     };
@@ -119,7 +124,11 @@ pub(crate) async fn decide(
         return Ok(None);
     };
     let ids: Vec<String> = memories.iter().map(|m| m.id.clone()).collect();
-    memory::touch(&handle.ctx(), &ids).await?;
+    let session_id = handle
+        .ctx()
+        .validator()
+        .opt_id("sessionId", context.session_id.as_deref())?;
+    memory::touch(&handle.ctx(), &ids, session_id.as_deref()).await?;
     Ok(Some(StepInjection {
         kind,
         content: format(kind, &memories, notes),
@@ -132,6 +141,7 @@ async fn fresh_gotchas(
     handle: &Engram,
     calls: &[ToolCall],
     shown: &HashSet<&str>,
+    threshold: f64,
 ) -> Result<Vec<Memory>> {
     let mut files: Vec<String> = Vec::new();
     // Most recent first, so the file just touched leads.
@@ -164,7 +174,7 @@ async fn fresh_gotchas(
                 MemoryType::Gotcha | MemoryType::ErrorPattern | MemoryType::DeadEnd
             ) && m.stale_at.is_none()
                 && !shown.contains(m.id.as_str())
-                && current_confidence(m, now) >= GOTCHA_MIN_CONFIDENCE
+                && current_confidence(m, now) > threshold
         })
         .take(GOTCHA_LIMIT)
         .collect())
@@ -175,7 +185,9 @@ async fn known_answer(
     handle: &Engram,
     calls: &[ToolCall],
     shown: &HashSet<&str>,
+    threshold: f64,
 ) -> Result<Option<Memory>> {
+    let now = handle.engine().clock.now_ms();
     let searches = calls
         .iter()
         .rev()
@@ -190,10 +202,11 @@ async fn known_answer(
             filter: ListFilter::default(),
         };
         let hits = handle.search(&words, &options).await?;
-        if let Some(hit) = hits
-            .into_iter()
-            .find(|h| !shown.contains(h.memory.id.as_str()) && h.memory.stale_at.is_none())
-        {
+        if let Some(hit) = hits.into_iter().find(|h| {
+            !shown.contains(h.memory.id.as_str())
+                && h.memory.stale_at.is_none()
+                && current_confidence(&h.memory, now) > threshold
+        }) {
             return Ok(Some(hit.memory));
         }
     }

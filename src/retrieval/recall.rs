@@ -356,6 +356,10 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     };
     timings.packing_us = micros(packing_started);
     if request.track_access {
+        let could_hold_memories = wants(&request.filters, ItemKind::Memory);
+        let found_memories = items
+            .iter()
+            .any(|i| matches!(i.content, ItemContent::Memory(_)));
         let used: Vec<String> = items
             .iter()
             .filter(|i| !stages.packing || i.pack.in_context())
@@ -364,7 +368,16 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
                 ItemContent::Chunk(_) => None,
             })
             .collect();
-        memory::touch(&handle.ctx(), &used).await?;
+        memory::touch(&handle.ctx(), &used, request.session_id.as_deref()).await?;
+        if could_hold_memories {
+            crate::lifecycle::note_recall_for_gaps(
+                &handle.ctx(),
+                &request.query,
+                request.session_id.as_deref(),
+                found_memories,
+            )
+            .await?;
+        }
     }
     timings.total_us = micros(started);
     Ok(Recall {

@@ -47,6 +47,13 @@ pub struct RecallRequest {
     /// Counts the packed memories as used (access count, last access): set it when the
     /// context goes into an agent's prompt, not when a person browses.
     pub track_access: bool,
+    /// The agent session the recall is for (1..=256 bytes). With `track_access`, the memories
+    /// used count for the session's summary, and a recall that finds no memory notes a gap.
+    pub session_id: Option<String>,
+    /// Leaves out memories whose current confidence is not above the project's trust-level
+    /// injection threshold (combined with `filters.min_confidence`, the stricter wins): for
+    /// context put in front of an agent unasked.
+    pub apply_trust: bool,
 }
 
 /// What a recall may return. Empty lists mean "any".
@@ -151,6 +158,13 @@ impl RecallRequest {
                     "budgetTokens must be between 1 and {MAX_BUDGET_TOKENS}, got {budget}"
                 )));
             }
+        }
+        if let Some(session) = &self.session_id {
+            let trimmed = session.trim();
+            if trimmed.is_empty() || trimmed.len() > 256 {
+                return Err(Error::invalid("sessionId must be 1 to 256 bytes"));
+            }
+            self.session_id = Some(trimmed.to_owned());
         }
         if let Some(c) = self.filters.min_confidence {
             if !(0.0..=1.0).contains(&c) {

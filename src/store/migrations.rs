@@ -121,6 +121,11 @@ const MAIN: &[Migration] = &[
         name: "lifecycle",
         sql: include_str!("sql/main/012_lifecycle.sql"),
     },
+    Migration {
+        version: 13,
+        name: "sessions_trust",
+        sql: include_str!("sql/main/013_sessions_trust.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
