@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, HashSet};
 use libsql::params;
 use serde::Serialize;
 
+use super::counts::count_row;
 use super::decay::DAY_MS;
 use crate::error::{DbContext, Result};
 use crate::memory::Ctx;
@@ -109,8 +110,9 @@ pub(crate) async fn health(ctx: &Ctx<'_>, session_id: Option<&str>) -> Result<He
     let session_id = ctx.validator().opt_id("sessionId", session_id)?;
     let since = ctx.clock.now_ms() - (ACTIVE_DAYS as f64 * DAY_MS) as i64;
     let conn = ctx.store.reader().await;
-    let mut rows = conn
-        .query(
+    let [total, active, used, needs_review, stale, disputed, superseded, contested, open_gaps] =
+        count_row(
+            &conn,
             "SELECT count(*),
                coalesce(sum(deprecated = 0), 0),
                coalesce(sum(deprecated = 0 AND last_accessed_at >= ?2 AND access_count > 0), 0),
@@ -122,18 +124,9 @@ pub(crate) async fn health(ctx: &Ctx<'_>, session_id: Option<&str>) -> Result<He
                (SELECT count(*) FROM memory_gaps g WHERE g.project_id = ?1 AND g.resolved_at IS NULL)
              FROM memories WHERE project_id = ?1",
             params![ctx.project_id, since],
+            "counting memory health",
         )
-        .await
-        .ctx("counting memory health")?;
-    let row = rows
-        .next()
-        .await
-        .ctx("counting memory health")?
-        .ok_or_else(|| crate::Error::Internal("no health row".into()))?;
-    let n = |i: i32| -> Result<u64> { Ok(row.get::<i64>(i).ctx("health count")?.max(0) as u64) };
-    let (total, active, used, needs_review, stale) = (n(0)?, n(1)?, n(2)?, n(3)?, n(4)?);
-    let (disputed, superseded, contested, open_gaps) = (n(5)?, n(6)?, n(7)?, n(8)?);
-    drop(rows);
+        .await?;
     let tokens = match session_id {
         Some(s) => super::session::tokens_saved(&conn, ctx.project_id, &s).await?,
         None => 0,

@@ -10,6 +10,7 @@
 pub mod agent_files;
 mod api;
 pub mod contradiction;
+mod counts;
 pub mod decay;
 mod dispute;
 pub mod events;

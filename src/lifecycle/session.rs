@@ -16,6 +16,7 @@
 use libsql::{params, Connection};
 use serde::Serialize;
 
+use super::counts::count_row;
 use super::trust::{self, SummaryMode, TrustLevel};
 use crate::error::{DbContext, Error, Result};
 use crate::memory::rows::{from_row, SELECT_M};
@@ -141,26 +142,18 @@ fn check_session(ctx: &Ctx<'_>, session_id: &str) -> Result<String> {
 
 /// Counts for one session: (used, learned, corrections, tokens saved).
 async fn counts(conn: &Connection, project_id: &str, session_id: &str) -> Result<[u64; 4]> {
-    let mut rows = conn
-        .query(
-            "SELECT
-               (SELECT count(*) FROM session_memory_use WHERE project_id = ?1 AND session_id = ?2),
-               (SELECT count(*) FROM memories WHERE project_id = ?1 AND session_id = ?2
-                  AND deprecated = 0),
-               (SELECT count(*) FROM memory_events WHERE project_id = ?1 AND session_id = ?2
-                  AND kind IN ('wrong', 'correction'))",
-            params![project_id, session_id],
-        )
-        .await
-        .ctx("counting session")?;
-    let row = rows
-        .next()
-        .await
-        .ctx("counting session")?
-        .ok_or_else(|| Error::Internal("no session count row".into()))?;
-    let n = |i: i32| -> Result<u64> { Ok(row.get::<i64>(i).ctx("session count")?.max(0) as u64) };
-    let (used, learned, corrections) = (n(0)?, n(1)?, n(2)?);
-    drop(rows);
+    let [used, learned, corrections] = count_row(
+        conn,
+        "SELECT
+           (SELECT count(*) FROM session_memory_use WHERE project_id = ?1 AND session_id = ?2),
+           (SELECT count(*) FROM memories WHERE project_id = ?1 AND session_id = ?2
+              AND deprecated = 0),
+           (SELECT count(*) FROM memory_events WHERE project_id = ?1 AND session_id = ?2
+              AND kind IN ('wrong', 'correction'))",
+        params![project_id, session_id],
+        "counting session",
+    )
+    .await?;
     let tokens = tokens_saved(conn, project_id, session_id).await?;
     Ok([used, learned, corrections, tokens])
 }

@@ -23,6 +23,7 @@
 use libsql::{params, Connection};
 use serde::Serialize;
 
+use super::counts::count_row;
 use crate::error::{DbContext, Error, Result};
 use crate::memory::Ctx;
 use crate::store::begin_write;
@@ -66,6 +67,17 @@ pub enum SummaryMode {
     Suppressed,
 }
 
+impl SummaryMode {
+    /// Its name: `full`, `review_only` or `suppressed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryMode::Full => "full",
+            SummaryMode::ReviewOnly => "review_only",
+            SummaryMode::Suppressed => "suppressed",
+        }
+    }
+}
+
 impl TrustLevel {
     /// The level numbered `n` (1..=4).
     pub fn from_number(n: u32) -> Result<TrustLevel> {
@@ -83,6 +95,16 @@ impl TrustLevel {
     /// Its number, 1..=4.
     pub fn number(self) -> u32 {
         self as u32
+    }
+
+    /// Its name: `cautious`, `standard`, `confident` or `autonomous`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrustLevel::Cautious => "cautious",
+            TrustLevel::Standard => "standard",
+            TrustLevel::Confident => "confident",
+            TrustLevel::Autonomous => "autonomous",
+        }
     }
 
     /// Memories are injected only when their current confidence is above this.
@@ -215,8 +237,9 @@ struct Evidence {
 }
 
 async fn evidence(conn: &Connection, project_id: &str, since: u64) -> Result<Evidence> {
-    let mut rows = conn
-        .query(
+    let [sessions, sessions_at_level, used_at_level, corrections_at_level, learned, confirmed] =
+        count_row(
+            conn,
             "WITH ended AS (
                SELECT session_id, used, corrections,
                       row_number() OVER (ORDER BY ended_at, session_id) AS n
@@ -231,22 +254,16 @@ async fn evidence(conn: &Connection, project_id: &str, since: u64) -> Result<Evi
                (SELECT count(*) FROM memories m WHERE m.project_id = ?1 AND m.user_verified = 1
                   AND m.session_id IN (SELECT session_id FROM ended))",
             params![project_id, since as i64],
+            "counting trust evidence",
         )
-        .await
-        .ctx("counting trust evidence")?;
-    let row = rows
-        .next()
-        .await
-        .ctx("counting trust evidence")?
-        .ok_or_else(|| Error::Internal("no trust evidence row".into()))?;
-    let n = |i: i32| -> Result<u64> { Ok(row.get::<i64>(i).ctx("trust evidence")?.max(0) as u64) };
+        .await?;
     Ok(Evidence {
-        sessions: n(0)?,
-        sessions_at_level: n(1)?,
-        used_at_level: n(2)?,
-        corrections_at_level: n(3)?,
-        learned: n(4)?,
-        confirmed: n(5)?,
+        sessions,
+        sessions_at_level,
+        used_at_level,
+        corrections_at_level,
+        learned,
+        confirmed,
     })
 }
 
@@ -489,6 +506,16 @@ mod tests {
         let mut e = evidence(100, 90, 10, 10);
         e.used_at_level = 1000;
         assert_eq!(e.earns(TrustLevel::Confident), TrustLevel::Confident);
+    }
+
+    #[test]
+    fn names_are_the_serialised_names() {
+        for n in 1..=4 {
+            let level = TrustLevel::from_number(n).unwrap();
+            assert_eq!(serde_json::to_value(level).unwrap(), level.as_str());
+            let mode = level.summary_mode();
+            assert_eq!(serde_json::to_value(mode).unwrap(), mode.as_str());
+        }
     }
 
     #[test]

@@ -6,20 +6,6 @@ use napi_derive::napi;
 use super::types::Memory;
 use crate::lifecycle as core;
 
-fn level_name(level: core::TrustLevel) -> String {
-    serde_json::to_value(level)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn mode_name(mode: core::SummaryMode) -> String {
-    serde_json::to_value(mode)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 /// A pending offer to step the project's trust level down.
 #[napi(object)]
 #[derive(serde::Serialize)]
@@ -82,9 +68,9 @@ impl From<core::TrustState> for TrustState {
     fn from(s: core::TrustState) -> Self {
         TrustState {
             level: s.level.number(),
-            level_name: level_name(s.level),
+            level_name: s.level.as_str().to_owned(),
             injection_threshold: s.injection_threshold,
-            summary_mode: mode_name(s.summary_mode),
+            summary_mode: s.summary_mode.as_str().to_owned(),
             new_memories_need_review: s.new_memories_need_review,
             sessions: s.sessions as u32,
             sessions_at_level: s.sessions_at_level as u32,
@@ -179,7 +165,7 @@ impl From<core::SessionSummary> for SessionSummary {
             corrections: s.corrections as u32,
             tokens_saved_estimate: s.tokens_saved_estimate.min(u32::MAX as u64) as u32,
             trust_level: s.trust_level.number(),
-            mode: mode_name(s.mode),
+            mode: s.mode.as_str().to_owned(),
             ended_at: s.ended_at,
             previous_trust_level: s.previous_trust_level.map(|l| l.number()),
         }
