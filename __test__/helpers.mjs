@@ -10,7 +10,9 @@ export const { Engram } = addon
 
 export function tempDir(t) {
   const dir = mkdtempSync(join(tmpdir(), 'engram-test-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  // Retries: a closed engine's sync thread may still be finishing a write in `<db>.sync/`
+  // when the hook runs (seen once as ENOTEMPTY in CI).
+  t.after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }))
   return dir
 }
 
