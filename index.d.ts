@@ -25,6 +25,38 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class Engram {
   /**
+   * Imports the project's agent files as memories (the handle needs `projectRoot`). Each
+   * rule (a bullet, a paragraph, a table row, a command with its code block) becomes a
+   * user-taught, user-verified, pinned memory typed from its words and heading (gotcha,
+   * decision, workflow_recipe, pattern, requirement or preference) and tagged
+   * `agent-file:<path>`. Importing again reconciles: unchanged rules stay, an edited rule
+   * supersedes its old memory, a removed rule is forgotten, and edits people made to
+   * engram's generated section update the memories they name. Every file is checked
+   * before any is imported: a path outside the root, a binary, non-UTF-8 or over-1 MiB
+   * file rejects with `ENGRAM_INVALID_ARG` having changed nothing.
+   *
+   * ```ts
+   * const { files } = await memory.importAgentFiles()
+   * for (const f of files) console.log(f.path, f.created.length, 'new rules')
+   * ```
+   */
+  importAgentFiles(options?: ImportAgentFilesOptions): Promise<AgentImportReport>
+  /**
+   * Writes engram's hot tier into an agent file (default `CLAUDE.md`) as a generated
+   * section between `<!-- engram:begin … -->` and `<!-- engram:end -->`, replacing the
+   * previous one; everything else in the file is kept byte for byte (CRLF files stay CRLF)
+   * and the write is atomic. The hot tier: active memories that are not superseded, stale,
+   * disputed, personal or waiting for review, above the trust level's injection threshold
+   * (or pinned, or verified), ranked pinned, verified, then confidence × use. With
+   * `write: false` the file is left alone and `text` is what it would hold.
+   *
+   * ```ts
+   * const out = await memory.exportAgentFile({ file: 'AGENTS.md', limit: 20 })
+   * console.log(out.changed ? `wrote ${out.memoryIds.length} memories` : 'up to date')
+   * ```
+   */
+  exportAgentFile(options?: ExportAgentFileOptions): Promise<AgentFileExport>
+  /**
    * Opens the memory database at `options.path` (created if missing) for one project, or,
    * with `sync.url` and no `path`, the database on that server (remote-only).
    *
@@ -150,6 +182,21 @@ export declare class Engram {
    * valid query.
    */
   searchCode(query: string, options?: CodeSearchOptions): Promise<CodeHit[]>
+  /**
+   * Merges near-duplicate memories of the same type, scope and share scope into the
+   * strongest of each group: by meaning (stored vectors of the current model, cosine ≥
+   * `threshold`) and by words (Jaccard ≥ `wordThreshold`, works without a model).
+   * Contradicting, disputed, superseded and agent-file memories are never merged. The kept
+   * memory gains the others' tags and files and a `derived_from` link to each; the others
+   * are forgotten (`rollback` undoes it). Aborting `signal` rejects with `ENGRAM_ABORTED`
+   * between batches, keeping the groups merged so far.
+   *
+   * ```ts
+   * const preview = await memory.consolidate({ dryRun: true })
+   * for (const g of preview.groups) console.log(g.kept, '<=', g.merged, g.basis, g.similarity)
+   * ```
+   */
+  consolidate(options?: ConsolidateOptions & { signal?: AbortSignal }): Promise<ConsolidateReport>
   /**
    * Embeds `texts` with the engine's model (loaded on first use, off the JS thread): one
    * L2-normalised `Float32Array` per text, in order, so cosine similarity is a dot product.
@@ -606,6 +653,65 @@ export declare class ObserverSession {
   finalize(outcome?: 'success' | 'partial' | 'failure' | 'abandoned', options?: FinalizeOptions): Promise<FinalizeResult>
 }
 
+/** What `exportAgentFile` produced. */
+export interface AgentFileExport {
+  /** The file, relative to the project root. */
+  path: string
+  /** The file's whole text with the generated section in place. */
+  text: string
+  /** The memories in the section, in rank order. */
+  memoryIds: Array<string>
+  /** Whether the file was written. */
+  written: boolean
+  /** Whether the text differs from what the file held (a missing file counts as empty). */
+  changed: boolean
+  /** The confidence threshold used. */
+  minConfidence: number
+}
+
+/** What importing one agent file did. */
+export interface AgentFileImport {
+  /** The file, relative to the project root. */
+  path: string
+  /** How it was read. */
+  kind: 'claude_md' | 'agents_md' | 'cursorrules'
+  /** Whether the file exists; a missing file changes nothing. */
+  found: boolean
+  /** Rules read outside engram's generated section. */
+  rules: number
+  /** Rules imported before and unchanged. */
+  unchanged: number
+  /** Memories created (or, for text engram already had, reinforced and tagged) for new rules. */
+  created: Array<string>
+  /** Rules edited in the file: the new text supersedes the old memory. */
+  edited: Array<AgentRuleEdit>
+  /**
+   * Memories whose rule left the file: forgotten, or only untagged when they did not come
+   * from an agent file alone.
+   */
+  removed: Array<string>
+  /** Memories updated from bullets people edited in the generated section. */
+  generatedEdits: Array<string>
+  /** Memories created from bullets people added to the generated section. */
+  generatedAdded: Array<string>
+  /** Rules and bullets left alone, with why. */
+  skipped: Array<SkippedAgentRule>
+}
+
+/** What `importAgentFiles` did, file by file. */
+export interface AgentImportReport {
+  /** One entry per file, in the order asked. */
+  files: Array<AgentFileImport>
+}
+
+/** A rule whose text changed between imports. */
+export interface AgentRuleEdit {
+  /** The memory of the old text, now forgotten and superseded. */
+  oldId: string
+  /** The memory of the new text. */
+  newId: string
+}
+
 /** One recent tool call of the agent, for `stepInjection()`. */
 export interface AgentToolCall {
   /**
@@ -733,6 +839,36 @@ export interface ConfirmOptions {
   author?: string
   /** The session. */
   sessionId?: string
+}
+
+/** Options of `consolidate`. */
+export interface ConsolidateOptions {
+  /**
+   * Cosine similarity of the current model's vectors at or above which two memories merge
+   * (default 0.95). Only memories already embedded are compared this way.
+   */
+  threshold?: number
+  /**
+   * Word-set (Jaccard) similarity at or above which two memories merge (default 0.9); the
+   * test that works without a model.
+   */
+  wordThreshold?: number
+  /** Report the groups, change nothing. */
+  dryRun?: boolean
+}
+
+/** What `consolidate` found and did. */
+export interface ConsolidateReport {
+  /** Memories compared (active, not disputed, superseded or from an agent file). */
+  scanned: number
+  /** Of those, memories with a vector for the current model. */
+  withVectors: number
+  /** The groups. */
+  groups: Array<MergeGroup>
+  /** Memories merged away; 0 in a dry run. */
+  merged: number
+  /** Whether this was a dry run. */
+  dryRun: boolean
 }
 
 /**
@@ -977,6 +1113,26 @@ export interface EventNote {
   author?: string
   /** The session it happens in. */
   sessionId?: string
+}
+
+/** Options of `exportAgentFile`. */
+export interface ExportAgentFileOptions {
+  /** The agent file, relative to the project root (default `CLAUDE.md`). */
+  file?: string
+  /** How many memories (default 30, at most 200). */
+  limit?: number
+  /** Write the file (default `true`); `false` only returns the text it would have. */
+  write?: boolean
+  /**
+   * Memory types to consider (default: the rule-like types, without `work_state`,
+   * `prefetch_pattern`, `context_cost`, `task_calibration`, `work_unit_outcome`).
+   */
+  types?: MemoryType[]
+  /**
+   * Least current confidence (exclusive) of memories nobody pinned or verified; default
+   * the project's trust-level injection threshold.
+   */
+  minConfidence?: number
 }
 
 /** Options of `exportMemories`. */
@@ -1316,6 +1472,16 @@ export interface ImpactOptions {
   memoryLimit?: number
   /** Only affected nodes of these layers (memories still come from all). */
   layers?: Array<number>
+}
+
+/** Options of `importAgentFiles`. */
+export interface ImportAgentFilesOptions {
+  /**
+   * Files relative to the project root (or absolute inside it). Default: `CLAUDE.md`,
+   * `AGENTS.md` and `.cursorrules` at the root, those that exist. Other `.md`/`.mdc` files
+   * are read as Markdown, anything else like `.cursorrules`.
+   */
+  files?: Array<string>
 }
 
 /** Options of `importMemories`: the document as `text`, or a `path` to read it from. */
@@ -1709,6 +1875,20 @@ export interface MemoryVersion {
   endedAt: number
   /** The memory as it was. */
   memory: Memory
+}
+
+/** One group of near-duplicates. */
+export interface MergeGroup {
+  /** The memory kept: pinned, else verified, else the most confident, most used, oldest. */
+  kept: string
+  /** The memories merged into it (forgotten with reason "merged into <kept>"). */
+  merged: Array<string>
+  /** Their type. */
+  type: MemoryType
+  /** The least similarity among the pairs that formed the group. */
+  similarity: number
+  /** How that pair was found. */
+  basis: 'meaning' | 'words'
 }
 
 /** One module's coverage by memories. */
@@ -2429,6 +2609,14 @@ export interface SessionSummary {
 
 /** r" Who may see a memory. `personal` memories never leave the device. */
 export type ShareScope = 'personal' | 'project' | 'team' | 'organization'
+
+/** A rule or generated bullet that was left alone. */
+export interface SkippedAgentRule {
+  /** 1-based line in the file. */
+  line: number
+  /** Why. */
+  reason: string
+}
 
 /** Counts over the handle's project. */
 export interface Stats {

@@ -1,6 +1,8 @@
 // Compiled (not run) by `tsc` in the test script: the README's TypeScript usage must type-check
 // against the generated index.d.ts, and misuse must not.
 import {
+  type AgentFileExport,
+  type ConsolidateReport,
   type FinalizeResult,
   type SessionSnapshot,
   type StepLimit,
@@ -240,4 +242,14 @@ export async function syncExample(): Promise<number> {
   const offline: boolean = status.state === 'offline'
   memory.offSyncEvent(id)
   return report.pushed + status.pending + (offline ? 1 : 0)
+}
+
+export async function agentFilesAndConsolidation(memory: Engram, signal: AbortSignal): Promise<number> {
+  const { files } = await memory.importAgentFiles({ files: ['CLAUDE.md', '.cursorrules'] })
+  const out: AgentFileExport = await memory.exportAgentFile({ file: 'AGENTS.md', limit: 20, write: false, types: ['gotcha', 'decision'] })
+  // @ts-expect-error types are memory types
+  await memory.exportAgentFile({ types: ['rules'] })
+  const report: ConsolidateReport = await memory.consolidate({ dryRun: true, threshold: 0.95, signal })
+  const bases: Array<'meaning' | 'words'> = report.groups.map((g) => g.basis)
+  return files.reduce((n, f) => n + f.created.length + f.edited.length, 0) + out.memoryIds.length + bases.length
 }

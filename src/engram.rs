@@ -394,7 +394,7 @@ impl Engram {
     }
 
     /// The engine's embedder, loaded on the blocking pool if this is its first use.
-    async fn loaded_embedder(&self) -> Result<Arc<dyn crate::embed::Embedder>> {
+    pub(crate) async fn loaded_embedder(&self) -> Result<Arc<dyn crate::embed::Embedder>> {
         let engine = self.engine.clone();
         tokio::task::spawn_blocking(move || engine.embeddings.embedder())
             .await

@@ -6,21 +6,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use engram::code::IndexOptions;
-use engram::embed::{locate, EmbeddingProvider, LocalModelOptions};
+use engram::embed::{EmbeddingProvider, LocalModelOptions};
 use engram::memory::{MemoryPatch, MemoryType, RememberInput};
 use engram::vector::{DenseQuery, EmbedProgress, ItemKind};
 use engram::{Engram, OpenOptions};
 
-fn model_available() -> bool {
-    match locate(None) {
-        Ok(_) => true,
-        Err(err) if std::env::var_os("CI").is_some() => panic!("CI must provide the model: {err}"),
-        Err(err) => {
-            eprintln!("skipping: {err}");
-            false
-        }
-    }
-}
+mod common;
 
 const PASSWORD_TS: &str = r#"import { createHash, timingSafeEqual } from "crypto";
 
@@ -128,7 +119,7 @@ async fn top_paths(e: &Engram, query: &str, limit: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn chunks_are_embedded_once_and_found_by_meaning_through_edits_and_deletes() {
-    if !model_available() {
+    if !common::model_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -259,7 +250,7 @@ async fn chunks_are_embedded_once_and_found_by_meaning_through_edits_and_deletes
 
 #[tokio::test(flavor = "multi_thread")]
 async fn memories_follow_updates_and_forgets_and_models_do_not_mix() {
-    if !model_available() {
+    if !common::model_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -358,7 +349,7 @@ async fn search_with(e: &Engram, query: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancelled_run_keeps_its_vectors_and_the_next_run_finishes() {
-    if !model_available() {
+    if !common::model_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -451,7 +442,7 @@ async fn a_cancelled_run_keeps_its_vectors_and_the_next_run_finishes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn auto_embed_runs_in_the_background_after_index_and_remember() {
-    if !model_available() {
+    if !common::model_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -3,11 +3,15 @@
 
 use std::sync::atomic::AtomicBool;
 
-use super::{dispute, events, feedback, gaps, health, links, prune, session, transfer, trust};
 use super::{
-    DisputeOutcome, EventNote, ExportFormat, ExportOptions, Exported, FeedbackInput,
-    FeedbackOutcome, Health, ImportReport, MemoryEvent, MemoryGap, ModuleCoverage, OnConflict,
-    PruneOptions, PruneReport, SessionSummary, TrustLevel, TrustState,
+    agent_export, agent_import, consolidate, dispute, events, feedback, gaps, health, links, prune,
+    session, transfer, trust,
+};
+use super::{
+    AgentExport, AgentExportOptions, AgentImportOptions, AgentImportReport, ConsolidateOptions,
+    ConsolidateReport, DisputeOutcome, EventNote, ExportFormat, ExportOptions, Exported,
+    FeedbackInput, FeedbackOutcome, Health, ImportReport, MemoryEvent, MemoryGap, ModuleCoverage,
+    OnConflict, PruneOptions, PruneReport, SessionSummary, TrustLevel, TrustState,
 };
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, MemoryPatch};
@@ -176,5 +180,37 @@ impl Engram {
     /// Closes a memory gap by hand.
     pub async fn resolve_gap(&self, id: &str) -> Result<()> {
         gaps::resolve(&self.ctx(), id).await
+    }
+
+    /// Imports the project's agent files (`CLAUDE.md`, `AGENTS.md`, `.cursorrules`, or the
+    /// files named) as memories, reconciling them with the last import: see
+    /// `lifecycle::agent_import`. Needs the project root.
+    pub async fn import_agent_files(
+        &self,
+        options: &AgentImportOptions,
+    ) -> Result<AgentImportReport> {
+        let report = agent_import::import(&self.ctx(), options).await?;
+        self.schedule_embedding();
+        Ok(report)
+    }
+
+    /// Writes the hot tier into an agent file as engram's generated section (or, with
+    /// `write: false`, returns the text it would have): see `lifecycle::agent_export`.
+    pub async fn export_agent_file(&self, options: &AgentExportOptions) -> Result<AgentExport> {
+        agent_export::export(&self.ctx(), options).await
+    }
+
+    /// Merges near-duplicate memories into the strongest of each group (see
+    /// `lifecycle::consolidate`). Uses the current model's stored vectors when a model is
+    /// configured (nothing is embedded here), word overlap always; `cancel` stops between
+    /// batches.
+    pub async fn consolidate(
+        &self,
+        options: &ConsolidateOptions,
+        cancel: &AtomicBool,
+    ) -> Result<ConsolidateReport> {
+        // Without a model (or with one that cannot load) the word test alone runs.
+        let embedder = self.loaded_embedder().await.ok().map(|e| e.id().clone());
+        consolidate::consolidate(&self.ctx(), options, embedder.as_ref(), cancel).await
     }
 }

@@ -1,14 +1,19 @@
 //! The memory lifecycle and trust (issue 9): decay, pruning, feedback and review,
 //! supersedes/contradicts links, disputes, sessions and trust progression, health and
 //! coverage for the app's panel, memory gaps, export/import/delete-all, and the pure formats
-//! they read and write (Markdown, agent files).
+//! they read and write (Markdown, agent files), and the agent-file bridge that imports rule
+//! files as memories and exports the hot tier back into them.
 //!
 //! API boundary: like `memory`, everything takes a [`crate::memory::Ctx`] and knows nothing of
 //! JavaScript; [`api`] adds the methods to [`crate::Engram`]. Decay is pure (a memory and
 //! "now"), so retrieval scoring, `prune` and tests with a manual clock agree on it.
 
+mod agent_export;
 pub mod agent_files;
+mod agent_import;
+mod agent_io;
 mod api;
+mod consolidate;
 pub mod contradiction;
 mod counts;
 pub mod decay;
@@ -19,11 +24,25 @@ mod gaps;
 mod health;
 pub(crate) mod links;
 pub mod markdown;
+pub mod near_dups;
 mod prune;
 mod session;
 mod transfer;
 pub(crate) mod trust;
 
+pub use agent_export::{
+    AgentExport, AgentExportOptions, DEFAULT_EXPORT_FILE, DEFAULT_EXPORT_LIMIT,
+    DEFAULT_EXPORT_TYPES, MAX_EXPORT_LIMIT,
+};
+pub use agent_import::{
+    file_tag as agent_file_tag, AgentFileImport, AgentImportOptions, AgentImportReport, RuleEdit,
+    SkippedRule, RULE_CONFIDENCE, TAG_PREFIX as AGENT_FILE_TAG_PREFIX,
+};
+pub use agent_io::MAX_AGENT_FILE_BYTES;
+pub use consolidate::{
+    ConsolidateOptions, ConsolidateReport, MergeGroup, BATCH as CONSOLIDATE_BATCH,
+    DEFAULT_VECTOR_THRESHOLD, DEFAULT_WORD_THRESHOLD,
+};
 pub use dispute::DisputeOutcome;
 pub use events::{EventKind, EventNote, MemoryEvent};
 pub use feedback::{

@@ -26,8 +26,8 @@ pub use write::Remembered;
 pub(crate) use read::{attached_to_files, get, get_many, history, list, stats, triggered};
 pub(crate) use search::{document_frequency, search};
 pub(crate) use write::{
-    archive_as_duplicate, change_in, forget, load, prepare_batch, prepare_patch, remember_in,
-    remember_many, rollback, touch, update,
+    archive_as_duplicate, change_in, forget, forget_in, load, prepare_batch, prepare_patch,
+    remember_in, remember_many, rollback, touch, update,
 };
 
 use std::path::Path;

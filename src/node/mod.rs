@@ -19,9 +19,12 @@ macro_rules! arg {
     };
 }
 
+mod agent_file_types;
+mod agent_files;
 mod args;
 mod class;
 mod code_types;
+mod consolidate;
 mod derive;
 mod embed;
 mod embed_options;

@@ -19,4 +19,5 @@ pub use dense::{DenseHit, DenseQuery, MAX_DENSE_LIMIT};
 pub use index::{SearchOutcome, VectorHit, VectorIndex};
 pub use job::{embed_pending, EmbedProgress, EmbedReport};
 pub use service::VectorIndexes;
+pub(crate) use store::decode as decode_vector;
 pub use store::ItemKind;

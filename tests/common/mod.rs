@@ -1,10 +1,24 @@
 //! What several test crates share: a tiny HTTP/1.1 server speaking JSON, the stand-in for
-//! model servers that cannot run here (OpenAI, Ollama, Cohere-style rerankers).
+//! model servers that cannot run here (OpenAI, Ollama, Cohere-style rerankers), and the check
+//! for the local model.
 
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
 pub mod sqld;
+
+/// Whether the local embedding model is installed; without it a test returns early (and says
+/// why), except under CI, which must provide it.
+pub fn model_available() -> bool {
+    match engram::embed::locate(None) {
+        Ok(_) => true,
+        Err(err) if std::env::var_os("CI").is_some() => panic!("CI must provide the model: {err}"),
+        Err(err) => {
+            eprintln!("skipping: {err}");
+            false
+        }
+    }
+}
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
