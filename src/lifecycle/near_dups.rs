@@ -22,8 +22,9 @@
 
 use std::collections::HashMap;
 
-/// Signature bits per LSH table.
+/// Signature bits per LSH table (at most 16: signatures are `u16`).
 pub const LSH_BITS: usize = 10;
+const _: () = assert!(LSH_BITS <= 16);
 /// LSH tables.
 pub const LSH_TABLES: usize = 8;
 /// A bucket larger than this is compared only within windows of this size (records in a
@@ -141,7 +142,7 @@ fn word_pairs(records: &[Record], t: f64) -> Vec<Pair> {
                     continue;
                 }
                 seen[y] = x;
-                let similarity = jaccard(&sets[x], &sets[y]);
+                let similarity = jaccard(&sets[x], &sets[y], |w| (frequency[w as usize], w));
                 if similarity >= t {
                     pairs.push((x.min(y), x.max(y), similarity, Basis::Words));
                 }
@@ -152,11 +153,21 @@ fn word_pairs(records: &[Record], t: f64) -> Vec<Pair> {
     pairs
 }
 
-/// Jaccard similarity of two sets of distinct ids (any order).
-fn jaccard(a: &[u32], b: &[u32]) -> f64 {
-    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    let large: std::collections::HashSet<u32> = large.iter().copied().collect();
-    let common = small.iter().filter(|w| large.contains(w)).count();
+/// Jaccard similarity of two sets of distinct ids, both sorted by `key` (a merge, no
+/// allocation).
+fn jaccard<K: Ord>(a: &[u32], b: &[u32], key: impl Fn(u32) -> K) -> f64 {
+    let (mut i, mut j, mut common) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match key(a[i]).cmp(&key(b[j])) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
     let union = a.len() + b.len() - common;
     if union == 0 {
         0.0
@@ -176,75 +187,94 @@ fn vector_pairs(records: &[Record], t: f64) -> Vec<Pair> {
     let with: Vec<usize> = (0..records.len())
         .filter(|&i| records[i].vector.as_ref().is_some_and(|v| v.len() == dims))
         .collect();
-    // Unit vectors, and their mean to centre them: embeddings share a common direction that
-    // would otherwise put most of them on the same side of every hyperplane.
-    let units: Vec<Vec<f32>> = with
-        .iter()
-        .map(|&i| unit(records[i].vector.as_deref().expect("filtered")))
-        .collect();
+    let n = with.len();
+    // Unit vectors in one flat array (the comparisons read them in bucket order).
+    let mut units = vec![0f32; n * dims];
+    for (k, &i) in with.iter().enumerate() {
+        let v = records[i].vector.as_deref().expect("filtered");
+        let norm = dot(v, v).sqrt();
+        let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+        for (u, x) in units[k * dims..][..dims].iter_mut().zip(v) {
+            *u = x * scale;
+        }
+    }
+    let unit = |k: usize| &units[k * dims..][..dims];
+    let signatures = signatures(&units, dims, n);
+    let signature = |k: usize, table: usize| signatures[k * LSH_TABLES + table];
+
+    let mut pairs = Vec::new();
+    let mut order: Vec<usize> = (0..n).collect();
+    for table in 0..LSH_TABLES {
+        let key = |k: usize| (records[with[k]].partition, signature(k, table));
+        order.sort_unstable_by_key(|&k| (key(k), k));
+        for bucket in order.chunk_by(|&a, &b| key(a) == key(b)) {
+            for (pos, &a) in bucket.iter().enumerate() {
+                let window = &bucket[pos + 1..bucket.len().min(pos + 1 + MAX_BUCKET_SPAN)];
+                for &b in window {
+                    // Compared already in the first table where the two share a bucket.
+                    if (0..table).any(|earlier| signature(a, earlier) == signature(b, earlier)) {
+                        continue;
+                    }
+                    let cosine = f64::from(dot(unit(a), unit(b)));
+                    if cosine >= t {
+                        let (x, y) = (with[a].min(with[b]), with[a].max(with[b]));
+                        pairs.push((x, y, cosine.min(1.0), Basis::Meaning));
+                    }
+                }
+            }
+        }
+    }
+    pairs
+}
+
+/// Each vector's [`LSH_TABLES`] signatures of [`LSH_BITS`] bits: the sides of the seeded
+/// hyperplanes its mean-centred unit vector lies on. Centred, because embeddings share a
+/// common direction that would otherwise put most of them on the same side of every plane.
+fn signatures(units: &[f32], dims: usize, n: usize) -> Vec<u16> {
     let mut mean = vec![0f32; dims];
-    for u in &units {
+    for u in units.chunks_exact(dims) {
         for (m, x) in mean.iter_mut().zip(u) {
             *m += x;
         }
     }
     for m in &mut mean {
-        *m /= units.len().max(1) as f32;
+        *m /= n.max(1) as f32;
     }
     let planes = hyperplanes(dims, LSH_TABLES * LSH_BITS);
-    let mut buckets: HashMap<(usize, u32, u32), Vec<usize>> = HashMap::new();
+    let mut out = vec![0u16; n * LSH_TABLES];
     let mut centred = vec![0f32; dims];
-    for (k, u) in units.iter().enumerate() {
+    for (k, u) in units.chunks_exact(dims).enumerate() {
         for ((c, x), m) in centred.iter_mut().zip(u).zip(&mean) {
             *c = x - m;
         }
-        for table in 0..LSH_TABLES {
-            let mut signature = 0u32;
-            for bit in 0..LSH_BITS {
-                let plane = &planes[(table * LSH_BITS + bit) * dims..][..dims];
-                if dot(plane, &centred) >= 0.0 {
-                    signature |= 1 << bit;
-                }
-            }
-            buckets
-                .entry((table, records[with[k]].partition, signature))
-                .or_default()
-                .push(k);
-        }
-    }
-    let mut found: HashMap<(usize, usize), f64> = HashMap::new();
-    for members in buckets.values() {
-        for (a_pos, &a) in members.iter().enumerate() {
-            let window = &members[a_pos + 1..members.len().min(a_pos + 1 + MAX_BUCKET_SPAN)];
-            for &b in window {
-                let key = (with[a].min(with[b]), with[a].max(with[b]));
-                if found.contains_key(&key) {
-                    continue;
-                }
-                let cosine = f64::from(dot(&units[a], &units[b]));
-                if cosine >= t {
-                    found.insert(key, cosine.min(1.0));
-                }
+        for (plane_index, plane) in planes.chunks_exact(dims).enumerate() {
+            if dot(plane, &centred) >= 0.0 {
+                let (table, bit) = (plane_index / LSH_BITS, plane_index % LSH_BITS);
+                out[k * LSH_TABLES + table] |= 1 << bit;
             }
         }
     }
-    found
-        .into_iter()
-        .map(|((a, b), s)| (a, b, s, Basis::Meaning))
-        .collect()
+    out
 }
 
+/// f32 dot product with 16 independent accumulators, so that it vectorises without
+/// fast-math (and without `mul_add`, a library call on CPUs built without FMA).
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-fn unit(v: &[f32]) -> Vec<f32> {
-    let norm = dot(v, v).sqrt();
-    if norm > 0.0 {
-        v.iter().map(|x| x / norm).collect()
-    } else {
-        v.to_vec()
+    const LANES: usize = 16;
+    let mut lanes = [0f32; LANES];
+    let (mut xs, mut ys) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    for (x, y) in (&mut xs).zip(&mut ys) {
+        for lane in 0..LANES {
+            lanes[lane] += x[lane] * y[lane];
+        }
     }
+    let tail: f32 = xs
+        .remainder()
+        .iter()
+        .zip(ys.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// `count` hyperplanes of `dims` Gaussian-ish components from a fixed seed (xorshift, sum of
@@ -377,7 +407,7 @@ mod tests {
             for a in 0..records.len() {
                 for b in a + 1..records.len() {
                     if records[a].partition == records[b].partition
-                        && jaccard(&sets[a], &sets[b]) >= t
+                        && jaccard(&sets[a], &sets[b], |w| w) >= t
                     {
                         slow.push((a, b));
                     }
