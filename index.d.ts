@@ -867,6 +867,12 @@ export interface ConsolidateReport {
   groups: Array<MergeGroup>
   /** Memories merged away; 0 in a dry run. */
   merged: number
+  /**
+   * Near-duplicates found to contradict each other ("must" / "must not") and not linked
+   * yet: now linked `conflicts_with` both ways and in the review queue (counted only in a
+   * dry run).
+   */
+  conflicts: number
   /** Whether this was a dry run. */
   dryRun: boolean
 }

@@ -164,7 +164,66 @@ async fn contradicting_disputed_and_agent_file_memories_are_never_merged() {
         "the disputed and the agent-file memory are left out"
     );
     assert!(report.groups.is_empty(), "{report:#?}");
+    assert_eq!(
+        report.conflicts, 0,
+        "the write-time scan linked the pair already"
+    );
     assert!(!e.get(&a.id).await.unwrap().deprecated);
+}
+
+#[tokio::test]
+async fn a_contradiction_a_bulk_write_skipped_is_linked_by_consolidation() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir, EmbeddingProvider::Disabled).await;
+    // More than 32 memories in one write: the contradiction scan is skipped.
+    let mut inputs: Vec<RememberInput> = (0..40)
+        .map(|i| {
+            input(
+                MemoryType::Gotcha,
+                &format!("Filler memory number {i} about module {i}."),
+            )
+        })
+        .collect();
+    inputs.push(input(
+        MemoryType::Requirement,
+        "Migrations must run inside a transaction on the primary database.",
+    ));
+    inputs.push(input(
+        MemoryType::Requirement,
+        "Migrations must not run inside a transaction on the primary database.",
+    ));
+    let written = e.remember_many(inputs).await.unwrap();
+    let (must, must_not) = (&written[40].memory, &written[41].memory);
+    assert!(must.relations.is_empty() && !must.needs_review);
+
+    let dry = ConsolidateOptions {
+        dry_run: true,
+        ..ConsolidateOptions::default()
+    };
+    let preview = e.consolidate(&dry, &AtomicBool::new(false)).await.unwrap();
+    assert_eq!(preview.conflicts, 1);
+    assert!(e.get(&must.id).await.unwrap().relations.is_empty(), "dry");
+
+    let report = e
+        .consolidate(&ConsolidateOptions::default(), &AtomicBool::new(false))
+        .await
+        .unwrap();
+    assert_eq!(report.conflicts, 1);
+    assert_eq!(report.merged, 0, "contradicting memories are not merged");
+    for (id, other) in [(&must.id, &must_not.id), (&must_not.id, &must.id)] {
+        let m = e.get(id).await.unwrap();
+        assert!(!m.deprecated && m.needs_review);
+        assert!(m
+            .relations
+            .iter()
+            .any(|r| r.relation_type == RelationType::ConflictsWith
+                && r.target_memory_id.as_deref() == Some(other.as_str())));
+    }
+    let again = e
+        .consolidate(&ConsolidateOptions::default(), &AtomicBool::new(false))
+        .await
+        .unwrap();
+    assert_eq!(again.conflicts, 0, "linked once");
 }
 
 #[tokio::test]

@@ -10,7 +10,9 @@
 //!
 //! Two memories that contradict each other (linked `conflicts_with`, or read so by
 //! [`super::contradiction`]: "must" against "must not" is a small change of words) are never
-//! merged. In each group the strongest memory is kept: pinned first, then user-verified, then the
+//! merged; such a pair that is not linked yet (the write-time scan looks at a bounded set of
+//! candidates, and skips bulk writes) is linked `conflicts_with` both ways and put in the
+//! review queue. In each group the strongest memory is kept: pinned first, then user-verified, then the
 //! highest current confidence, then the most used, then the oldest. It takes the union of
 //! the others' tags, files, modules, triggers and impacted nodes, their highest stored
 //! confidence, one reinforcement per merged memory, and a `derived_from` relation to each;
@@ -27,6 +29,7 @@ use serde::Serialize;
 use super::agent_import::TAG_PREFIX;
 use super::contradiction::contradiction;
 use super::decay::current_confidence;
+use super::links;
 use super::near_dups::{self, Basis, Record};
 use crate::embed::EmbedderId;
 use crate::error::{DbContext, Error, Result};
@@ -83,6 +86,10 @@ pub struct ConsolidateReport {
     pub groups: Vec<MergeGroup>,
     /// Memories merged away (forgotten); 0 in a dry run.
     pub merged: u64,
+    /// Pairs of near-duplicates found to contradict each other and not linked yet: each pair
+    /// is now linked `conflicts_with` both ways and put in the review queue (in a dry run,
+    /// counted only).
+    pub conflicts: u64,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -120,11 +127,18 @@ pub(crate) async fn consolidate(
         ..ConsolidateReport::default()
     };
     let mut plans = Vec::with_capacity(found.len());
+    let mut conflicts: Vec<(String, String, f64)> = Vec::new();
     for group in found {
         let mut members: Vec<&Memory> = group.members.iter().map(|&i| &memories[i]).collect();
         members.sort_by(|a, b| strength_order(a, b, now));
         let kept = members[0];
-        // Similar words can say opposite things ("must" / "must not"): those stay apart.
+        // Similar words can say opposite things ("must" / "must not"): those stay apart, and
+        // a contradiction the write-time scan missed is linked now.
+        for other in &members[1..] {
+            if let Some(similarity) = unlinked_contradiction(kept, other) {
+                conflicts.push((kept.id.clone(), other.id.clone(), similarity));
+            }
+        }
         members.retain(|m| m.id == kept.id || !at_odds(kept, m));
         if members.len() < 2 {
             continue;
@@ -141,8 +155,20 @@ pub(crate) async fn consolidate(
         });
         plans.push(members);
     }
+    report.conflicts = conflicts.len() as u64;
     if options.dry_run {
         return Ok(report);
+    }
+    if !conflicts.is_empty() {
+        let conn = ctx.store.writer().await;
+        let tx = begin_write(&conn).await?;
+        for (a, b, similarity) in &conflicts {
+            links::flag_conflict(ctx, &tx, a, b, *similarity).await?;
+            links::flag_conflict(ctx, &tx, b, a, *similarity).await?;
+        }
+        tx.commit()
+            .await
+            .ctx("committing contradictions found by consolidation")?;
     }
     let mut start = 0;
     while start < plans.len() {
@@ -231,16 +257,26 @@ fn records(memories: &[Memory], vectors: Vec<Option<Vec<f32>>>) -> Vec<Record> {
         .collect()
 }
 
+/// Whether `x` names `y` as conflicting.
+fn linked(x: &Memory, y: &Memory) -> bool {
+    x.relations.iter().any(|r| {
+        r.relation_type == RelationType::ConflictsWith
+            && r.target_memory_id.as_deref() == Some(y.id.as_str())
+    })
+}
+
 /// Whether two memories contradict: linked as conflicting, or read so by the contradiction
 /// rule.
 fn at_odds(a: &Memory, b: &Memory) -> bool {
-    let links = |x: &Memory, y: &Memory| {
-        x.relations.iter().any(|r| {
-            r.relation_type == RelationType::ConflictsWith
-                && r.target_memory_id.as_deref() == Some(y.id.as_str())
-        })
-    };
-    links(a, b) || links(b, a) || contradiction(&a.content, &b.content).is_some()
+    linked(a, b) || linked(b, a) || contradiction(&a.content, &b.content).is_some()
+}
+
+/// The similarity of a contradiction between two memories that are not linked yet.
+fn unlinked_contradiction(a: &Memory, b: &Memory) -> Option<f64> {
+    if linked(a, b) || linked(b, a) {
+        return None;
+    }
+    contradiction(&a.content, &b.content).map(|c| c.similarity)
 }
 
 /// Strongest first: pinned, verified, current confidence, uses, oldest.

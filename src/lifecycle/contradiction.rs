@@ -146,7 +146,27 @@ fn is_opposite_word(token: &str) -> bool {
 /// Whether `a` and `b` contradict each other (see the module doc); `None` when they do not,
 /// or when they are not about the same thing.
 pub fn contradiction(a: &str, b: &str) -> Option<Contradiction> {
-    let (pa, pb) = (profile(a), profile(b));
+    Profiled::new(a).contradiction(b)
+}
+
+/// A text cut once for comparing it with many others (the write-time scan compares a new
+/// memory with dozens of candidates).
+#[derive(Debug)]
+pub struct Profiled(Profile);
+
+impl Profiled {
+    /// Cuts `text`.
+    pub fn new(text: &str) -> Self {
+        Profiled(profile(text))
+    }
+
+    /// [`contradiction`] of this text and `other`.
+    pub fn contradiction(&self, other: &str) -> Option<Contradiction> {
+        compare(&self.0, &profile(other))
+    }
+}
+
+fn compare(pa: &Profile, pb: &Profile) -> Option<Contradiction> {
     let shared = pa.words.intersection(&pb.words).count();
     let union = pa.words.union(&pb.words).count();
     if shared < MIN_SHARED || union == 0 {
@@ -162,8 +182,8 @@ pub fn contradiction(a: &str, b: &str) -> Option<Contradiction> {
         Disagreement::Values
     } else if OPPOSITES.iter().any(|(x, y)| {
         let holds = |p: &Profile, w: &str| p.all.contains(w);
-        (holds(&pa, x) && holds(&pb, y) && !holds(&pa, y) && !holds(&pb, x))
-            || (holds(&pa, y) && holds(&pb, x) && !holds(&pa, x) && !holds(&pb, y))
+        (holds(pa, x) && holds(pb, y) && !holds(pa, y) && !holds(pb, x))
+            || (holds(pa, y) && holds(pb, x) && !holds(pa, x) && !holds(pb, y))
     }) {
         Disagreement::Opposites
     } else {

@@ -9,7 +9,7 @@
 
 use libsql::params;
 
-use super::contradiction::{contradiction, topic_terms};
+use super::contradiction::{topic_terms, Profiled};
 use crate::error::{DbContext, Error, Result};
 use crate::memory::{change_in, Ctx, Memory, MemoryRelation, RelationType, Remembered};
 use crate::store::{begin_write, WriteTx};
@@ -22,7 +22,7 @@ pub const CONFLICT_SCAN_MAX_BATCH: usize = 32;
 pub const MAX_CONFLICTS_PER_MEMORY: usize = 3;
 
 /// Candidates the keyword index proposes per new memory.
-const CANDIDATES: i64 = 64;
+const CANDIDATES: i64 = 32;
 
 /// Longest `superseded_by` chain followed when checking for a cycle.
 const MAX_CHAIN: usize = 256;
@@ -80,7 +80,7 @@ pub(crate) async fn after_insert(
 
 /// Adds a `conflicts_with` link from `id` to `other` (unless it has one) and flags `id` for
 /// review; returns the memory as it is now.
-async fn flag_conflict(
+pub(crate) async fn flag_conflict(
     ctx: &Ctx<'_>,
     tx: &WriteTx,
     id: &str,
@@ -142,6 +142,7 @@ async fn contradictions_of(
         )
         .await
         .ctx("finding memories on the same topic")?;
+    let profiled = Profiled::new(&memory.content);
     let mut out = Vec::new();
     while let Some(row) = rows
         .next()
@@ -157,7 +158,7 @@ async fn contradictions_of(
         if related {
             continue;
         }
-        if let Some(c) = contradiction(&memory.content, &content) {
+        if let Some(c) = profiled.contradiction(&content) {
             out.push((id, c.similarity));
         }
     }

@@ -69,6 +69,10 @@ pub struct ConsolidateReport {
     pub groups: Vec<MergeGroup>,
     /// Memories merged away; 0 in a dry run.
     pub merged: u32,
+    /// Near-duplicates found to contradict each other ("must" / "must not") and not linked
+    /// yet: now linked `conflicts_with` both ways and in the review queue (counted only in a
+    /// dry run).
+    pub conflicts: u32,
     /// Whether this was a dry run.
     pub dry_run: bool,
 }
@@ -94,6 +98,7 @@ impl From<core::ConsolidateReport> for ConsolidateReport {
                 })
                 .collect(),
             merged: count(r.merged),
+            conflicts: count(r.conflicts),
             dry_run: r.dry_run,
         }
     }
