@@ -125,10 +125,14 @@ async fn prune_expires_deletes_after_grace_and_spares_what_must_stay() {
     // Day 95: the orphan gotcha (30-day half-life) expired at 90; the attached gotcha (60)
     // expires at 180; the work state at 21.
     clock.advance(75 * DAY);
+    let mut before = Vec::new();
+    for id in [&work.id, &orphan.id, &verified.id] {
+        before.push(e.get(id).await.unwrap());
+    }
     let report = e.prune(&PruneOptions::default(), &never()).await.unwrap();
     assert_eq!(report.expired, 3, "{report:?}");
     assert_eq!(report.deleted, 0);
-    for id in [&work.id, &orphan.id, &verified.id] {
+    for (id, before) in [&work.id, &orphan.id, &verified.id].into_iter().zip(before) {
         let m = e.get(id).await.unwrap();
         assert!(m.deprecated, "{}", m.content);
         assert!(m
@@ -142,6 +146,8 @@ async fn prune_expires_deletes_after_grace_and_spares_what_must_stay() {
             !history[0].memory.deprecated,
             "the history keeps the active state"
         );
+        assert_eq!(history[0].memory, before, "the whole of it");
+        assert_eq!(m.version, before.version + 1);
     }
     for id in [&gotcha.id, &decision.id, &pinned.id] {
         assert!(!e.get(id).await.unwrap().deprecated);
