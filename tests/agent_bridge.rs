@@ -581,3 +581,89 @@ async fn bad_input_is_refused_with_a_code_and_imports_nothing() {
     assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
     assert!(err.to_string().contains("projectRoot"));
 }
+
+#[tokio::test]
+async fn a_stale_bullet_does_not_roll_back_a_memory_changed_after_the_export() {
+    let p = project().await;
+    let ids = learned(&p).await;
+    p.e.export_agent_file(&AgentExportOptions::default())
+        .await
+        .unwrap();
+    let patch = engram::memory::MemoryPatch {
+        content: Some("The payments webhook retries for 96 hours now.".into()),
+        ..Default::default()
+    };
+    p.e.update(&ids[0], patch).await.unwrap();
+    let report = p.import(&["CLAUDE.md"]).await.remove(0);
+    assert!(report.generated_edits.is_empty(), "{report:#?}");
+    assert!(report
+        .skipped
+        .iter()
+        .any(|s| s.reason.contains("changed since this section was exported")));
+    let m = p.e.get(&ids[0]).await.unwrap();
+    assert_eq!(m.content, "The payments webhook retries for 96 hours now.");
+    assert!(!m.user_verified);
+}
+
+#[tokio::test]
+async fn a_begin_marker_without_an_end_is_refused_and_the_file_kept() {
+    let p = project().await;
+    learned(&p).await;
+    let text = format!(
+        "# Rules\n\n{BEGIN_MARKER}\n- a bullet\n\n## Mine\n\n- Keep this rule of mine forever.\n"
+    );
+    p.write("CLAUDE.md", &text);
+    let err =
+        p.e.import_agent_files(&AgentImportOptions::default())
+            .await
+            .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+    assert!(
+        err.to_string().contains("CLAUDE.md") && err.to_string().contains("line 3"),
+        "{err}"
+    );
+    let err =
+        p.e.export_agent_file(&AgentExportOptions::default())
+            .await
+            .unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+    assert_eq!(p.read("CLAUDE.md"), text, "nothing written");
+    assert_eq!(p.active().await.len(), 8, "nothing imported");
+}
+
+#[tokio::test]
+async fn an_edit_in_one_file_keeps_the_memory_another_file_holds() {
+    let p = project().await;
+    let shared = "- Run `go test ./...` before every commit.";
+    p.write(
+        "CLAUDE.md",
+        &format!("# Project\n\n## Testing\n\n{shared}\n"),
+    );
+    p.import(&["CLAUDE.md", "AGENTS.md"]).await;
+    let m = p.find("before every commit").await;
+    p.write(
+        "CLAUDE.md",
+        "# Project\n\n## Testing\n\n- Run `go test ./...` before every push.\n",
+    );
+    let report = p.import(&["CLAUDE.md"]).await.remove(0);
+    assert!(report.edited.is_empty(), "{report:#?}");
+    assert_eq!(report.created.len(), 1);
+    assert_eq!(report.removed, [m.id.as_str()]);
+    let kept = p.e.get(&m.id).await.unwrap();
+    assert!(!kept.deprecated && kept.superseded_by.is_none());
+    assert_eq!(kept.tags, ["agent-file:AGENTS.md"]);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlinked_agent_file_is_read_once() {
+    let p = project().await;
+    std::fs::remove_file(p.root.join("AGENTS.md")).unwrap();
+    std::os::unix::fs::symlink(p.root.join("CLAUDE.md"), p.root.join("AGENTS.md")).unwrap();
+    let report = p.import(&[]).await;
+    let paths: Vec<_> = report.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["CLAUDE.md", ".cursorrules"]);
+    let chose = p.find("We chose tRPC over REST").await;
+    assert_eq!(chose.tags, ["agent-file:CLAUDE.md"]);
+    assert_eq!(chose.reinforce_count, 0);
+}

@@ -103,6 +103,10 @@ pub(crate) async fn export(ctx: &Ctx<'_>, options: &AgentExportOptions) -> Resul
     };
     let path = agent_io::locate(root, options.file.as_deref().unwrap_or(DEFAULT_EXPORT_FILE))?;
     let existing = agent_io::read(&path)?;
+    if let Some(text) = &existing {
+        agent_files::check_markers(text)
+            .map_err(|e| Error::invalid(format!("{}: {e}", path.relative)))?;
+    }
     let types = if options.types.is_empty() {
         DEFAULT_EXPORT_TYPES.to_vec()
     } else {
@@ -123,6 +127,13 @@ pub(crate) async fn export(ctx: &Ctx<'_>, options: &AgentExportOptions) -> Resul
     let changed = text != before;
     let write = options.write.unwrap_or(true);
     if write && changed {
+        // The file may have been saved while the hot tier was read: never write over that.
+        if agent_io::read(&path)?.unwrap_or_default() != before {
+            return Err(Error::Conflict(format!(
+                "{} changed while it was being exported; export again",
+                path.relative
+            )));
+        }
         agent_io::write(&path, &text)?;
     }
     Ok(AgentExport {

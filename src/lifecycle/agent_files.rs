@@ -319,6 +319,37 @@ pub fn normalise_text(text: &str) -> String {
     body_of(text).text()
 }
 
+/// Checks that the generated section is well formed before anything reads or splices it: at
+/// most one begin marker, and an end marker after it. Otherwise the section would run to the
+/// end of the file, and splicing would replace (and importing would misread) the user's text
+/// after it. The error names the 1-based line of the offending begin marker.
+pub fn check_markers(text: &str) -> Result<(), String> {
+    let mut begin: Option<usize> = None;
+    let mut closed = false;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if is_begin(t) {
+            if let Some(first) = begin {
+                return Err(format!(
+                    "a second engram begin marker at line {} (the first is at line {first}); \
+                     keep one generated section",
+                    i + 1
+                ));
+            }
+            begin = Some(i + 1);
+        } else if is_end(t) && begin.is_some() {
+            closed = true;
+        }
+    }
+    match begin {
+        Some(line) if !closed => Err(format!(
+            "the engram begin marker at line {line} has no end marker after it; \
+             restore `{END_MARKER}` or remove the begin marker"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A line of the input: its 1-based number and its text without the line ending.
 #[derive(Debug, Clone, Copy)]
 struct Line<'a> {
@@ -1540,6 +1571,22 @@ OK
         text: &str,
     ) -> (u32, &'static str, String, String) {
         (line, t, section.to_owned(), text.to_owned())
+    }
+
+    #[test]
+    fn markers_must_enclose_one_section() {
+        assert!(check_markers("# Rules\n- use pnpm everywhere\n").is_ok());
+        let section = render_section(&hot_tier());
+        assert!(check_markers(&splice("# Rules\n", &section)).is_ok());
+        assert!(check_markers(&format!("{END_MARKER}\n# Rules\n{section}")).is_ok());
+        let open = format!("# Rules\n{BEGIN_MARKER}\n- a bullet\n\n## Mine\n- keep me\n");
+        let err = check_markers(&open).unwrap_err();
+        assert!(
+            err.contains("line 2") && err.contains("no end marker"),
+            "{err}"
+        );
+        let twice = format!("{section}\n{section}");
+        assert!(check_markers(&twice).unwrap_err().contains("second"));
     }
 
     fn hot_tier() -> Vec<GeneratedItem<'static>> {

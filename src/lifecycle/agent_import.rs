@@ -21,7 +21,8 @@
 //!   and an import created them, otherwise only the file's tag is dropped;
 //! - in the generated section, a bullet whose text someone **edited** updates the memory its
 //!   marker names (a new version, now user-verified; moving it under another type heading
-//!   changes its type), and a bullet **added** there by hand becomes an ordinary user-taught
+//!   changes its type) unless the bullet shows an earlier version of the memory (it changed
+//!   after the export: the bullet is stale, and skipped), and a bullet **added** there by hand becomes an ordinary user-taught
 //!   memory (not tied to the file, so the next export writes it back with its id). Bullets
 //!   deleted from the generated section change nothing: the section is a view that the next
 //!   export rewrites (use `reject` or `forget` to drop a memory).
@@ -138,7 +139,8 @@ pub(crate) fn kind_of(relative: &str) -> AgentFileKind {
     })
 }
 
-/// The files to work on: `files` (or the defaults), confined to `root`, without repeats.
+/// The files to work on: `files` (or the defaults), confined to `root`, each file once (a
+/// symlink to a file listed before it is left out).
 pub(crate) fn locate_all(root: &std::path::Path, files: &[String]) -> Result<Vec<AgentPath>> {
     let defaults: Vec<String>;
     let files = if files.is_empty() {
@@ -154,7 +156,8 @@ pub(crate) fn locate_all(root: &std::path::Path, files: &[String]) -> Result<Vec
     let mut out = Vec::new();
     for file in files {
         let path = agent_io::locate(root, file)?;
-        if seen.insert(path.relative.clone()) {
+        // A symlink to a file already listed (`AGENTS.md -> CLAUDE.md`) is that file.
+        if seen.insert(path.target.clone()) {
             out.push(path);
         }
     }
@@ -178,6 +181,10 @@ pub(crate) async fn import(
     let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
         let text = agent_io::read(&path)?;
+        if let Some(text) = &text {
+            agent_files::check_markers(text)
+                .map_err(|e| Error::invalid(format!("{}: {e}", path.relative)))?;
+        }
         texts.push((path, text));
     }
     let mut report = AgentImportReport::default();
@@ -276,10 +283,8 @@ async fn import_file(
     report.created = written.by_ref().take(plan.created.len()).collect();
     for (_, old) in &plan.edits {
         let new_id = written.next().expect("one memory per input");
-        if new_id != old.id {
-            let reason = format!("edited in {}: superseded by {new_id}", report.path);
-            memory::forget_in(ctx, &tx, &old.id, Some(reason), ENDED_BY).await?;
-        }
+        let reason = format!("edited in {}: superseded by {new_id}", report.path);
+        memory::forget_in(ctx, &tx, &old.id, Some(reason), ENDED_BY).await?;
         report.edited.push(RuleEdit {
             old_id: old.id.clone(),
             new_id,
@@ -360,8 +365,12 @@ fn plan<'k, 'r>(path: &str, rules: &'k [Keyed<'r>], existing: &[Memory]) -> Plan
     let mut edits = Vec::new();
     let mut created = Vec::new();
     for keyed in new {
+        // A memory another agent file still holds is not this file's to supersede: it only
+        // loses this file's tag (see `remove`).
         let partner = existing.iter().enumerate().position(|(i, m)| {
-            !matched[i] && origin(m, path).is_some_and(|o| o.section == keyed.rule.section)
+            !matched[i]
+                && !held_elsewhere(m, &file_tag(path))
+                && origin(m, path).is_some_and(|o| o.section == keyed.rule.section)
         });
         match partner {
             Some(i) => {
@@ -473,16 +482,20 @@ async fn follow_section(
     Ok(())
 }
 
+/// Whether another agent file than the one tagged `tag` holds `memory`.
+fn held_elsewhere(memory: &Memory, tag: &str) -> bool {
+    memory
+        .tags
+        .iter()
+        .any(|t| t != tag && t.starts_with(TAG_PREFIX))
+}
+
 /// A rule left the file: its memory loses the file's tag, and is forgotten when no agent file
 /// holds it any more and an import created it (a memory engram had before the rule was
 /// imported, say one an agent remembered, only loses the tag).
 async fn remove(ctx: &Ctx<'_>, tx: &WriteTx, path: &str, tag: &str, memory: &Memory) -> Result<()> {
-    let other_files = memory
-        .tags
-        .iter()
-        .any(|t| t != tag && t.starts_with(TAG_PREFIX));
     let imported = memory.metadata.get("agentFile").is_some();
-    if imported && !other_files {
+    if imported && !held_elsewhere(memory, tag) {
         let reason = format!("removed from {path}");
         memory::forget_in(ctx, tx, &memory.id, Some(reason), ENDED_BY).await?;
     } else {
@@ -534,6 +547,19 @@ async fn apply_generated_edit(
     }
     if patch.is_empty() {
         return Ok(GeneratedEdit::Same);
+    }
+    // A bullet showing an earlier state of its memory is stale (the memory changed after the
+    // export), not a person's edit: applying it would roll the memory back.
+    let bullet_type = MemoryType::parse(keyed.rule.memory_type).ok();
+    let stale = memory::history(ctx, id).await?.iter().any(|v| {
+        v.memory.version != stored.version
+            && content_hash(&agent_files::normalise_text(&v.memory.content)) == keyed.hash
+            && bullet_type.is_none_or(|t| t == v.memory.memory_type)
+    });
+    if stale {
+        return Ok(GeneratedEdit::Skipped(format!(
+            "memory {id} changed since this section was exported; export again to refresh it"
+        )));
     }
     patch.user_verified = Some(true);
     patch.needs_review = Some(false);

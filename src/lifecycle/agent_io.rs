@@ -6,7 +6,8 @@
 //! of it and a crash never leaves it truncated.
 //!
 //! A symlinked agent file (`AGENTS.md -> CLAUDE.md` is common) is read and written through:
-//! the write replaces the link's target, which must itself be inside the root.
+//! the write replaces the link's target, which must itself be inside the root. (A dangling
+//! link, whose target does not exist yet, is replaced by a regular file.)
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -86,7 +87,8 @@ pub(crate) fn read(path: &AgentPath) -> Result<Option<String>> {
     })
 }
 
-/// Replaces the file's content with `text` atomically, keeping its permissions.
+/// Replaces the file's content with `text` atomically, keeping its permissions (a new file is
+/// created `0644`).
 pub(crate) fn write(path: &AgentPath, text: &str) -> Result<()> {
     if text.len() > MAX_AGENT_FILE_BYTES {
         return Err(too_big(&path.relative, text.len() as u64));
@@ -96,11 +98,13 @@ pub(crate) fn write(path: &AgentPath, text: &str) -> Result<()> {
         .parent()
         .ok_or_else(|| Error::invalid(format!("{} has no directory", path.relative)))?;
     let io = |e: std::io::Error| Error::io(format!("writing {}", path.relative), e);
-    let mut temp = tempfile::Builder::new()
-        .prefix(".engram-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".engram-").suffix(".tmp");
+    // A temporary file is private (0600); a new agent file is read by people and tools like
+    // any other file in the repository.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let mut temp = builder.tempfile_in(dir).map_err(io)?;
     temp.write_all(text.as_bytes()).map_err(io)?;
     temp.as_file().sync_all().map_err(io)?;
     if let Ok(meta) = std::fs::metadata(&path.target) {
@@ -202,5 +206,14 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("CLAUDE.md")]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(root.join("CLAUDE.md"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o644, "a new agent file is readable by all");
+        }
     }
 }

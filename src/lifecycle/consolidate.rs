@@ -159,17 +159,6 @@ pub(crate) async fn consolidate(
     if options.dry_run {
         return Ok(report);
     }
-    if !conflicts.is_empty() {
-        let conn = ctx.store.writer().await;
-        let tx = begin_write(&conn).await?;
-        for (a, b, similarity) in &conflicts {
-            links::flag_conflict(ctx, &tx, a, b, *similarity).await?;
-            links::flag_conflict(ctx, &tx, b, a, *similarity).await?;
-        }
-        tx.commit()
-            .await
-            .ctx("committing contradictions found by consolidation")?;
-    }
     let mut start = 0;
     while start < plans.len() {
         if cancel.load(Ordering::Relaxed) {
@@ -188,6 +177,22 @@ pub(crate) async fn consolidate(
         }
         tx.commit().await.ctx("committing consolidation")?;
         start = end;
+    }
+    // After the merges, which skip memories changed since they were loaded: linking first
+    // would change the kept memories.
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Aborted);
+    }
+    if !conflicts.is_empty() {
+        let conn = ctx.store.writer().await;
+        let tx = begin_write(&conn).await?;
+        for (a, b, similarity) in &conflicts {
+            links::flag_conflict(ctx, &tx, a, b, *similarity).await?;
+            links::flag_conflict(ctx, &tx, b, a, *similarity).await?;
+        }
+        tx.commit()
+            .await
+            .ctx("committing contradictions found by consolidation")?;
     }
     Ok(report)
 }
@@ -290,14 +295,22 @@ fn strength_order(a: &Memory, b: &Memory, now: i64) -> std::cmp::Ordering {
         .then(a.id.cmp(&b.id))
 }
 
-/// Merges `members[1..]` into `members[0]` inside `tx`; returns how many were merged away
-/// (members changed since they were loaded, or already forgotten, are skipped).
+/// Merges `members[1..]` into `members[0]` inside `tx`; returns how many were merged away.
+/// Memories changed since they were loaded (another writer ran in between) are left alone:
+/// the whole group when it is the kept one, else just that member.
 async fn merge(ctx: &Ctx<'_>, tx: &crate::store::WriteTx, members: &[&Memory]) -> Result<u64> {
     let kept = members[0];
+    let unchanged = |now: &Memory, then: &Memory| now.version == then.version && !now.deprecated;
+    if !unchanged(&memory::load(ctx, tx, &kept.id).await?, kept) {
+        return Ok(0);
+    }
     let cap = ctx.limits.max_list_len;
     let mut merged = 0;
     let mut absorbed: Vec<Memory> = Vec::new();
     for other in &members[1..] {
+        if !unchanged(&memory::load(ctx, tx, &other.id).await?, other) {
+            continue;
+        }
         let reason = format!("merged into {}", kept.id);
         let (now_state, changed) =
             memory::forget_in(ctx, tx, &other.id, Some(reason), ENDED_BY).await?;

@@ -133,11 +133,13 @@ async fn contradictions_of(
     // across 60,000 memories, against a fraction of one).
     let mut rows = tx
         .query(
-            "SELECT m.id, m.content
-             FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1
-                   ORDER BY rowid DESC LIMIT ?4) f
-             CROSS JOIN memories m ON m.seq = f.rowid
-             WHERE m.project_id = ?2 AND m.deprecated = 0 AND m.id <> ?3",
+            // The index is the outer loop and yields rowids in descending order, so no sort:
+            // rows of other projects, forgotten rows and the memory itself are skipped as
+            // they stream by, and the limit counts only candidates.
+            "SELECT m.id, m.content FROM memories_fts f CROSS JOIN memories m ON m.seq = f.rowid
+             WHERE memories_fts MATCH ?1 AND m.project_id = ?2 AND m.deprecated = 0
+               AND m.id <> ?3
+             ORDER BY f.rowid DESC LIMIT ?4",
             params![query, ctx.project_id, memory.id.as_str(), CANDIDATES],
         )
         .await

@@ -14,8 +14,9 @@
 //!   Candidates come from random-hyperplane locality-sensitive hashing (Charikar, 2002):
 //!   [`LSH_TABLES`] tables of [`LSH_BITS`]-bit signatures of the mean-centred vectors, seeded
 //!   so runs agree; pairs sharing a bucket in any table are compared exactly. This one is
-//!   approximate: a pair at cosine 0.95 shares a bucket with probability
-//!   `1 - (1 - 0.899^10)^8 ≈ 0.97`, at 0.98 about 0.997.
+//!   approximate: a pair at cosine 0.95 (after centring) shares a bucket with probability
+//!   `1 - (1 - 0.899^10)^8 ≈ 0.97`, at 0.98 about 0.997; in a bucket of more than
+//!   256 records, only records that close in load order are compared.
 //!
 //! Pairs are joined into groups with union-find; a group's `similarity` is the least
 //! similarity of the pairs that joined it.
