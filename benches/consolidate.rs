@@ -23,7 +23,7 @@ use engram::lifecycle::ConsolidateOptions;
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 
-// The shared corpus module: this bench uses only its Zipf memories.
+// The shared corpus module: this bench uses its Zipf memories and `copy_database`.
 #[allow(dead_code)]
 mod corpus;
 
@@ -59,16 +59,6 @@ fn template(rt: &tokio::runtime::Runtime, dir: &Path) -> PathBuf {
         rt.block_on(db.remember_many(chunk.to_vec())).unwrap();
     }
     path
-}
-
-fn copy_database(from: &Path, to: &Path) {
-    std::fs::copy(from, to).unwrap();
-    for suffix in ["-wal", "-shm"] {
-        let side = PathBuf::from(format!("{}{suffix}", from.display()));
-        if side.exists() {
-            std::fs::copy(&side, format!("{}{suffix}", to.display())).unwrap();
-        }
-    }
 }
 
 fn unit_vectors(count: usize, near: usize, dims: usize) -> Vec<Record> {
@@ -136,7 +126,7 @@ fn bench(c: &mut Criterion) {
             || {
                 run += 1;
                 let path = dir.path().join(format!("run{run}.db"));
-                copy_database(&template, &path);
+                corpus::copy_database(&template, &path);
                 open(&rt, &path)
             },
             |db| {

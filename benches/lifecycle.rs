@@ -25,7 +25,7 @@ use engram::lifecycle::{ExportFormat, ExportOptions, OnConflict, PruneOptions};
 use engram::memory::{MemoryType, RememberInput};
 use engram::{EngineOptions, Engram, OpenOptions};
 
-// The shared corpus module: this bench uses only its Zipf memories.
+// The shared corpus module: this bench uses its Zipf memories and `copy_database`.
 #[allow(dead_code)]
 mod corpus;
 
@@ -88,16 +88,6 @@ fn template(rt: &tokio::runtime::Runtime, dir: &Path) -> PathBuf {
     path
 }
 
-fn copy_database(from: &Path, to: &Path) {
-    std::fs::copy(from, to).unwrap();
-    for suffix in ["-wal", "-shm"] {
-        let side = PathBuf::from(format!("{}{suffix}", from.display()));
-        if side.exists() {
-            std::fs::copy(&side, format!("{}{suffix}", to.display())).unwrap();
-        }
-    }
-}
-
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -115,7 +105,7 @@ fn bench(c: &mut Criterion) {
             || {
                 run += 1;
                 let path = dir.path().join(format!("run{run}.db"));
-                copy_database(&template, &path);
+                corpus::copy_database(&template, &path);
                 open(&rt, &path, now)
             },
             |db| {
@@ -129,7 +119,7 @@ fn bench(c: &mut Criterion) {
         )
     });
     let pruned = dir.path().join("pruned.db");
-    copy_database(&template, &pruned);
+    corpus::copy_database(&template, &pruned);
     rt.block_on(open(&rt, &pruned, now).prune(&PruneOptions::default(), &AtomicBool::new(false)))
         .unwrap();
     group.bench_function("100k_next_day", |b| {
@@ -137,7 +127,7 @@ fn bench(c: &mut Criterion) {
             || {
                 run += 1;
                 let path = dir.path().join(format!("run{run}.db"));
-                copy_database(&pruned, &path);
+                corpus::copy_database(&pruned, &path);
                 open(&rt, &path, now + DAY)
             },
             |db| {
@@ -153,7 +143,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
 
     let source_path = dir.path().join("source.db");
-    copy_database(&template, &source_path);
+    corpus::copy_database(&template, &source_path);
     let source = open(&rt, &source_path, now);
     let json = ExportOptions {
         format: ExportFormat::Json,

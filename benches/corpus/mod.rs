@@ -201,3 +201,16 @@ pub fn uniform_queries(count: usize, seed: u32) -> Vec<String> {
         })
         .collect()
 }
+
+/// Copies a database file with its WAL and shared-memory side files (a bench's template to a
+/// fresh file per run).
+#[allow(dead_code)] // Only the benches that prune or merge copy databases.
+pub fn copy_database(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::copy(from, to).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let side = std::path::PathBuf::from(format!("{}{suffix}", from.display()));
+        if side.exists() {
+            std::fs::copy(&side, format!("{}{suffix}", to.display())).unwrap();
+        }
+    }
+}
