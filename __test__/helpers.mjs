@@ -10,9 +10,17 @@ export const { Engram } = addon
 
 export function tempDir(t) {
   const dir = mkdtempSync(join(tmpdir(), 'engram-test-'))
-  // Retries: a closed engine's sync thread may still be finishing a write in `<db>.sync/`
-  // when the hook runs (seen once as ENOTEMPTY in CI).
-  t.after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }))
+  // Retries: a closed engine's sync thread may still be writing in `<db>.sync/` when the hook
+  // runs (ENOTEMPTY, seen twice in CI: close() does not wait for the sync task, a sync bug to
+  // fix there). A temp dir left behind must not fail the test that used it.
+  t.after(() => {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 })
+    } catch (err) {
+      if (err.code !== 'ENOTEMPTY') throw err
+      console.warn(`left ${dir} behind: ${err.message}`)
+    }
+  })
   return dir
 }
 
