@@ -1,6 +1,7 @@
-//! Criterion benches of the core memory operations (no JS boundary): remember one at a time,
-//! remember in batches, and keyword search over 10,000 memories with 1-5 word queries on the
-//! realistic Zipf corpus and the uniform stress corpus (see `corpus/mod.rs`).
+//! Criterion benches of the core memory operations (no JS boundary): remember one at a time
+//! (uniform stress corpus, then the realistic one), remember in batches, and keyword search
+//! over 10,000 memories with 1-5 word queries on the realistic Zipf corpus and the uniform
+//! stress corpus (see `corpus/mod.rs`).
 //!
 //! Run: `cargo bench --no-default-features --bench memory`
 
@@ -108,6 +109,26 @@ fn bench(c: &mut Criterion) {
                     .unwrap(),
             )
         })
+    });
+
+    // One at a time into the realistic file (10,000 memories and growing): the target's corpus,
+    // where the write-time contradiction scan finds few keyword matches, unlike the uniform
+    // stress corpus of `remember/single`. Last, so that the search benches see 10,000.
+    let mut zipf_writes = zipf
+        .memories(60_000, 4)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut input = input(&m);
+            input.content = format!("{} [{i}]", input.content);
+            input
+        });
+    c.bench_function("remember/single_zipf", |b| {
+        b.iter_batched(
+            || zipf_writes.next().unwrap(),
+            |m| rt.block_on(realistic.remember(m)).unwrap(),
+            BatchSize::SmallInput,
+        )
     });
 }
 

@@ -18,7 +18,8 @@
 //! rule is deliberately conservative: a false link costs a person a review, a missed one is
 //! found later by consolidation. Both memories are kept and flagged; nothing is decided here.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::LazyLock;
 
 /// Least share of content words two texts must share to be about the same thing.
 pub const MIN_SIMILARITY: f64 = 0.5;
@@ -99,6 +100,32 @@ const STOP_WORDS: &[&str] = &[
     "just", "use", "uses", "used", "using", "through", "about", "over", "under",
 ];
 
+/// What a word is to the comparison, for the words that are not plain content words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WordClass {
+    Negation,
+    Stop,
+    Opposite,
+}
+
+/// The special words by class, looked up once per token (a linear scan of the lists was
+/// most of the cost of comparing a memory with its candidates).
+static WORD_CLASSES: LazyLock<HashMap<&'static str, WordClass>> = LazyLock::new(|| {
+    let mut classes = HashMap::new();
+    for (a, b) in OPPOSITES {
+        classes.insert(*a, WordClass::Opposite);
+        classes.insert(*b, WordClass::Opposite);
+    }
+    for w in STOP_WORDS {
+        classes.entry(*w).or_insert(WordClass::Stop);
+    }
+    // Negations win: "no" and "not" must count as negations whatever else they are.
+    for w in NEGATIONS {
+        classes.insert(*w, WordClass::Negation);
+    }
+    classes
+});
+
 /// A text cut into what comparison needs.
 #[derive(Debug, Default)]
 struct Profile {
@@ -109,38 +136,70 @@ struct Profile {
     all: BTreeSet<String>,
 }
 
-fn profile(text: &str) -> Profile {
-    let mut p = Profile::default();
-    // Apostrophes are dropped so that "don't" is the single token "dont".
-    let folded: String = text
-        .chars()
+/// `text` lower-cased with apostrophes dropped, so that "don't" is the single token "dont".
+fn fold(text: &str) -> String {
+    if text.is_ascii() {
+        // The common case, a byte at a time (char-wise lower-casing is most of a comparison).
+        let mut folded = text.to_ascii_lowercase();
+        folded.retain(|c| c != '\'');
+        return folded;
+    }
+    text.chars()
         .filter(|c| *c != '\'' && *c != '’')
         .flat_map(char::to_lowercase)
-        .collect();
-    let mut previous: Option<String> = None;
-    for token in folded.split(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_')) {
-        let token = token.trim_matches('.');
-        if token.is_empty() {
-            continue;
-        }
-        let before = previous.replace(token.to_owned());
+        .collect()
+}
+
+/// The tokens of a folded text: runs of letters, digits, `.` and `_`, outer dots trimmed.
+fn tokens(folded: &str) -> impl Iterator<Item = &str> {
+    folded
+        .split(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+        .map(|token| token.trim_matches('.'))
+        .filter(|token| !token.is_empty())
+}
+
+fn starts_with_digit(token: &str) -> bool {
+    token.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// Whether a token is a content word: what topic similarity is measured over.
+fn is_content_word(token: &str) -> bool {
+    !starts_with_digit(token) && !WORD_CLASSES.contains_key(token)
+}
+
+fn profile(text: &str) -> Profile {
+    let mut p = Profile::default();
+    let folded = fold(text);
+    let mut previous: Option<&str> = None;
+    for token in tokens(&folded) {
+        let before = previous.replace(token);
         p.all.insert(token.to_owned());
-        if token.starts_with(|c: char| c.is_ascii_digit()) {
+        if starts_with_digit(token) {
             let has_unit = token.chars().any(|c| c.is_alphabetic());
-            if has_unit || before.as_deref().is_some_and(|w| VALUE_CUES.contains(&w)) {
+            if has_unit || before.is_some_and(|w| VALUE_CUES.contains(&w)) {
                 p.numbers.insert(token.to_owned());
             }
-        } else if NEGATIONS.contains(&token) {
-            p.negations += 1;
-        } else if !STOP_WORDS.contains(&token) && !is_opposite_word(token) {
-            p.words.insert(token.to_owned());
+        } else {
+            match WORD_CLASSES.get(token) {
+                Some(WordClass::Negation) => p.negations += 1,
+                Some(_) => {}
+                None => {
+                    p.words.insert(token.to_owned());
+                }
+            }
         }
     }
     p
 }
 
-fn is_opposite_word(token: &str) -> bool {
-    OPPOSITES.iter().any(|(a, b)| *a == token || *b == token)
+/// Jaccard similarity of two sets of content words, or `None` below the same-topic bar
+/// ([`MIN_SHARED`] words, [`MIN_SIMILARITY`]).
+fn topic_similarity(shared: usize, union: usize) -> Option<f64> {
+    if shared < MIN_SHARED || union == 0 {
+        return None;
+    }
+    let similarity = shared as f64 / union as f64;
+    (similarity >= MIN_SIMILARITY).then_some(similarity)
 }
 
 /// Whether `a` and `b` contradict each other (see the module doc); `None` when they do not,
@@ -162,20 +221,62 @@ impl Profiled {
 
     /// [`contradiction`] of this text and `other`.
     pub fn contradiction(&self, other: &str) -> Option<Contradiction> {
+        // Most candidates are not on the same topic: measure that on borrowed tokens first,
+        // and cut `other` fully only when it is.
+        self.same_topic(other)?;
         compare(&self.0, &profile(other))
+    }
+
+    /// The words to look a same-topic text up by in the keyword index: few enough to be cheap,
+    /// enough that every text on the same topic holds one of them (up to `max`).
+    ///
+    /// A text on the same topic shares at least half of this text's `n` content words (a
+    /// Jaccard similarity of 1/2 needs it) and at least [`MIN_SHARED`], so any `n - shared + 1`
+    /// of them include one it holds (prefix filtering). The longest are taken, length being a
+    /// cheap stand-in for rarity. Empty when no text can be on the same topic. Each term is
+    /// letters, digits, `.` and `_` only: quoted, it is a literal word or phrase for FTS5.
+    pub fn topic_terms(&self, max: usize) -> Vec<&str> {
+        let n = self.0.words.len();
+        if n < MIN_SHARED {
+            return Vec::new();
+        }
+        let least_shared = n.div_ceil(2).max(MIN_SHARED);
+        let mut words: Vec<&str> = self
+            .0
+            .words
+            .iter()
+            .map(String::as_str)
+            // "__" is a word here but nothing to FTS5, which could not find it.
+            .filter(|w| w.chars().any(char::is_alphanumeric))
+            .collect();
+        words.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        words.truncate((n - least_shared + 1).min(max));
+        words
+    }
+
+    /// The Jaccard similarity of the content words when `other` is on the same topic:
+    /// exactly the test [`compare`] starts with, without building `other`'s profile.
+    fn same_topic(&self, other: &str) -> Option<f64> {
+        let folded = fold(other);
+        let mut words: Vec<&str> = tokens(&folded).filter(|t| is_content_word(t)).collect();
+        words.sort_unstable();
+        words.dedup();
+        // Both sides are sorted: count the shared words in one merge.
+        let mut mine = self.0.words.iter().map(String::as_str).peekable();
+        let mut shared = 0;
+        for word in &words {
+            while mine.next_if(|m| m < word).is_some() {}
+            if mine.next_if_eq(word).is_some() {
+                shared += 1;
+            }
+        }
+        topic_similarity(shared, self.0.words.len() + words.len() - shared)
     }
 }
 
 fn compare(pa: &Profile, pb: &Profile) -> Option<Contradiction> {
     let shared = pa.words.intersection(&pb.words).count();
-    let union = pa.words.union(&pb.words).count();
-    if shared < MIN_SHARED || union == 0 {
-        return None;
-    }
-    let similarity = shared as f64 / union as f64;
-    if similarity < MIN_SIMILARITY {
-        return None;
-    }
+    let similarity = topic_similarity(shared, pa.words.len() + pb.words.len() - shared)?;
     let disagreement = if (pa.negations % 2) != (pb.negations % 2) {
         Disagreement::Polarity
     } else if !pa.numbers.is_empty() && !pb.numbers.is_empty() && pa.numbers != pb.numbers {
@@ -193,23 +294,6 @@ fn compare(pa: &Profile, pb: &Profile) -> Option<Contradiction> {
         similarity,
         disagreement,
     })
-}
-
-/// Up to `max` distinctive words of `text` for finding memories on the same topic through the
-/// keyword index: content words of at least three characters, longest first (length is a
-/// cheap stand-in for rarity), each safe to quote in an FTS5 query (letters, digits, `_`).
-pub fn topic_terms(text: &str, max: usize) -> Vec<String> {
-    let mut words: Vec<String> = profile(text)
-        .words
-        .into_iter()
-        .map(|w| w.replace('.', " "))
-        .flat_map(|w| w.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-        .filter(|w| w.chars().count() >= 3 && w.chars().all(|c| c.is_alphanumeric() || c == '_'))
-        .collect();
-    words.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    words.dedup();
-    words.truncate(max);
-    words
 }
 
 #[cfg(test)]
@@ -320,18 +404,72 @@ mod tests {
     }
 
     #[test]
-    fn topic_terms_are_distinct_quotable_content_words_longest_first() {
-        let terms = topic_terms(
-            "Never run the database migrations through pool.connect() twice",
-            4,
-        );
-        assert_eq!(terms, vec!["migrations", "database", "connect", "twice"]);
-        assert!(topic_terms("a an the", 5).is_empty());
-        for t in topic_terms(
-            "\"quoted\" OR NEAR(x y) -minus col:value * émoji 🎉 test",
-            10,
-        ) {
-            assert!(t.chars().all(|c| c.is_alphanumeric() || c == '_'), "{t}");
+    fn the_topic_gate_agrees_with_the_full_profiles() {
+        let texts = [
+            "Run the database migrations through the connection pool",
+            "Never run the database migrations through the connection pool",
+            "Don't cache session tokens in the browser's storage",
+            "Cache session tokens in the browser storage, not the cookie",
+            "JWT access tokens expire after 24h",
+            "JWT access tokens expire after 1h; refresh tokens after 30 days",
+            "Strict mode is enabled in tsconfig.json",
+            "strict MODE is disabled in tsconfig.json... always",
+            "the the the a an of",
+            "pool pool pool database database migrations",
+            "no, not none: nothing without avoid",
+            "src/auth/session.ts uses the session_store for tokens",
+        ];
+        for a in texts {
+            let profiled = Profiled::new(a);
+            for b in texts {
+                let (pa, pb) = (profile(a), profile(b));
+                let shared = pa.words.intersection(&pb.words).count();
+                let full = topic_similarity(shared, pa.words.union(&pb.words).count());
+                assert_eq!(profiled.same_topic(b), full, "{a:?} / {b:?}");
+            }
         }
+        // The gate passes the pairs that matter.
+        let p = Profiled::new(texts[0]);
+        assert!(p.same_topic(texts[1]).is_some());
+        assert!(p.same_topic(texts[2]).is_none());
+    }
+
+    #[test]
+    fn topic_terms_are_the_longest_content_words_enough_to_find_any_same_topic_text() {
+        // 5 content words: a same-topic text shares at least 3, so any 3 find it.
+        let p = Profiled::new("Never run the database migrations through pool.connect() twice");
+        assert_eq!(
+            p.topic_terms(8),
+            vec!["pool.connect", "migrations", "database"]
+        );
+        assert_eq!(p.topic_terms(2), vec!["pool.connect", "migrations"]);
+        assert!(Profiled::new("a an the").topic_terms(5).is_empty());
+        assert!(Profiled::new("pool database").topic_terms(5).is_empty());
+        for t in Profiled::new("\"quoted\" OR NEAR(x y) -minus col:value * émoji 🎉 test")
+            .topic_terms(10)
+        {
+            assert!(
+                t.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '.'),
+                "{t}"
+            );
+        }
+        // The guarantee: every text on the same topic holds one of the terms.
+        let texts = [
+            "run database migrations pool twice",
+            "twice run migrations pool quickly database",
+            "pool.connect database migrations run",
+            "never run database migrations twice through the pool",
+        ];
+        let terms = p.topic_terms(8);
+        let mut same_topic = 0;
+        for text in texts {
+            if p.same_topic(text).is_some() {
+                same_topic += 1;
+                let other = profile(text);
+                assert!(terms.iter().any(|t| other.words.contains(*t)), "{text}");
+            }
+        }
+        assert_eq!(same_topic, texts.len());
     }
 }

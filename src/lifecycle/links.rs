@@ -9,10 +9,10 @@
 
 use libsql::params;
 
-use super::contradiction::{topic_terms, Profiled};
+use super::contradiction::Profiled;
 use crate::error::{DbContext, Error, Result};
 use crate::memory::{change_in, Ctx, Memory, MemoryRelation, RelationType, Remembered};
-use crate::store::{begin_write, WriteTx};
+use crate::store::{begin_write, WriteTx, Writer};
 
 /// Writes of at most this many memories are scanned for contradictions; larger batches (bulk
 /// loads, imports) skip the scan, which costs a keyword query per memory.
@@ -24,6 +24,18 @@ pub const MAX_CONFLICTS_PER_MEMORY: usize = 3;
 /// Candidates the keyword index proposes per new memory.
 const CANDIDATES: i64 = 32;
 
+/// Most words a new memory is looked up by (each costs a walk of its keyword index entries).
+const MAX_TERMS: usize = 8;
+
+/// The [`CANDIDATES`] newest active memories of the project matching an FTS5 query, other than
+/// the one named. The index is the outer loop and yields rowids in descending order, so there
+/// is no sort: rows of other projects, forgotten rows and the memory itself are skipped as
+/// they stream by, and the limit counts only candidates (`+ 0`: see `store::statements`).
+const SAME_TOPIC: &str =
+    "SELECT m.id, m.content FROM memories_fts f CROSS JOIN memories m ON m.seq = f.rowid
+     WHERE memories_fts MATCH ?1 AND m.project_id = ?2 AND m.deprecated = 0 AND m.id <> ?3
+     ORDER BY f.rowid DESC LIMIT ?4 + 0";
+
 /// Longest `superseded_by` chain followed when checking for a cycle.
 const MAX_CHAIN: usize = 256;
 
@@ -32,6 +44,7 @@ const MAX_CHAIN: usize = 256;
 /// then (for small batches) links the contradictions it finds. Updates `out` in place.
 pub(crate) async fn after_insert(
     ctx: &Ctx<'_>,
+    conn: &mut Writer<'_>,
     tx: &WriteTx,
     out: &mut [Remembered],
 ) -> Result<()> {
@@ -69,7 +82,7 @@ pub(crate) async fn after_insert(
             }
         }
         if scan {
-            for (other, similarity) in contradictions_of(ctx, tx, &written.memory).await? {
+            for (other, similarity) in contradictions_of(ctx, conn, &written.memory).await? {
                 flag_conflict(ctx, tx, &other, &new.id, similarity).await?;
                 written.memory = flag_conflict(ctx, tx, &new.id, &other, similarity).await?;
             }
@@ -115,14 +128,16 @@ pub(crate) async fn flag_conflict(
 /// (a memory it supersedes contradicts it by design) are left out.
 async fn contradictions_of(
     ctx: &Ctx<'_>,
-    tx: &WriteTx,
+    conn: &mut Writer<'_>,
     memory: &Memory,
 ) -> Result<Vec<(String, f64)>> {
-    let terms = topic_terms(&memory.content, 8);
-    if terms.len() < super::contradiction::MIN_SHARED {
+    let profiled = Profiled::new(&memory.content);
+    let terms = profiled.topic_terms(MAX_TERMS);
+    if terms.is_empty() {
         return Ok(Vec::new());
     }
-    // Every term is letters, digits and `_` only, so quoting makes it a literal word.
+    // Every term is letters, digits, `.` and `_` only, so quoting makes it a literal word (or
+    // a phrase of the parts FTS5 cuts it into).
     let query = terms
         .iter()
         .map(|t| format!("content:\"{t}\""))
@@ -131,20 +146,18 @@ async fn contradictions_of(
     // Newest first, not best-ranked: FTS5 streams matches in rowid order and stops at the
     // limit, while ranking scores every match (tens of milliseconds when the words are common
     // across 60,000 memories, against a fraction of one).
-    let mut rows = tx
-        .query(
-            // The index is the outer loop and yields rowids in descending order, so no sort:
-            // rows of other projects, forgotten rows and the memory itself are skipped as
-            // they stream by, and the limit counts only candidates.
-            "SELECT m.id, m.content FROM memories_fts f CROSS JOIN memories m ON m.seq = f.rowid
-             WHERE memories_fts MATCH ?1 AND m.project_id = ?2 AND m.deprecated = 0
-               AND m.id <> ?3
-             ORDER BY f.rowid DESC LIMIT ?4",
-            params![query, ctx.project_id, memory.id.as_str(), CANDIDATES],
-        )
+    // Run on the writer inside the caller's transaction (it is the same connection), from
+    // the writer's cached statement: preparing this join costs about as much as running it.
+    let statement = conn.cached(SAME_TOPIC).await?;
+    let mut rows = statement
+        .query(params![
+            query,
+            ctx.project_id,
+            memory.id.as_str(),
+            CANDIDATES
+        ])
         .await
         .ctx("finding memories on the same topic")?;
-    let profiled = Profiled::new(&memory.content);
     let mut out = Vec::new();
     while let Some(row) = rows
         .next()
