@@ -141,7 +141,10 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
     lanes.iter().sum::<i32>() + tail
 }
 
-/// f32 dot product with 16 independent accumulators (vectorisable without fast-math).
+/// f32 dot product with 16 independent accumulators (vectorisable without fast-math). Plain
+/// `*` and `+`, not `mul_add`: without the `fma` target feature (npm binaries are built for
+/// baseline x86-64) `mul_add` is a libm call per element, 24x slower here (0.90 µs against
+/// 0.037 µs for 384 dimensions).
 #[inline]
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 16;
@@ -150,7 +153,7 @@ pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     let mut b_chunks = b.chunks_exact(LANES);
     for (x, y) in (&mut a_chunks).zip(&mut b_chunks) {
         for lane in 0..LANES {
-            lanes[lane] = x[lane].mul_add(y[lane], lanes[lane]);
+            lanes[lane] += x[lane] * y[lane];
         }
     }
     let tail: f32 = a_chunks
