@@ -20,7 +20,7 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * const memory = await Engram.open({ path: '.engram/memory.db', projectRoot: process.cwd() })
  * await memory.remember({ type: 'gotcha', content: 'Run migrations before seeding' })
  * const hits = await memory.search('migrations')
- * memory.close()
+ * await memory.close()
  * ```
  */
 export declare class Engram {
@@ -66,11 +66,25 @@ export declare class Engram {
    */
   static open(options: OpenOptions): Promise<Engram>
   /**
-   * Closes this handle: later calls reject with `ENGRAM_CLOSED`. Calls already running
-   * finish normally; a running `watch()` stops. The engine (and its file) closes when its
-   * last handle does.
+   * Closes this handle: later calls (and those of the `ObserverSession`s it made) reject
+   * with `ENGRAM_CLOSED` at once; calls already running finish normally; a running
+   * `watch()` stops. The engine closes when its last handle does: its background sync stops
+   * (a background sync going on is dropped; nothing is lost, the outbox keeps what was not
+   * pushed).
+   *
+   * The Promise resolves at once while another handle on the file (in any thread) is open;
+   * after the last one, once the engine has let go of the file: calls still running have
+   * finished (a background embedding run stops at its next step), the sync loop has ended
+   * and the replica in `<path>.sync/` is closed. Then the file and its `.sync/` directory
+   * can be moved or deleted (an app quitting, a test removing its temporary directory). It
+   * never rejects; closing again resolves the same way.
+   *
+   * ```ts
+   * await memory.close()
+   * rmSync(dir, { recursive: true })
+   * ```
    */
-  close(): void
+  close(): Promise<void>
   /** Whether `close()` was called. */
   get closed(): boolean
   /** The project id this handle reads and writes (`null` once closed). */
@@ -589,7 +603,10 @@ export declare class Engram {
 /**
  * An observed agent session (the seed's MemoryObserver for one session). `observe()` is
  * synchronous and cheap (microseconds, no I/O); `finalize()` promotes what the session
- * showed into memories in one transaction.
+ * showed into memories in one transaction. The session closes with the handle that made it:
+ * after its `close()`, `stepInjection()`, `checkpoint()` and `finalize()` reject with
+ * `ENGRAM_CLOSED` (the scratchpad stays in the engine while another handle is open, which can
+ * `resumeSession()` it).
  */
 export declare class ObserverSession {
   /** The session's id. */

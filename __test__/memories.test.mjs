@@ -102,12 +102,14 @@ test('close() makes every later call fail with ENGRAM_CLOSED', async (t) => {
   const dir = tempDir(t)
   const db = await Engram.open({ path: join(dir, 'memory.db') })
   const { memory } = await db.remember({ type: 'gotcha', content: 'x marks the spot' })
+  const session = db.observe({ sessionId: 'closes-with-its-handle' })
   const inFlight = db.get(memory.id)
-  db.close()
+  db.close() // not awaited: closed at once all the same
   assert.equal((await inFlight).id, memory.id, 'a call started before close completes')
   assert.equal(db.closed, true)
   assert.equal(db.projectId, null)
-  db.close() // idempotent
+  assert.equal(await db.close(), undefined) // idempotent, and resolves
+  await rejectsWithCode(assert, session.finalize(), 'ENGRAM_CLOSED')
   for (const call of [
     () => db.remember({ type: 'gotcha', content: 'y' }),
     () => db.rememberMany([]),

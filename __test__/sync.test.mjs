@@ -3,13 +3,14 @@
 // scripts/sqld.sh): two files converging, and auth-token refresh with a JWT-protected server.
 import { spawn } from 'node:child_process'
 import { generateKeyPairSync, sign } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'node:test'
 import assert from 'node:assert/strict'
 
-import { Engram, rejectsWithCode, tempDir } from './helpers.mjs'
+import { addon, Engram, rejectsWithCode, tempDir } from './helpers.mjs'
 
 const SQLD = process.env.ENGRAM_SQLD_BIN
 
@@ -34,14 +35,46 @@ async function waitForPort(port, deadline = Date.now() + 20_000) {
   }
 }
 
-/** Starts a sqld in a temp dir (killed after the test); `args` are extra flags. */
-async function startSqld(t, dir, args = []) {
+/** Starts a sqld on its own temp dir (killed, then the dir removed, after the test); `args` are
+ * extra flags. */
+async function startSqld(t, args = []) {
   const port = await freePort()
-  const child = spawn(SQLD, ['--db-path', join(dir, 'server.sqld'), '--http-listen-addr', `127.0.0.1:${port}`,
+  const data = mkdtempSync(join(tmpdir(), 'engram-sqld-'))
+  const child = spawn(SQLD, ['--db-path', join(data, 'server.sqld'), '--http-listen-addr', `127.0.0.1:${port}`,
     '--no-welcome', ...args], { stdio: 'ignore' })
-  t.after(() => child.kill('SIGKILL'))
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  t.after(async () => {
+    child.kill('SIGKILL')
+    await exited
+    rmSync(data, { recursive: true, force: true })
+  })
   await waitForPort(port)
   return `http://127.0.0.1:${port}`
+}
+
+/** A server that accepts connections and never answers: a sync run hangs in it. */
+async function blackHole(t) {
+  const sockets = new Set()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.after(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  return `http://127.0.0.1:${server.address().port}`
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Removes `dir` at once (no retries: nothing may hold or write it), and checks that nothing
+ * writes it again. */
+async function removeForGood(dir) {
+  rmSync(dir, { recursive: true })
+  await sleep(300)
+  assert.equal(existsSync(dir), false, `something wrote into ${dir} after close`)
 }
 
 const closedUrl = async () => `http://127.0.0.1:${await freePort()}`
@@ -85,16 +118,55 @@ test('an unreachable server never fails local work; changes wait and survive a r
   assert.equal(memory.offSyncEvent(id), true)
   assert.equal(memory.offSyncEvent(id), false)
 
-  memory.close()
-  // The engine lets go of the file shortly after its last handle closes.
-  let reopened
-  for (let i = 0; i < 100; i++) {
-    reopened = await Engram.open({ path, sync })
-    if ((await reopened.syncStatus()).state !== 'syncing') break
-  }
+  // Once close() resolves the engine has let go of the file: a new one opens it at once.
+  await memory.close()
+  const reopened = await Engram.open({ path, sync })
   assert.equal((await reopened.syncStatus()).pending, 1000)
   assert.equal((await reopened.list({ limit: 1000 })).length, 1000)
-  reopened.close()
+  // Its loop's first sync may still be going: awaiting close() waits for it to let go.
+  await reopened.close()
+  await removeForGood(dir)
+})
+
+test('await close() releases the file and its replica, even while a sync hangs in the server', async (t) => {
+  const url = await blackHole(t)
+  const dir = mkdtempSync(join(tmpdir(), 'engram-close-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'm.db')
+  const sync = { url, intervalSecs: 0.1 }
+  const engines = addon.openEngineCount()
+  const a = await Engram.open({ path, sync })
+  const b = await Engram.open({ path, sync })
+  assert.equal(addon.openEngineCount(), engines + 1)
+  await a.remember({ type: 'gotcha', content: 'written while the server hangs' })
+  // The loop's first run opened the replica and waits for the server.
+  for (let i = 0; (await a.syncStatus()).state !== 'syncing' || !existsSync(join(dir, 'm.db.sync', 'replica.db')); i++) {
+    assert.ok(i < 500, 'the loop never started a run')
+    await sleep(10)
+  }
+
+  // Not the last handle: resolves at once, and the other handle (and its sync) go on.
+  await a.close()
+  assert.equal(addon.openEngineCount(), engines + 1)
+  await b.remember({ type: 'gotcha', content: 'b still works' })
+  assert.equal((await b.syncStatus()).state, 'syncing')
+
+  // The last handle. Not awaited yet: closed at once, calls reject at once, as before.
+  const closing = b.close()
+  assert.equal(b.closed, true)
+  await rejectsWithCode(assert, b.list(), 'ENGRAM_CLOSED')
+  assert.equal(await closing, undefined)
+  // The hanging run was dropped, the engine is gone and the replica closed.
+  assert.equal(addon.openEngineCount(), engines)
+  await b.close() // closing again resolves too
+  await a.close()
+
+  // Nothing was lost: both writes wait in the outbox.
+  const c = await Engram.open({ path, sync })
+  assert.equal((await c.list()).length, 2)
+  assert.equal((await c.syncStatus()).pending, 2)
+  await c.close()
+  await removeForGood(dir)
 })
 
 test('sync options are checked; a file without sync says so', async (t) => {
@@ -115,13 +187,13 @@ test('sync options are checked; a file without sync says so', async (t) => {
   assert.throws(() => plain.onSyncEvent(() => {}), (err) => err.code === 'ENGRAM_SYNC_CONFIG')
   // The live engine has no sync: a handle asking for sync on it is refused.
   await rejectsWithCode(assert, Engram.open({ path, sync: { url: 'http://127.0.0.1:9' } }), 'ENGRAM_SYNC_CONFIG')
-  plain.close()
+  await plain.close()
   await rejectsWithCode(assert, plain.syncStatus(), 'ENGRAM_CLOSED')
 })
 
 test('a remote-only engine (no path) reads and writes the server a device syncs with', { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
   const dir = tempDir(t)
-  const url = await startSqld(t, dir)
+  const url = await startSqld(t)
   await rejectsWithCode(assert, Engram.open({ projectId: 'p' }), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, Engram.open({ path: '', sync: { url } }), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, Engram.open({ sync: { url: await closedUrl() } }), 'ENGRAM_SYNC_UNREACHABLE')
@@ -141,13 +213,13 @@ test('a remote-only engine (no path) reads and writes the server a device syncs 
   const { memory: gotcha } = await device.remember({ type: 'gotcha', content: 'the staging queue drops messages over 256 KiB' })
   await device.sync()
   assert.equal((await remote.get(gotcha.id)).content, gotcha.content)
-  device.close()
-  remote.close()
+  await device.close()
+  await remote.close()
 })
 
 test('two files converge through a real sqld, with events', { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
   const dir = tempDir(t)
-  const url = await startSqld(t, dir)
+  const url = await startSqld(t)
   const sync = { url, intervalSecs: 1 }
   const a = await Engram.open({ path: join(dir, 'a.db'), projectId: 'p', sync })
   const b = await Engram.open({ path: join(dir, 'b.db'), projectId: 'p', sync })
@@ -178,9 +250,37 @@ test('two files converge through a real sqld, with events', { skip: !SQLD && 'se
   assert.equal(status.state, 'idle')
   assert.ok(status.totals.syncs >= 1)
   assert.equal(status.url, url)
-  a.close()
-  b.close()
+  await a.close()
+  await b.close()
 })
+
+test('await close() while the loop pushes to a real sqld releases the replica; nothing is lost',
+  { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
+    const url = await startSqld(t)
+    const dir = mkdtempSync(join(tmpdir(), 'engram-close-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const sync = { url, intervalSecs: 0.1 }
+    const path = join(dir, 'a.db')
+    const engines = addon.openEngineCount()
+    const a = await Engram.open({ path, projectId: 'p', sync })
+    await a.sync()
+    await a.rememberMany(Array.from({ length: 600 }, (_, i) => ({ type: 'decision', content: `pushed or kept ${i}` })))
+    // The loop pushes shortly after a write (600 changes take two batches): close meanwhile.
+    await sleep(70)
+    await a.close()
+    assert.equal(addon.openEngineCount(), engines)
+    await removeForGood(join(dir, 'a.db.sync'))
+
+    // What was not pushed waited in the outbox: a fresh replica pushes the rest.
+    const again = await Engram.open({ path, projectId: 'p', sync })
+    for (let report = await again.sync(); report.pending > 0;) report = await again.sync()
+    const b = await Engram.open({ path: join(dir, 'b.db'), projectId: 'p', sync })
+    await b.sync()
+    assert.equal((await b.list({ limit: 1000 })).length, 600)
+    await again.close()
+    await b.close()
+    await removeForGood(dir)
+  })
 
 test('an expired token is refreshed through getAuthToken; a wrong fixed token is ENGRAM_SYNC_AUTH',
   { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
@@ -191,7 +291,7 @@ test('an expired token is refreshed through getAuthToken; a wrong fixed token is
     const head = part({ alg: 'EdDSA', typ: 'JWT' })
     const body = part({ a: 'rw' })
     const token = `${head}.${body}.${sign(null, Buffer.from(`${head}.${body}`), privateKey).toString('base64url')}`
-    const url = await startSqld(t, dir, ['--auth-jwt-key-file', join(dir, 'jwt.pem')])
+    const url = await startSqld(t, ['--auth-jwt-key-file', join(dir, 'jwt.pem')])
 
     const fixed = await Engram.open({ path: join(dir, 'fixed.db'), sync: { url, authToken: 'not-a-jwt', intervalSecs: 3600 } })
     await fixed.remember({ type: 'gotcha', content: 'kept locally until the token is right' })
@@ -200,7 +300,7 @@ test('an expired token is refreshed through getAuthToken; a wrong fixed token is
     assert.equal(failed.lastError.code, 'ENGRAM_SYNC_AUTH')
     assert.ok(['error', 'syncing'].includes(failed.state), failed.state)
     assert.equal(failed.pending, 1)
-    fixed.close()
+    await fixed.close()
 
     const calls = []
     const memory = await Engram.open({
@@ -217,5 +317,5 @@ test('an expired token is refreshed through getAuthToken; a wrong fixed token is
     assert.equal(report.pending, 0)
     assert.equal(calls[0], false)
     assert.ok(calls.includes(true), JSON.stringify(calls))
-    memory.close()
+    await memory.close()
   })

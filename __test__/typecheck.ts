@@ -44,7 +44,7 @@ export async function quickStart(): Promise<SearchHit[]> {
   void created
   await memory.update(stored.id, { confidence: 0.9 })
   const hits = await memory.search('migrations', { limit: 5, types: ['gotcha', 'decision'] })
-  memory.close()
+  await memory.close()
   return hits
 }
 
@@ -174,7 +174,9 @@ export async function rerankExample(path: string, score: (q: string, d: string) 
     path,
     reranker: { url: 'https://api.cohere.com/v1/rerank', model: 'rerank-v3.5', apiKey: process.env.COHERE_API_KEY },
   })
-  viaServer.close()
+  // close() resolves once the file is released (when this was its last handle).
+  const closing: Promise<void> = viaServer.close()
+  await closing
   const viaFunction = await Engram.open({
     path,
     reranker: { model: 'mine', rerank: async (query, documents) => documents.map((d) => score(query, d)) },
@@ -184,7 +186,7 @@ export async function rerankExample(path: string, score: (q: string, d: string) 
   console.log(first, result.items[0]?.ranks.rerank, result.timings.rerankMs)
   // @ts-expect-error a rerank function returns numbers
   await Engram.open({ path, reranker: { model: 'm', rerank: async () => ['x'] } })
-  viaFunction.close()
+  await viaFunction.close()
 }
 
 /** stepInjection() type-checks as its doc shows it. */

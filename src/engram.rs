@@ -54,12 +54,38 @@ impl OpenOptions {
 /// Most texts one [`Engram::embed`] call takes (a bound on one call's memory and latency).
 pub const MAX_TEXTS_PER_EMBED: usize = 4096;
 
-/// A handle on one project's memories in one database file.
+/// A handle on one project's memories in one database file. Clones are the same handle (they
+/// share whether it is open; see [`Engram::close`]).
 #[derive(Debug, Clone)]
 pub struct Engram {
     engine: Arc<Engine>,
     project_id: Arc<str>,
     project_root: Option<Arc<Path>>,
+    /// Counts this handle as open on the engine until it is closed or every clone dropped.
+    lease: Arc<crate::engine::lifetime::Lease>,
+}
+
+/// What [`Engram::close`] returns: await it (or a clone) to know when the file is released.
+#[derive(Debug, Clone)]
+pub struct Closing {
+    lifetime: Arc<crate::engine::lifetime::Lifetime>,
+}
+
+impl Closing {
+    /// Resolves once the engine has released its files (the database and `<path>.sync/`), or
+    /// at once while another handle keeps the engine open (or opens it again meanwhile).
+    pub async fn wait(&self) {
+        self.lifetime.closed().await;
+    }
+}
+
+impl std::future::IntoFuture for Closing {
+    type Output = ();
+    type IntoFuture = futures::future::BoxFuture<'static, ()>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.wait().await })
+    }
 }
 
 impl Engram {
@@ -89,10 +115,12 @@ impl Engram {
             }
         };
         let engine = Engine::open(&options.path, options.engine).await?;
+        let lease = Arc::new(engine.lifetime.lease());
         let handle = Engram {
             engine,
             project_id: Arc::from(project_id),
             project_root,
+            lease,
         };
         graph::align_closure_depth(&handle.graph_ctx()).await?;
         // With auto-embedding, what a previous process left unembedded (a crash, a cancelled
@@ -119,6 +147,31 @@ impl Engram {
             project_id: &self.project_id,
             closure_depth: self.engine.closure_depth,
         }
+    }
+
+    /// Closes this handle (every clone of it): it no longer counts as open, and once no
+    /// handle of the engine is open the sync loop stops (a run going on is dropped: its
+    /// transactions roll back, the outbox keeps what was not pushed). Clones and calls still
+    /// running keep working and keep the engine until they are dropped.
+    ///
+    /// Await the returned [`Closing`] to know when the file is released: when this was the
+    /// last open handle, it resolves once the engine is dropped (every clone and call gone),
+    /// its sync loop has ended and its replica is closed, so that the database file and
+    /// `<path>.sync/` can be moved or deleted. While another handle keeps the engine open it
+    /// resolves at once.
+    ///
+    /// ```no_run
+    /// # async fn demo(memory: engram::Engram, dir: std::path::PathBuf) {
+    /// memory.close().await;
+    /// std::fs::remove_dir_all(dir).unwrap();
+    /// # }
+    /// ```
+    pub fn close(self) -> Closing {
+        let closing = Closing {
+            lifetime: Arc::clone(self.lease.lifetime()),
+        };
+        self.lease.close();
+        closing
     }
 
     /// The shared engine behind this handle.
@@ -509,7 +562,7 @@ impl Engram {
     }
 
     /// With `auto_embed`, starts a background embedding run for this project (or asks the one
-    /// going to run once more). The run stops early when no handle on the engine is left.
+    /// going to run once more). The run stops early when no handle on the engine is open.
     pub(crate) fn schedule_embedding(&self) {
         let Some(auto) = self.engine.auto_embed.as_ref() else {
             return;
@@ -527,10 +580,10 @@ impl Engram {
         runtime.spawn(async move {
             loop {
                 let cancel = AtomicBool::new(false);
-                let engine = handle.engine.clone();
+                let lifetime = handle.lease.lifetime();
                 let stop_when_alone = |_: crate::vector::EmbedProgress| {
-                    // This task holds two references; none other means every handle closed.
-                    if Arc::strong_count(&engine) <= 2 {
+                    // Every handle closed: the engine should close, not wait for this run.
+                    if lifetime.open_handles() == 0 {
                         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
                 };

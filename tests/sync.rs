@@ -120,6 +120,93 @@ async fn an_unreachable_server_never_fails_local_work_and_loses_nothing() {
     assert_eq!(e.sync_status().await.unwrap().pending, 1000);
 }
 
+/// A server that accepts connections and never answers: a sync run hangs in it until the
+/// client gives up (the listener thread lives as long as the test process).
+fn black_hole_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    url
+}
+
+/// Removes `dir` at once (no retries), and checks that nothing writes it again.
+async fn remove_for_good(dir: tempfile::TempDir) {
+    let path = dir.keep();
+    std::fs::remove_dir_all(&path).expect("nothing holds or writes the directory");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !path.exists(),
+        "something wrote into {} after close",
+        path.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_the_last_handle_drops_a_hanging_run_and_releases_the_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let mut options = sync_options(&black_hole_url());
+    options.interval = Duration::from_millis(100);
+    let a = open_synced(&path, "p", options.clone()).await.unwrap();
+    let b = open_synced(&path, "p", options.clone()).await.unwrap();
+    a.remember(gotcha("written while the server hangs"))
+        .await
+        .unwrap();
+    // The loop's first run opens the replica and gets stuck in the server.
+    let replica = dir.path().join("memory.db.sync").join("replica.db");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while a.sync_status().await.unwrap().state != SyncState::Syncing || !replica.exists() {
+        assert!(Instant::now() < deadline, "the loop never started a run");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Another handle is open: closing this one waits for nothing and breaks nothing.
+    tokio::time::timeout(Duration::from_secs(1), a.close())
+        .await
+        .expect("resolves at once while b is open");
+    let canonical = engram::engine::canonical_db_path(&path).unwrap();
+    assert!(engram::engine::is_open(&canonical));
+    b.remember(gotcha("b still works")).await.unwrap();
+    assert_eq!(b.sync_status().await.unwrap().state, SyncState::Syncing);
+
+    // The last one: the hanging run is dropped, the engine and its replica let go.
+    let closing = b.close();
+    tokio::time::timeout(Duration::from_secs(5), closing.clone())
+        .await
+        .expect("close does not wait for the network");
+    assert!(!engram::engine::is_open(&canonical));
+    closing.await; // a second wait resolves too
+
+    // Nothing was lost: the outbox still has both writes.
+    let c = open_synced(&path, "p", options).await.unwrap();
+    assert_eq!(all_contents(&c).await.len(), 2);
+    assert_eq!(c.sync_status().await.unwrap().pending, 2);
+    c.close().await;
+    remove_for_good(dir).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_reopened_while_its_engine_closes_waits_for_the_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    let options = sync_options(&black_hole_url());
+    for round in 0..5 {
+        let e = open_synced(&path, "p", options.clone()).await.unwrap();
+        e.remember(gotcha(&format!("round {round}"))).await.unwrap();
+        // Not awaited: the next open must wait for the replica itself.
+        drop(e.close());
+    }
+    let e = open_synced(&path, "p", options).await.unwrap();
+    assert_eq!(all_contents(&e).await.len(), 5);
+    e.close().await;
+    remove_for_good(dir).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn personal_and_redacted_memories_never_queue_for_the_server() {
     let dir = tempfile::tempdir().unwrap();
@@ -422,6 +509,52 @@ async fn a_server_restart_mid_sync_loses_nothing() {
     let on_b = all_contents(&b).await;
     assert_eq!(on_b.len(), 700);
     assert_eq!(on_b, all_contents(&a).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_while_the_loop_pushes_releases_the_replica_and_loses_nothing() {
+    let Some(server) =
+        Server::start("closing_while_the_loop_pushes_releases_the_replica_and_loses_nothing")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    let project = project("close-mid-push");
+    let mut options = sync_options(&server.url);
+    options.interval = Duration::from_millis(100);
+    let a = open_synced(&path, &project, options.clone()).await.unwrap();
+    a.sync().await.unwrap();
+    let writes: Vec<RememberInput> = (0..600)
+        .map(|i| gotcha(&format!("pushed or kept, never lost: note {i}")))
+        .collect();
+    a.remember_many(writes).await.unwrap();
+    // The loop starts pushing shortly after the write; close while it does.
+    tokio::time::sleep(Duration::from_millis(70)).await;
+    tokio::time::timeout(Duration::from_secs(10), a.close())
+        .await
+        .expect("close resolves");
+    let canonical = engram::engine::canonical_db_path(&path).unwrap();
+    assert!(!engram::engine::is_open(&canonical));
+    let sync_dir = dir.path().join("a.db.sync");
+    std::fs::remove_dir_all(&sync_dir).expect("the replica is released");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!sync_dir.exists(), "the replica came back after close");
+
+    // What was not pushed waited in the outbox: a fresh replica pushes the rest.
+    let a = open_synced(&path, &project, options).await.unwrap();
+    let mut report = a.sync().await.unwrap();
+    while report.pending > 0 {
+        report = a.sync().await.unwrap();
+    }
+    let other = tempfile::tempdir().unwrap();
+    let b = device(&other, "b", &project, &server).await;
+    b.sync().await.unwrap();
+    assert_eq!(all_contents(&b).await.len(), 600);
+    a.close().await;
+    b.close().await;
+    remove_for_good(dir).await;
+    remove_for_good(other).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,6 +5,7 @@
 //! canonical path to one live `Arc<Engine>`. Two engines on one file would be two writers
 //! racing for SQLite's lock (and, with replicas, two sync loops corrupting a file).
 
+pub(crate) mod lifetime;
 mod registry;
 
 use std::collections::HashSet;
@@ -92,6 +93,11 @@ pub struct Engine {
     pub(crate) sessions: crate::observer::Sessions,
     /// Sync with a libSQL server, when configured.
     pub(crate) sync: Option<Arc<crate::sync::SyncService>>,
+    /// The open handles, and when the files are released.
+    pub(crate) lifetime: Arc<lifetime::Lifetime>,
+    /// The engine's own hold on its files. Last: fields drop in order, so it ends after the
+    /// store's connections have closed.
+    _hold: lifetime::Hold,
 }
 
 /// Held while a project is being indexed; dropping it lets the next run start.
@@ -204,6 +210,7 @@ impl Engine {
                 crate::embed::EmbeddingProvider::Disabled
             ))
         .then(|| crate::vector::AutoEmbed::new(tokio::runtime::Handle::try_current().ok()));
+        let (lifetime, hold) = lifetime::Lifetime::new(path.clone());
         Engine {
             path,
             store,
@@ -219,6 +226,8 @@ impl Engine {
             indexing: Mutex::new(HashSet::new()),
             sessions: Default::default(),
             sync,
+            lifetime,
+            _hold: hold,
         }
     }
 
@@ -244,9 +253,10 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        // The loop drops the replica and ends its hold; the registry forgets this engine when
+        // the last hold ends (see `lifetime`).
         if let Some(sync) = &self.sync {
             sync.stop();
         }
-        registry::forget_dead(&self.path);
     }
 }

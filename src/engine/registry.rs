@@ -2,16 +2,25 @@
 //!
 //! The addon is loaded once per process and shared by the main thread and every worker
 //! thread, so these statics are process-wide. Entries are weak: when the last handle of a file
-//! closes, its engine (and its connections) go away.
+//! closes, its engine (and its connections) go away. An entry stays until the engine's files
+//! are released (its sync loop may still be dropping the replica), so that a new engine for
+//! the file waits for that instead of opening the replica a second time.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
+use super::lifetime::Lifetime;
 use super::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 
-static ENGINES: LazyLock<Mutex<HashMap<PathBuf, Weak<Engine>>>> =
+/// A file's engine, and its lifetime (which outlives it until the files are released).
+struct Entry {
+    engine: Weak<Engine>,
+    lifetime: Arc<Lifetime>,
+}
+
+static ENGINES: LazyLock<Mutex<HashMap<PathBuf, Entry>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// Serialises engine *creation* (held across the async open) so that two threads opening the
@@ -23,7 +32,17 @@ fn live(path: &Path) -> Option<Arc<Engine>> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get(path)
-        .and_then(Weak::upgrade)
+        .and_then(|entry| entry.engine.upgrade())
+}
+
+/// The lifetime of the file's engine that is gone but has not released the files yet.
+fn letting_go(path: &Path) -> Option<Arc<Lifetime>> {
+    ENGINES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(path)
+        .filter(|entry| entry.engine.strong_count() == 0 && !entry.lifetime.is_released())
+        .map(|entry| Arc::clone(&entry.lifetime))
 }
 
 pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engine>> {
@@ -39,15 +58,23 @@ pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engi
     if let Some(engine) = live(&key) {
         return join(engine, &options);
     }
+    // The previous engine of this file is closing: its sync loop is dropping the replica.
+    if let Some(previous) = letting_go(&key) {
+        previous.released().await;
+    }
     let runtime = tokio::runtime::Handle::try_current().ok();
     let engine = Arc::new(Engine::create(key.clone(), options).await?);
     if let Some(sync) = &engine.sync {
-        sync.start(Arc::downgrade(&engine), runtime);
+        sync.start(Arc::downgrade(&engine), &engine.lifetime, runtime);
     }
+    let entry = Entry {
+        engine: Arc::downgrade(&engine),
+        lifetime: Arc::clone(&engine.lifetime),
+    };
     ENGINES
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key, Arc::downgrade(&engine));
+        .insert(key, entry);
     Ok(engine)
 }
 
@@ -81,10 +108,13 @@ fn join(engine: Arc<Engine>, options: &EngineOptions) -> Result<Arc<Engine>> {
     Ok(engine)
 }
 
-/// Drops the entry for `path` if its engine is gone (called from `Engine::drop`).
-pub(super) fn forget_dead(path: &Path) {
+/// Drops the entry for `path` if it is `lifetime`'s (called when its last hold ends).
+pub(super) fn forget_released(path: &Path, lifetime: &Lifetime) {
     let mut map = ENGINES.lock().unwrap_or_else(|p| p.into_inner());
-    if map.get(path).is_some_and(|w| w.strong_count() == 0) {
+    if map
+        .get(path)
+        .is_some_and(|entry| std::ptr::eq(Arc::as_ptr(&entry.lifetime), lifetime))
+    {
         map.remove(path);
     }
 }
@@ -101,7 +131,7 @@ pub fn open_engines() -> usize {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .values()
-        .filter(|w| w.strong_count() > 0)
+        .filter(|entry| entry.engine.strong_count() > 0)
         .count()
 }
 

@@ -34,15 +34,30 @@ use crate::memory::RememberInput as CoreInput;
 /// const memory = await Engram.open({ path: '.engram/memory.db', projectRoot: process.cwd() })
 /// await memory.remember({ type: 'gotcha', content: 'Run migrations before seeding' })
 /// const hits = await memory.search('migrations')
-/// memory.close()
+/// await memory.close()
 /// ```
 #[napi]
 pub struct Engram {
-    inner: RwLock<Option<crate::Engram>>,
+    /// The core handle until `close()`; shared with the `ObserverSession`s made from this
+    /// handle, which close with it.
+    inner: Slot,
+    /// What `close()` awaits (kept for a second `close()`).
+    closing: Mutex<Option<crate::Closing>>,
     /// The running `watch()`, stopped by `unwatch()` and `close()`.
     watcher: Arc<Mutex<Option<crate::code::Watcher>>>,
     /// Sync listeners this handle added, removed by `close()`.
     sync_listeners: Mutex<Vec<u64>>,
+}
+
+/// A JS object's core handle, `None` once closed.
+pub(super) type Slot = Arc<RwLock<Option<crate::Engram>>>;
+
+/// The live core handle in `slot`, or `ENGRAM_CLOSED`.
+pub(super) fn live_handle(slot: &Slot) -> std::result::Result<crate::Engram, CoreError> {
+    slot.read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .ok_or(CoreError::Closed)
 }
 
 impl Engram {
@@ -72,11 +87,12 @@ impl Engram {
 
     /// The live core handle, or `ENGRAM_CLOSED`.
     pub(super) fn handle(&self) -> std::result::Result<crate::Engram, CoreError> {
-        self.inner
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .ok_or(CoreError::Closed)
+        live_handle(&self.inner)
+    }
+
+    /// The handle's slot, for objects that close with it.
+    pub(super) fn slot(&self) -> Slot {
+        Arc::clone(&self.inner)
     }
 }
 
@@ -146,17 +162,32 @@ impl Engram {
         let options: OpenOptions = arg!(env, required_object(env, &options, "options"));
         let options = arg!(env, core_open_options(options));
         promise(env, crate::Engram::open(options), |handle| Engram {
-            inner: RwLock::new(Some(handle)),
+            inner: Arc::new(RwLock::new(Some(handle))),
+            closing: Mutex::default(),
             watcher: Arc::default(),
             sync_listeners: Mutex::default(),
         })
     }
 
-    /// Closes this handle: later calls reject with `ENGRAM_CLOSED`. Calls already running
-    /// finish normally; a running `watch()` stops. The engine (and its file) closes when its
-    /// last handle does.
-    #[napi]
-    pub fn close(&self) {
+    /// Closes this handle: later calls (and those of the `ObserverSession`s it made) reject
+    /// with `ENGRAM_CLOSED` at once; calls already running finish normally; a running
+    /// `watch()` stops. The engine closes when its last handle does: its background sync stops
+    /// (a background sync going on is dropped; nothing is lost, the outbox keeps what was not
+    /// pushed).
+    ///
+    /// The Promise resolves at once while another handle on the file (in any thread) is open;
+    /// after the last one, once the engine has let go of the file: calls still running have
+    /// finished (a background embedding run stops at its next step), the sync loop has ended
+    /// and the replica in `<path>.sync/` is closed. Then the file and its `.sync/` directory
+    /// can be moved or deleted (an app quitting, a test removing its temporary directory). It
+    /// never rejects; closing again resolves the same way.
+    ///
+    /// ```ts
+    /// await memory.close()
+    /// rmSync(dir, { recursive: true })
+    /// ```
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         self.stop_watching();
         let handle = self.inner.write().unwrap_or_else(|p| p.into_inner()).take();
         let listeners = std::mem::take(
@@ -170,6 +201,24 @@ impl Engram {
                 sync.unsubscribe(id);
             }
         }
+        let closing = {
+            let mut slot = self.closing.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(handle) = handle {
+                // Drops the engine here when nothing else holds it, as before the Promise.
+                *slot = Some(handle.close());
+            }
+            slot.clone()
+        };
+        promise(
+            env,
+            async move {
+                if let Some(closing) = closing {
+                    closing.await;
+                }
+                Ok(())
+            },
+            |()| (),
+        )
     }
 
     /// Whether `close()` was called.

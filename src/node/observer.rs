@@ -14,7 +14,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::args::{optional, required_object};
-use super::class::Engram;
+use super::class::{live_handle, Engram, Slot};
 use super::error::to_js_error;
 use super::json::{promise_json, JsonText};
 use super::types::{Memory, MemoryType};
@@ -691,10 +691,14 @@ fn read_message(env: sys::napi_env, value: sys::napi_value) -> Converted<Message
 
 /// An observed agent session (the seed's MemoryObserver for one session). `observe()` is
 /// synchronous and cheap (microseconds, no I/O); `finalize()` promotes what the session
-/// showed into memories in one transaction.
+/// showed into memories in one transaction. The session closes with the handle that made it:
+/// after its `close()`, `stepInjection()`, `checkpoint()` and `finalize()` reject with
+/// `ENGRAM_CLOSED` (the scratchpad stays in the engine while another handle is open, which can
+/// `resumeSession()` it).
 #[napi]
 pub struct ObserverSession {
-    handle: crate::Engram,
+    /// The slot of the handle that made the session.
+    owner: Slot,
     session: Arc<core::Session>,
     session_id: String,
 }
@@ -771,7 +775,7 @@ impl ObserverSession {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let step: f64 = arg!(env, super::args::required(env, &step, "step"));
         let step = arg!(env, whole(step, "step"));
-        let handle = self.handle.clone();
+        let handle = arg!(env, live_handle(&self.owner));
         let session = self.session.clone();
         promise_json(
             env,
@@ -791,7 +795,7 @@ impl ObserverSession {
     /// ```
     #[napi(ts_return_type = "Promise<CheckpointInfo>")]
     pub fn checkpoint<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, JsonText>> {
-        let handle = self.handle.clone();
+        let handle = arg!(env, live_handle(&self.owner));
         let session = self.session.clone();
         promise_json(env, async move { handle.checkpoint(&session).await }, |c| {
             CheckpointInfo {
@@ -847,7 +851,7 @@ impl ObserverSession {
         let synthesize = options
             .and_then(|o| o.synthesize)
             .map(super::synthesis::synthesize_fn);
-        let handle = self.handle.clone();
+        let handle = arg!(env, live_handle(&self.owner));
         let session = self.session.clone();
         promise_json(
             env,
@@ -965,7 +969,7 @@ impl Engram {
         let options = session_options(options).map_err(fail)?;
         let session = handle.merge_sessions(&ids, &options).map_err(fail)?;
         Ok(ObserverSession {
-            handle,
+            owner: self.slot(),
             session_id: options.session_id.trim().to_owned(),
             session,
         })
@@ -984,13 +988,13 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, Option<ObserverSession>>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, super::args::required(env, &session_id, "sessionId"));
-        let for_result = handle.clone();
+        let owner = self.slot();
         super::error::promise(
             env,
             async move { handle.resume_session(&id).await },
             move |found| {
                 found.map(|session| ObserverSession {
-                    handle: for_result,
+                    owner,
                     session_id: session.id().to_owned(),
                     session,
                 })
@@ -1015,7 +1019,7 @@ impl Engram {
         let options = session_options(options).map_err(fail)?;
         let session = handle.observe(&options).map_err(fail)?;
         Ok(ObserverSession {
-            handle,
+            owner: self.slot(),
             session_id: options.session_id.trim().to_owned(),
             session,
         })

@@ -34,6 +34,7 @@ pub use replica::{is_replica_file, SyncMode};
 pub use status::{SyncEvent, SyncFailure, SyncReport, SyncState, SyncStatus, SyncTotals};
 
 use crate::clock::Clock;
+use crate::engine::lifetime::Lifetime;
 use crate::engine::Engine;
 use crate::error::{DbContext, Error, Result};
 use crate::store::{begin_write, Store};
@@ -51,8 +52,6 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 const MAX_BATCHES_PER_RUN: u32 = 20;
 /// How often the primary's identity is checked at the latest (see `attempt`).
 const IDENTITY_CHECK: Duration = Duration::from_secs(300);
-/// How often a running loop checks whether it is the engine's last holder.
-const ORPHAN_CHECK: Duration = Duration::from_millis(50);
 /// How long the loop lets a burst of local writes settle before pushing them.
 const WRITE_SETTLE: Duration = Duration::from_millis(50);
 
@@ -137,6 +136,9 @@ pub struct SyncService {
     status: Mutex<SyncStatus>,
     /// Held for a whole run: no run starts while one runs.
     run: tokio::sync::Mutex<RunState>,
+    /// Where libSQL's work for the replica runs (see [`in_runtime`]); shut down, waiting for
+    /// that work, whenever the replica is let go.
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Wakes the loop for a forced run or to stop.
     wake: tokio::sync::Notify,
     /// Tells a waiting loop that `sync()` ran, so its next run is due an interval later.
@@ -144,6 +146,21 @@ pub struct SyncService {
     stopped: AtomicBool,
     listeners: Mutex<Vec<(u64, Listener)>>,
     next_listener: AtomicU64,
+}
+
+impl Drop for SyncService {
+    fn drop(&mut self) {
+        // Normally the loop has shut it down already (waiting for its work); this may run on
+        // an async thread, where a blocking shutdown would panic.
+        let runtime = self
+            .runtime
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(rt) = runtime {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for SyncService {
@@ -238,6 +255,7 @@ impl SyncService {
                 frame_no: None,
                 checked_at: 0,
             }),
+            runtime: Mutex::new(None),
             wake: tokio::sync::Notify::new(),
             rescheduled: tokio::sync::Notify::new(),
             stopped: AtomicBool::new(false),
@@ -251,15 +269,23 @@ impl SyncService {
         &self.url
     }
 
-    /// Starts the loop on `runtime` (or the current runtime). It holds the engine weakly and
-    /// ends when the engine is dropped.
+    /// Starts the loop on `runtime` (or the current runtime). It holds the engine weakly, syncs
+    /// while a handle is open, and ends when the engine is dropped, after dropping the replica:
+    /// until then it keeps a hold on the engine's files (see `engine::lifetime`).
     pub(crate) fn start(
         self: &Arc<Self>,
         engine: Weak<Engine>,
+        lifetime: &Arc<Lifetime>,
         runtime: Option<tokio::runtime::Handle>,
     ) {
         let service = Arc::clone(self);
-        let task = run_loop(service, engine);
+        let lifetime = Arc::clone(lifetime);
+        let hold = lifetime.hold();
+        let task = async move {
+            run_loop(&service, &engine, &lifetime).await;
+            service.release_replica().await;
+            drop(hold);
+        };
         match runtime.or_else(|| tokio::runtime::Handle::try_current().ok()) {
             Some(rt) => {
                 rt.spawn(task);
@@ -275,6 +301,43 @@ impl SyncService {
                 });
             }
         }
+    }
+
+    /// The runtime the replica's work runs on (built for the first run after a release).
+    fn replica_runtime(&self) -> Result<tokio::runtime::Handle> {
+        let mut slot = self.runtime.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(rt) = slot.as_ref() {
+            return Ok(rt.handle().clone());
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("engram-sync")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("starting the sync runtime", e))?;
+        let handle = rt.handle().clone();
+        *slot = Some(rt);
+        Ok(handle)
+    }
+
+    /// Closes the replica and lets go of its files: waits for a run going on to end, then for
+    /// what libSQL still had running on the replica's runtime (a frame write or a file open
+    /// whose future was dropped with an abandoned run). The next run opens it again.
+    async fn release_replica(&self) {
+        let mut run = self.run.lock().await;
+        let replica = run.replica.take();
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        drop(replica);
+        if let Some(rt) = runtime {
+            // Dropping a runtime blocks until its blocking threads are done: not on this one.
+            let stop = StopRuntime(Some(rt));
+            let _ = tokio::task::spawn_blocking(move || stop.wait()).await;
+        }
+        drop(run);
     }
 
     /// Moves the loop's next run to an interval (or back-off) from now: a run just happened.
@@ -347,9 +410,15 @@ impl SyncService {
             status.state = SyncState::Syncing;
             status.last_attempt_at = Some(started_at);
         }
-        let mut result = self.attempt(&mut run, store, clock, false).await;
+        let mut result = match self.replica_runtime() {
+            Ok(rt) => in_runtime(&rt, self.attempt(&mut run, store, clock, false)).await,
+            Err(e) => Err(e),
+        };
         if matches!(result, Err(Error::SyncAuth(_))) && self.token_source.is_some() {
-            result = self.attempt(&mut run, store, clock, true).await;
+            result = match self.replica_runtime() {
+                Ok(rt) => in_runtime(&rt, self.attempt(&mut run, store, clock, true)).await,
+                Err(e) => Err(e),
+            };
         }
         if result.is_err() {
             // A broken connection is not reused: the next run opens the replica afresh.
@@ -573,8 +642,10 @@ fn reclassify(e: Error, mode: SyncMode) -> Error {
 }
 
 /// The loop: a run at start, then every interval (or back-off after failures), and shortly
-/// after local writes that left changes in the outbox; `sync()` and `stop()` wake it.
-async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
+/// after local writes that left changes in the outbox; `sync()` and `stop()` wake it. While no
+/// handle is open (every one closed, and calls still running keep the engine a moment) it
+/// does not run and has let go of the replica. Returns when the engine is gone.
+async fn run_loop(service: &SyncService, engine: &Weak<Engine>, lifetime: &Lifetime) {
     let mut delay = Duration::ZERO;
     loop {
         let mut deadline = tokio::time::Instant::now() + delay;
@@ -608,6 +679,17 @@ async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
         if service.stopped.load(Ordering::SeqCst) {
             return;
         }
+        if lifetime.open_handles() == 0 {
+            // Every handle closed (or none is open yet): no run, and no replica held open,
+            // until one opens; `stop()` ends the wait when the engine goes.
+            service.release_replica().await;
+            tokio::select! {
+                () = lifetime.until_used() => {}
+                _ = service.wake.notified() => {}
+            }
+            delay = Duration::ZERO;
+            continue;
+        }
         // While a run goes on, this task holds the engine: when every handle has closed, the
         // run is dropped (its transactions roll back; the outbox keeps what was not pushed)
         // so that the engine closes now, not after a network timeout.
@@ -615,23 +697,16 @@ async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
             let Some(engine) = engine.upgrade() else {
                 return;
             };
-            let run = service.run_once(&engine.store, &*engine.clock);
-            tokio::pin!(run);
-            loop {
-                tokio::select! {
-                    result = &mut run => break Some(result),
-                    _ = tokio::time::sleep(ORPHAN_CHECK) => {
-                        if Arc::strong_count(&engine) == 1 {
-                            break None;
-                        }
-                    }
-                }
+            tokio::select! {
+                result = service.run_once(&engine.store, &*engine.clock) => Some(result),
+                () = lifetime.until_unused() => None,
             }
         };
         let Some(result) = outcome else {
-            // Abandoned; whether the engine is gone (the usual case) or was opened again in
-            // the meantime is for the next wait to find out, without holding it.
-            delay = service.interval;
+            // Abandoned. The replica's last sync was cut short: it is not reused. The next
+            // pass ends the loop if the engine is gone, else waits for a handle.
+            service.release_replica().await;
+            delay = Duration::ZERO;
             continue;
         };
         let failures = service
@@ -645,6 +720,41 @@ async fn run_loop(service: Arc<SyncService>, engine: Weak<Engine>) {
             _ => service.backoff(failures),
         };
     }
+}
+
+/// A runtime to shut down on a blocking thread, waiting for its blocking work; dropped
+/// without that (a blocking task that never ran), it shuts down in the background instead of
+/// blocking an async thread.
+struct StopRuntime(Option<tokio::runtime::Runtime>);
+
+impl StopRuntime {
+    fn wait(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for StopRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Polls `fut` inside `rt`'s context, so that what libSQL spawns meanwhile (blocking file I/O
+/// for the replica, HTTP connection tasks, timers) belongs to `rt`. libSQL does not wait for
+/// everything it hands to blocking threads when its future is dropped; shutting `rt` down
+/// does, so the replica's files are really let go when [`SyncService::release_replica`] ends.
+fn in_runtime<F: std::future::Future>(
+    rt: &tokio::runtime::Handle,
+    fut: F,
+) -> impl std::future::Future<Output = F::Output> {
+    let rt = rt.clone();
+    let mut fut = Box::pin(fut);
+    std::future::poll_fn(move |cx| {
+        let _entered = rt.enter();
+        fut.as_mut().poll(cx)
+    })
 }
 
 async fn outbox_len(store: &Store) -> Result<u64> {
