@@ -376,7 +376,7 @@ async function main(argv) {
         throw new UsageError(`unknown command "${command}" (see engram --help)`)
     }
   } finally {
-    db.close()
+    await db.close()
   }
 }
 

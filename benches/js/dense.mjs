@@ -53,7 +53,7 @@ try {
   }
   const s = summary(samples)
   console.log(`dense: denseSearch top-10 over ${report.chunks} chunks: n=${s.n} p50 ${(s.p50_us / 1000).toFixed(2)} ms, p99 ${(s.p99_us / 1000).toFixed(2)} ms`)
-  db.close()
+  await db.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -90,7 +90,7 @@ try {
   })
   await time('neighbours_file', files, async (k) => (await db.neighbours([k], { limit: 50 })).length)
   console.log(JSON.stringify(results, null, 2))
-  db.close()
+  await db.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

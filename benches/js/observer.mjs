@@ -116,7 +116,7 @@ try {
   console.log(`  observeMany (50 per call), per message: ${fmt(summary(many))}`)
   const f = summary(finalizeNs)
   console.log(`finalize(), 500-step session: p50 ${(f.p50_us / 1000).toFixed(2)} ms, p99 ${(f.p99_us / 1000).toFixed(2)} ms, max ${(f.max_us / 1000).toFixed(2)} ms (n=${f.n})`)
-  db.close()
+  await db.close()
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

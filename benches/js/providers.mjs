@@ -62,7 +62,7 @@ async function run(name, embeddings) {
       `${(report.chunks / secs).toFixed(0)} chunks/s, ${((secs * 1000) / batches).toFixed(1)} ms per 64-text batch; ` +
       `denseSearch p50 ${times[100].toFixed(2)} ms, p99 ${times[198].toFixed(2)} ms`,
   )
-  db.close()
+  await db.close()
 }
 
 try {

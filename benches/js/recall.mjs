@@ -168,7 +168,7 @@ try {
     const m = median(values)
     console.log(`| ${key.replace('Ms', '')} | ${m.toFixed(2)} | ${((100 * m) / total).toFixed(0)} % |`)
   }
-  db.close()
+  await db.close()
 } finally {
   if (!keep) rmSync(dir, { recursive: true, force: true })
 }

@@ -47,7 +47,7 @@ try {
   results.search_10k = await searchBench('zipf.db', 'default', zipf, zipfQs)
   results.search_10k_uniform_stress = await searchBench('uniform.db', 'default', memories(10000, 3), queries(2000))
   results.search_10k_shared_file = await searchBench('bench.db', 'ten-k', zipf, zipfQs)
-  db.close()
+  await db.close()
 
   if (large) {
     const path = join(dir, 'large.db')
@@ -58,7 +58,7 @@ try {
       await big.rememberMany(chunk.map((m) => ({ ...m, content: `${m.content} [${i}]` })))
       i++
     }
-    big.close()
+    await big.close()
     // Let the engine go away, then time a cold open of the existing file.
     await new Promise((r) => setTimeout(r, 200))
     const opens = []
@@ -67,7 +67,7 @@ try {
       const h = await Engram.open({ path })
       await h.search('auth token')
       opens.push(hrtime.bigint() - t0)
-      h.close()
+      await h.close()
       await new Promise((r) => setTimeout(r, 100))
     }
     results.open_100mb_and_first_search = { file_mb: statSync(path).size / 2 ** 20, ...summary(opens) }
@@ -88,7 +88,7 @@ try {
       all.push(ns)
       ;(byWords[q.split(' ').length] ??= []).push(ns)
     }
-    handle.close()
+    await handle.close()
     const out = { all: summary(all), mean_hits: hits / qs.length }
     for (const [words, l] of Object.entries(byWords)) out[`${words}_words`] = summary(l)
     return out

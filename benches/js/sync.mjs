@@ -97,7 +97,7 @@ const up = await configs[1].memory.syncStatus()
 const down = await configs[2].memory.syncStatus()
 console.log(`  server up: ${up.totals.syncs} syncs, ${up.totals.pushed} changes pushed, pending ${up.pending}; ` +
   `server unreachable: state ${down.state}, ${down.totals.failures} failed syncs, pending ${down.pending}`)
-for (const c of configs) c.memory.close()
+await Promise.all(configs.map((c) => c.memory.close()))
 
 // Visibility: A writes, B (its own file, its own loop) polls its local file until it sees it.
 const a = await Engram.open({ path: join(dir, 'a.db'), projectId: 'v', sync: { url, intervalSecs: 1 } })
@@ -124,8 +124,8 @@ const v = summary(visible)
 const ms = (us) => (us / 1000).toFixed(0)
 console.log(`write on A visible on B (both every 1 s, loopback), ms: p50 ${ms(v.p50_us)}, p99 ${ms(v.p99_us)}, ` +
   `max ${ms(v.max_us)} (n=${v.n})`)
-a.close()
-b.close()
+await a.close()
+await b.close()
 sqld.kill('SIGKILL')
 await sleep(200)
 rmSync(dir, { recursive: true, force: true })
