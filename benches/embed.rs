@@ -2,7 +2,8 @@
 //! chunker, with their contextual prefixes) through all-MiniLM-L6-v2 on this machine's cores.
 //!
 //! Prints chunks/s for the whole set (the target: >= 50 chunks/s at <= 128 tokens on two
-//! cores, baseline 25/s) and query-embedding latency, then criterion timings.
+//! cores, baseline 25/s) and query-embedding latency, then criterion timings, among them a
+//! query on one thread or split across all, alone and beside a thread keeping a core busy.
 //! Needs the model (`engram model install`, or `ENGRAM_MODEL_DIR`); exits with a notice without it.
 //! Run: `cargo bench --no-default-features --bench embed`
 
@@ -82,6 +83,39 @@ fn bench(c: &mut Criterion) {
     });
     group.finish();
     c.bench_function("embed/query", |b| b.iter(|| model.embed(&[query]).unwrap()));
+
+    // A query's matrix products split across threads (the default) or not, alone and while
+    // another thread keeps a core busy, as recall's keyword SQL does during the embedding.
+    let single = LocalEmbedder::load(
+        &files,
+        &LocalModelOptions {
+            threads: 1,
+            ..LocalModelOptions::default()
+        },
+    )
+    .unwrap();
+    let mut group = c.benchmark_group("embed_query");
+    for busy in [false, true] {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(!busy));
+        let spinner = {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut x = 1u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        };
+        let state = if busy { "other_core_busy" } else { "idle" };
+        for (name, m) in [("1_thread", &single), ("all_threads", &model)] {
+            group.bench_function(format!("{state}/{name}"), |b| {
+                b.iter(|| m.embed(&[query]).unwrap())
+            });
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spinner.join().unwrap();
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);
