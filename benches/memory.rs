@@ -114,15 +114,13 @@ fn bench(c: &mut Criterion) {
     // One at a time into the realistic file (10,000 memories and growing): the target's corpus,
     // where the write-time contradiction scan finds few keyword matches, unlike the uniform
     // stress corpus of `remember/single`. Last, so that the search benches see 10,000.
-    let mut zipf_writes = zipf
-        .memories(60_000, 4)
-        .into_iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let mut input = input(&m);
-            input.content = format!("{} [{i}]", input.content);
-            input
-        });
+    let zipf_corpus = zipf.memories(60_000, 4);
+    let mut zipf_writes = zipf_corpus.iter().cycle().enumerate().map(|(i, m)| {
+        // Unique content per call, however long the bench runs.
+        let mut input = input(m);
+        input.content = format!("{} [{i}]", input.content);
+        input
+    });
     c.bench_function("remember/single_zipf", |b| {
         b.iter_batched(
             || zipf_writes.next().unwrap(),

@@ -576,7 +576,12 @@ impl Engram {
         if !auto.claim(&self.project_id) {
             return;
         }
-        let handle = self.clone();
+        // A clone that does not count as an open handle: a handle dropped without `close()`
+        // (garbage-collected in JS) must still let the engine close and stop this run.
+        let handle = Engram {
+            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
+            ..self.clone()
+        };
         runtime.spawn(async move {
             loop {
                 let cancel = AtomicBool::new(false);

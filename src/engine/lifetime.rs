@@ -65,6 +65,15 @@ impl Lifetime {
         }
     }
 
+    /// A lease that never counts as open: for work the engine does on its own behalf (the
+    /// background embedding run), which must not keep it open once every handle closed.
+    pub(crate) fn uncounted_lease(self: &Arc<Self>) -> Lease {
+        Lease {
+            lifetime: Arc::clone(self),
+            open: AtomicBool::new(false),
+        }
+    }
+
     /// How many handles are open.
     pub(crate) fn open_handles(&self) -> usize {
         self.state.borrow().handles

@@ -54,14 +54,22 @@ pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engi
     if let Some(engine) = live(&key) {
         return join(engine, &options);
     }
-    let _creating = CREATING.lock().await;
-    if let Some(engine) = live(&key) {
-        return join(engine, &options);
-    }
-    // The previous engine of this file is closing: its sync loop is dropping the replica.
-    if let Some(previous) = letting_go(&key) {
-        previous.released().await;
-    }
+    let _creating = loop {
+        let creating = CREATING.lock().await;
+        if let Some(engine) = live(&key) {
+            return join(engine, &options);
+        }
+        // The previous engine of this file is closing: its sync loop is dropping the replica.
+        // Wait without the lock (a slow release must not hold up opening other files), then
+        // look again: another open may have created the engine meanwhile.
+        match letting_go(&key) {
+            Some(previous) => {
+                drop(creating);
+                previous.released().await;
+            }
+            None => break creating,
+        }
+    };
     let runtime = tokio::runtime::Handle::try_current().ok();
     let engine = Arc::new(Engine::create(key.clone(), options).await?);
     if let Some(sync) = &engine.sync {

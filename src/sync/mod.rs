@@ -325,19 +325,31 @@ impl SyncService {
     /// whose future was dropped with an abandoned run). The next run opens it again.
     async fn release_replica(&self) {
         let mut run = self.run.lock().await;
+        self.release_locked(&mut run).await;
+    }
+
+    /// [`SyncService::release_replica`] with the run lock held: also after a failed run, whose
+    /// dropped futures may have left file work on the replica runtime's blocking threads.
+    async fn release_locked(&self, run: &mut RunState) {
         let replica = run.replica.take();
         let runtime = self
             .runtime
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        drop(replica);
         if let Some(rt) = runtime {
+            {
+                // Anything libSQL spawns while the replica drops lands on its own runtime,
+                // whose shutdown below waits for it.
+                let _inside = rt.handle().enter();
+                drop(replica);
+            }
             // Dropping a runtime blocks until its blocking threads are done: not on this one.
             let stop = StopRuntime(Some(rt));
             let _ = tokio::task::spawn_blocking(move || stop.wait()).await;
+        } else {
+            drop(replica);
         }
-        drop(run);
     }
 
     /// Moves the loop's next run to an interval (or back-off) from now: a run just happened.
@@ -421,8 +433,9 @@ impl SyncService {
             };
         }
         if result.is_err() {
-            // A broken connection is not reused: the next run opens the replica afresh.
-            run.replica = None;
+            // A broken connection is not reused: the next run opens the replica afresh, once
+            // what this one left running on the replica's files has finished.
+            self.release_locked(&mut run).await;
         }
         drop(run);
         let pending = outbox_len(store).await.unwrap_or(0);
@@ -706,6 +719,14 @@ async fn run_loop(service: &SyncService, engine: &Weak<Engine>, lifetime: &Lifet
             // Abandoned. The replica's last sync was cut short: it is not reused. The next
             // pass ends the loop if the engine is gone, else waits for a handle.
             service.release_replica().await;
+            {
+                // Nothing runs any more: a handle that opens the engine again must not read
+                // `syncing`.
+                let mut status = service.status.lock().unwrap_or_else(|p| p.into_inner());
+                if status.state == SyncState::Syncing {
+                    status.state = SyncState::Idle;
+                }
+            }
             delay = Duration::ZERO;
             continue;
         };
