@@ -74,10 +74,11 @@ export declare class Engram {
    *
    * The Promise resolves at once while another handle on the file (in any thread) is open;
    * after the last one, once the engine has let go of the file: calls still running have
-   * finished (a background embedding run stops at its next step), the sync loop has ended
-   * and the replica in `<path>.sync/` is closed. Then the file and its `.sync/` directory
-   * can be moved or deleted (an app quitting, a test removing its temporary directory). It
-   * never rejects; closing again resolves the same way.
+   * finished (a background embedding run stops at its next step; an explicit `sync()`
+   * running against a server that does not answer is waited for until the connection
+   * times out), the sync loop has ended and the replica in `<path>.sync/` is closed. Then
+   * the file and its `.sync/` directory can be moved or deleted (an app quitting, a test
+   * removing its temporary directory). It never rejects; closing again resolves the same way.
    *
    * ```ts
    * await memory.close()

@@ -180,9 +180,8 @@ impl Engram {
     /// finished (a background embedding run stops at its next step; an explicit `sync()`
     /// running against a server that does not answer is waited for until the connection
     /// times out), the sync loop has ended and the replica in `<path>.sync/` is closed. Then
-    /// the file and its `.sync/` directory
-    /// can be moved or deleted (an app quitting, a test removing its temporary directory). It
-    /// never rejects; closing again resolves the same way.
+    /// the file and its `.sync/` directory can be moved or deleted (an app quitting, a test
+    /// removing its temporary directory). It never rejects; closing again resolves the same way.
     ///
     /// ```ts
     /// await memory.close()
