@@ -84,16 +84,27 @@ fn bench(c: &mut Criterion) {
     group.finish();
     c.bench_function("embed/query", |b| b.iter(|| model.embed(&[query]).unwrap()));
 
-    // A query's matrix products split across threads (the default) or not, alone and while
-    // another thread keeps a core busy, as recall's keyword SQL does during the embedding.
-    let single = LocalEmbedder::load(
-        &files,
-        &LocalModelOptions {
-            threads: 1,
-            ..LocalModelOptions::default()
-        },
-    )
-    .unwrap();
+    // A query's matrix products split across threads (the default) or not, with the f16 panels
+    // (the default) or the f32 weights, alone and while another thread keeps a core busy, as
+    // recall's keyword SQL does during the embedding.
+    let variant = |threads: usize, few_tokens_in_f16: bool| {
+        LocalEmbedder::load(
+            &files,
+            &LocalModelOptions {
+                threads,
+                few_tokens_in_f16,
+                ..LocalModelOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let all = LocalModelOptions::default().threads;
+    let variants = [
+        ("f16_1_thread", variant(1, true)),
+        ("f16_all_threads", variant(all, true)),
+        ("f32_1_thread", variant(1, false)),
+        ("f32_all_threads", variant(all, false)),
+    ];
     let mut group = c.benchmark_group("embed_query");
     for busy in [false, true] {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(!busy));
@@ -107,7 +118,7 @@ fn bench(c: &mut Criterion) {
             })
         };
         let state = if busy { "other_core_busy" } else { "idle" };
-        for (name, m) in [("1_thread", &single), ("all_threads", &model)] {
+        for (name, m) in &variants {
             group.bench_function(format!("{state}/{name}"), |b| {
                 b.iter(|| m.embed(&[query]).unwrap())
             });

@@ -93,6 +93,38 @@ fn batching_and_padding_do_not_change_vectors() {
     assert!(cosine(&v[0], &together[1]) > 0.99999);
 }
 
+/// Queries (a few tokens) go through f16 copies of the weights where the CPU has F16C; longer
+/// batches through the f32 weights. Both must give what one model gives.
+#[test]
+fn short_inputs_in_f16_match_the_f32_weights() {
+    let Some(files) = model_or_skip() else { return };
+    let f16 = LocalEmbedder::load(&files, &LocalModelOptions::default()).unwrap();
+    let f32_only = LocalEmbedder::load(
+        &files,
+        &LocalModelOptions {
+            few_tokens_in_f16: false,
+            ..LocalModelOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(f16.id(), f32_only.id(), "one model, one identity");
+    let queries = [
+        "where do we retry the connection when the server goes away",
+        "parse_config",
+        "how are closure rows removed when an edge is deleted?",
+        "HashMap<String, Vec<u8>> entry or_insert_with",
+        "¿dónde se guarda la caché? 缓存 🚀",
+    ];
+    let mut lowest = 1.0f32;
+    for query in queries {
+        let a = f16.embed(&[query]).unwrap().pop().unwrap();
+        let b = f32_only.embed(&[query]).unwrap().pop().unwrap();
+        lowest = lowest.min(cosine(&a, &b));
+    }
+    eprintln!("f16 vs f32 weights: lowest cosine {lowest}");
+    assert!(lowest > 0.99999, "lowest cosine {lowest}");
+}
+
 #[test]
 fn many_batches_on_several_threads_keep_every_vector_with_its_text() {
     let Some(files) = model_or_skip() else { return };

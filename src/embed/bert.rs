@@ -12,6 +12,7 @@
 //!
 //! The caller runs one [`BertEncoder::encode`] per thread; nothing here spawns threads.
 
+use super::half_panels::HalfPanels;
 use crate::error::{Error, Result};
 use gemm::Parallelism;
 
@@ -42,20 +43,49 @@ fn default_hidden_act() -> String {
     "gelu".to_owned()
 }
 
+/// Inputs of at most this many rows (tokens) go through the f16 panels when the CPU has them:
+/// a query. Beyond it the product has enough rows for `gemm`'s f32 kernels to be compute-bound.
+const FEW_ROWS: usize = 32;
+
 /// `y = x W^T + b` with `W^T` stored `inputs x outputs`, row-major.
 struct Linear {
     weight_t: Vec<f32>,
+    /// The same weights as f16 panels, for products of a few rows (see [`HalfPanels`]).
+    half: Option<HalfPanels>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
 }
 
 impl Linear {
+    /// `few_rows_in_f16`: also keep f16 panels, if the CPU runs their kernel.
+    fn new(
+        weight_t: Vec<f32>,
+        bias: Vec<f32>,
+        inputs: usize,
+        outputs: usize,
+        few_rows_in_f16: bool,
+    ) -> Self {
+        let half = (few_rows_in_f16 && HalfPanels::supported())
+            .then(|| HalfPanels::from_transposed(&weight_t, inputs, outputs));
+        Self {
+            weight_t,
+            half,
+            bias,
+            inputs,
+            outputs,
+        }
+    }
+
     /// Writes `rows` outputs into `out` (`rows x outputs`).
     fn forward(&self, x: &[f32], rows: usize, out: &mut [f32], parallelism: Parallelism) {
         assert!(x.len() >= rows * self.inputs && out.len() >= rows * self.outputs);
         for row in out[..rows * self.outputs].chunks_exact_mut(self.outputs) {
             row.copy_from_slice(&self.bias);
+        }
+        if let Some(half) = self.half.as_ref().filter(|_| rows <= FEW_ROWS) {
+            half.multiply_add(x, rows, out);
+            return;
         }
         // SAFETY: the slices hold `rows x inputs`, `inputs x outputs` and `rows x outputs`
         // elements (asserted above; `weight_t` by construction), with the strides given.
@@ -157,6 +187,7 @@ struct Weights<'a> {
     file: safetensors::SafeTensors<'a>,
     prefix: &'static str,
     source: &'a str,
+    few_rows_in_f16: bool,
 }
 
 impl Weights<'_> {
@@ -209,6 +240,23 @@ impl Weights<'_> {
 
     /// A `torch.nn.Linear` (weight `outputs x inputs`), transposed for `x W^T`.
     fn linear(&self, prefix: &str, inputs: usize, outputs: usize) -> Result<Linear> {
+        let (weight_t, bias) = self.transposed(prefix, inputs, outputs)?;
+        Ok(Linear::new(
+            weight_t,
+            bias,
+            inputs,
+            outputs,
+            self.few_rows_in_f16,
+        ))
+    }
+
+    /// A linear layer's weight, transposed to `inputs x outputs`, and its bias.
+    fn transposed(
+        &self,
+        prefix: &str,
+        inputs: usize,
+        outputs: usize,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
         let weight = self.matrix(&format!("{prefix}.weight"), outputs, inputs)?;
         let mut weight_t = vec![0.0; inputs * outputs];
         for o in 0..outputs {
@@ -216,32 +264,29 @@ impl Weights<'_> {
                 weight_t[i * outputs + o] = weight[o * inputs + i];
             }
         }
-        Ok(Linear {
-            weight_t,
-            bias: self.vector(&format!("{prefix}.bias"), outputs)?,
-            inputs,
-            outputs,
-        })
+        Ok((weight_t, self.vector(&format!("{prefix}.bias"), outputs)?))
     }
 
     /// Query, key and value projections side by side: one `hidden x 3*hidden` product.
     fn fused_qkv(&self, prefix: &str, hidden: usize) -> Result<Linear> {
         let parts = ["query", "key", "value"]
             .iter()
-            .map(|name| self.linear(&format!("{prefix}.{name}"), hidden, hidden))
+            .map(|name| self.transposed(&format!("{prefix}.{name}"), hidden, hidden))
             .collect::<Result<Vec<_>>>()?;
         let mut weight_t = Vec::with_capacity(hidden * 3 * hidden);
         for i in 0..hidden {
-            for part in &parts {
-                weight_t.extend_from_slice(&part.weight_t[i * hidden..(i + 1) * hidden]);
+            for (part, _) in &parts {
+                weight_t.extend_from_slice(&part[i * hidden..(i + 1) * hidden]);
             }
         }
-        Ok(Linear {
+        let bias = parts.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+        Ok(Linear::new(
             weight_t,
-            bias: parts.iter().flat_map(|p| p.bias.iter().copied()).collect(),
-            inputs: hidden,
-            outputs: 3 * hidden,
-        })
+            bias,
+            hidden,
+            3 * hidden,
+            self.few_rows_in_f16,
+        ))
     }
 
     fn layer_norm(&self, prefix: &str, width: usize, eps: f64) -> Result<LayerNorm> {
@@ -266,7 +311,14 @@ struct Scratch {
 impl BertEncoder {
     /// Builds the encoder from a parsed `config.json` and the bytes of `model.safetensors`
     /// (f32 weights, with or without a `bert.` name prefix). `source` names the file in errors.
-    pub fn load(config: &BertConfig, safetensors_bytes: &[u8], source: &str) -> Result<Self> {
+    /// `few_rows_in_f16`: run inputs of a few tokens (queries) through f16 copies of the weights
+    /// where the CPU allows (see [`HalfPanels`]); costs half the f32 weights' memory again.
+    pub fn load(
+        config: &BertConfig,
+        safetensors_bytes: &[u8],
+        source: &str,
+        few_rows_in_f16: bool,
+    ) -> Result<Self> {
         if config.hidden_act != "gelu" {
             return Err(Error::ModelUnavailable(format!(
                 "activation '{}' is not supported (only BERT's exact 'gelu')",
@@ -297,6 +349,7 @@ impl BertEncoder {
             file,
             prefix,
             source,
+            few_rows_in_f16,
         };
         let (word_embeddings, word_shape) = weights.get("embeddings.word_embeddings.weight")?;
         if word_shape.len() != 2 || word_shape[1] != hidden {

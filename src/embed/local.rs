@@ -32,6 +32,11 @@ pub struct LocalModelOptions {
     pub max_tokens: usize,
     /// Worker threads for one `embed` call (default: the machine's available parallelism).
     pub threads: usize,
+    /// Run batches of at most 32 tokens in all (a query) through f16 copies of the weights, on
+    /// one thread, where the CPU converts f16 in hardware (x86-64 with AVX2, FMA and F16C).
+    /// Default `true`: about twice as fast per query (`benches/embed.rs`), vectors within a
+    /// cosine of 1e-5 of the f32 path's, for 21 MB more memory once the model is loaded.
+    pub few_tokens_in_f16: bool,
 }
 
 impl Default for LocalModelOptions {
@@ -39,6 +44,7 @@ impl Default for LocalModelOptions {
         Self {
             max_tokens: DEFAULT_MAX_TOKENS,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            few_tokens_in_f16: true,
         }
     }
 }
@@ -65,7 +71,12 @@ impl LocalEmbedder {
         })?;
         let weights = std::fs::read(&files.weights)
             .map_err(|e| Error::io(format!("reading {}", files.weights.display()), e))?;
-        let encoder = BertEncoder::load(&config, &weights, &files.weights.display().to_string())?;
+        let encoder = BertEncoder::load(
+            &config,
+            &weights,
+            &files.weights.display().to_string(),
+            options.few_tokens_in_f16,
+        )?;
         let name = model_name(&weights);
         drop(weights);
         if options.max_tokens < 2 || options.max_tokens > encoder.max_positions() {

@@ -6,6 +6,7 @@
 
 mod bert;
 pub mod callback;
+mod half_panels;
 mod http;
 pub mod install;
 pub mod local;
