@@ -2507,7 +2507,10 @@ export interface SearchMessage {
 export interface SearchOptions {
   /** Maximum hits, 1..200 (default 10). */
   limit?: number
-  /** `auto` (default): all terms, then any term to fill the page; `all`; `any`. */
+  /**
+   * `auto` (default): all terms, then any of the distinctive ones (those in at most 1,000
+   * memories, else the rarest) to fill the page; `all`; `any`.
+   */
   mode?: 'auto' | 'all' | 'any'
   /** Only these types. */
   types?: Array<MemoryType>

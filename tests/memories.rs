@@ -199,6 +199,39 @@ async fn input_limits_have_codes() {
     assert_eq!(e.stats().await.unwrap().total, 0);
 }
 
+/// The OR fill leaves out a word in more than 1,000 memories while a rarer query word remains:
+/// scoring every match of the common word would cost milliseconds, and a memory holding only it
+/// would not outrank one holding the rare word anyway.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_or_fill_skips_words_in_more_than_a_thousand_memories() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let common: Vec<RememberInput> = (0..1001)
+        .map(|i| gotcha(&format!("the deploy script number {i} runs before tests")))
+        .collect();
+    e.remember_many(common).await.unwrap();
+    e.remember_many(vec![
+        gotcha("flaky snapshot of the billing page"),
+        gotcha("snapshot tests need a fixed clock"),
+    ])
+    .await
+    .unwrap();
+    // No memory holds both words: the AND finds nothing, the fill takes only `snapshot`.
+    let hits = e
+        .search("deploy snapshot", &SearchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(hits.iter().all(|h| h.memory.content.contains("snapshot")));
+    // `any` still means any word.
+    let any = SearchOptions {
+        mode: SearchMode::Any,
+        ..Default::default()
+    };
+    let hits = e.search("deploy snapshot", &any).await.unwrap();
+    assert!(hits.iter().any(|h| h.memory.content.contains("deploy")));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn search_ranks_and_survives_hostile_queries() {
     let dir = tempfile::tempdir().unwrap();

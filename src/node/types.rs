@@ -472,7 +472,8 @@ pub struct ListFilter {
 pub struct SearchOptions {
     /// Maximum hits, 1..200 (default 10).
     pub limit: Option<u32>,
-    /// `auto` (default): all terms, then any term to fill the page; `all`; `any`.
+    /// `auto` (default): all terms, then any of the distinctive ones (those in at most 1,000
+    /// memories, else the rarest) to fill the page; `all`; `any`.
     #[napi(ts_type = "'auto' | 'all' | 'any'")]
     pub mode: Option<String>,
     /// Only these types.

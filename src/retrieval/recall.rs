@@ -534,15 +534,10 @@ const COMMON_TERM_SHARE: f64 = 0.02;
 /// and a small project keeps every term).
 const COMMON_TERM_MIN_CHUNKS: f64 = 1000.0;
 
-/// The query reduced to the terms that pick chunks out, for the OR fill: those in at most
-/// [`COMMON_TERM_SHARE`] of the chunks or fewer than [`COMMON_TERM_MIN_CHUNKS`] (the rarest
-/// term when every one is common).
-///
-/// Why: FTS5 scores every match of an OR with `bm25()`, about 0.7 µs each, and a word like
-/// `copy` or `string` is in a fifth of all code chunks (11 ms for "copy a directory tree
-/// recursively" at 76k chunks, 1 ms without `copy`). A chunk holding only such a word cannot
-/// outrank one holding a rare query word, so the fill loses little; the AND pass before it
-/// still requires every term.
+/// The query reduced to the terms that pick chunks out, for the OR fill (see
+/// [`FtsQuery::distinctive`]): those in at most [`COMMON_TERM_SHARE`] of the chunks or fewer
+/// than [`COMMON_TERM_MIN_CHUNKS`]. Measured: `copy` is in a fifth of all code chunks (11 ms
+/// for "copy a directory tree recursively" at 76k chunks, 1 ms without `copy`).
 async fn distinctive_terms(
     reader: &mut Reader<'_>,
     counts: &mut TermCounts,
@@ -551,20 +546,10 @@ async fn distinctive_terms(
     let total = counts.total(reader).await? as f64;
     let mut frequencies = Vec::with_capacity(query.positive.len());
     for expr in query.term_exprs() {
-        frequencies.push(counts.of(reader, &expr).await? as f64);
+        frequencies.push(counts.of(reader, &expr).await?);
     }
-    let limit = (total * COMMON_TERM_SHARE).max(COMMON_TERM_MIN_CHUNKS);
-    if let Some(rare) = query.only(|i, _| frequencies[i] <= limit) {
-        return Ok(rare);
-    }
-    let rarest = frequencies
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.total_cmp(b.1))
-        .map_or(0, |(i, _)| i);
-    Ok(query
-        .only(|i, _| i == rarest)
-        .unwrap_or_else(|| query.clone()))
+    let common = (total * COMMON_TERM_SHARE).max(COMMON_TERM_MIN_CHUNKS) as u64;
+    Ok(query.distinctive(&frequencies, common))
 }
 
 /// The query's vector against the chunk and memory indexes of the current model.
@@ -609,8 +594,9 @@ async fn dense_path(
                 Vec::new()
             },
         };
-        let hits = crate::vector::dense_search(
-            &handle.engine().store,
+        let store = &handle.engine().store;
+        let ranked = crate::vector::dense_ranking(
+            store,
             &handle.engine().vectors,
             handle.project_id(),
             &model,
@@ -618,16 +604,23 @@ async fn dense_path(
             &query,
         )
         .await?;
+        // Chunks are named by their id already (their rows are read after fusion, where a
+        // chunk deleted meanwhile drops out); memories by id, not by the index's seq.
+        let items = match kind {
+            ItemKind::Chunk => ranked
+                .into_iter()
+                .map(|(_, hit)| ItemRef::Chunk(hit.id))
+                .collect(),
+            ItemKind::Memory => crate::vector::describe(store, ranked)
+                .await?
+                .into_iter()
+                .filter_map(|h| h.memory_id.map(ItemRef::Memory))
+                .collect(),
+        };
         out.lists.push(RankedList {
             path: CandidatePath::Dense,
             weight,
-            items: hits
-                .into_iter()
-                .filter_map(|h| match kind {
-                    ItemKind::Chunk => h.chunk_id.map(ItemRef::Chunk),
-                    ItemKind::Memory => h.memory_id.map(ItemRef::Memory),
-                })
-                .collect(),
+            items,
         });
     }
     out.micros = micros(started);

@@ -64,7 +64,7 @@ pub struct DenseHit {
 }
 
 /// Searches `project_id`'s indexes of `model` for `query_vector`.
-pub async fn dense_search(
+pub(crate) async fn dense_search(
     store: &Store,
     indexes: &VectorIndexes,
     project_id: &str,
@@ -72,6 +72,21 @@ pub async fn dense_search(
     query_vector: Vec<f32>,
     query: &DenseQuery,
 ) -> Result<Vec<DenseHit>> {
+    let scored = dense_ranking(store, indexes, project_id, model, query_vector, query).await?;
+    describe(store, scored).await
+}
+
+/// [`dense_search`] without describing the hits: best first, at most `query.limit`, each an
+/// item kind and its id (`code_chunks.id`, or a memory's `seq`). For callers that read the
+/// items themselves (recall fetches its candidates' rows in one pass after fusion).
+pub(crate) async fn dense_ranking(
+    store: &Store,
+    indexes: &VectorIndexes,
+    project_id: &str,
+    model: &EmbedderId,
+    query_vector: Vec<f32>,
+    query: &DenseQuery,
+) -> Result<Vec<(ItemKind, VectorHit)>> {
     if !(1..=MAX_DENSE_LIMIT).contains(&query.limit) {
         return Err(Error::invalid(format!(
             "limit must be within 1..={MAX_DENSE_LIMIT}, got {}",
@@ -107,7 +122,7 @@ pub async fn dense_search(
     }
     scored.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
     scored.truncate(query.limit);
-    describe(store, scored).await
+    Ok(scored)
 }
 
 /// The ids the filters allow for `kind` (`None`: no filter applies).
@@ -160,7 +175,10 @@ async fn ids_of(
 }
 
 /// Adds what each hit points at; hits whose item went away since the index was read drop out.
-async fn describe(store: &Store, scored: Vec<(ItemKind, VectorHit)>) -> Result<Vec<DenseHit>> {
+pub(crate) async fn describe(
+    store: &Store,
+    scored: Vec<(ItemKind, VectorHit)>,
+) -> Result<Vec<DenseHit>> {
     const CHUNKS: &str = "SELECT c.id, f.path, coalesce(c.qualified_name, c.name), c.start_line, c.end_line
         FROM json_each(?1) j JOIN code_chunks c ON c.id = j.value JOIN code_files f ON f.id = c.file_id";
     const MEMORIES: &str =
