@@ -433,9 +433,8 @@ impl SyncService {
             };
         }
         if result.is_err() {
-            // A broken connection is not reused: the next run opens the replica afresh, once
-            // what this one left running on the replica's files has finished.
-            self.release_locked(&mut run).await;
+            // A broken connection is not reused: the next run opens the replica afresh.
+            run.replica = None;
         }
         drop(run);
         let pending = outbox_len(store).await.unwrap_or(0);
