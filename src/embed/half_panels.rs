@@ -206,6 +206,26 @@ fn transpose_tile(x: &[f32], inputs: usize, start: usize, len: usize, xt: &mut V
     }
 }
 
+/// Runs `kernel(xt, start, len, panel)` for every row tile of at most `max_rows` rows (its rows
+/// transposed into `xt`) against every panel; a tile's transposed rows (at most 24 x 1536
+/// values) and a panel (at most 48 KB) stay in L1/L2 while they are used.
+#[inline(always)]
+fn for_each_tile(
+    w: &HalfPanels,
+    x: &[f32],
+    rows: usize,
+    max_rows: usize,
+    mut kernel: impl FnMut(&[f32], usize, usize, usize),
+) {
+    let mut xt = Vec::new();
+    for (start, len) in even_tiles(rows, max_rows) {
+        transpose_tile(x, w.inputs, start, len, &mut xt);
+        for p in 0..w.outputs.div_ceil(PANEL) {
+            kernel(&xt, start, len, p);
+        }
+    }
+}
+
 /// Adds a tile's 16-column accumulator row into `out` (fewer columns at a padded right edge).
 #[inline(always)]
 fn add_into(dst: &mut [f32], lanes: &[f32; PANEL]) {
@@ -216,7 +236,7 @@ fn add_into(dst: &mut [f32], lanes: &[f32; PANEL]) {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{even_tiles, transpose_tile, HalfPanels, PANEL};
+    use super::{for_each_tile, HalfPanels, PANEL};
     use std::arch::x86_64::*;
 
     /// Tiles of up to 24 rows x 16 columns: 24 accumulators + 1 weight register of AVX-512's 32,
@@ -228,19 +248,13 @@ mod avx512 {
         std::arch::is_x86_feature_detected!("avx512f")
     }
 
-    /// Every row tile against every panel; a tile's transposed rows (at most 24 x 1536 values)
-    /// and a panel (at most 48 KB) stay in L1/L2 while they are used.
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
     pub(super) unsafe fn multiply_add(w: &HalfPanels, x: &[f32], rows: usize, out: &mut [f32]) {
-        let mut xt = Vec::new();
-        for (start, len) in even_tiles(rows, TILE_ROWS) {
-            transpose_tile(x, w.inputs, start, len, &mut xt);
-            for p in 0..w.outputs.div_ceil(PANEL) {
-                // SAFETY: the tile's rows exist in `out` (asserted by the caller); `xt` holds
-                // `inputs x len` values and the panel `inputs x 16`.
-                unsafe { by_tile_height!(len, tile_kernel(w, &xt, start, p, out)) }
-            }
-        }
+        for_each_tile(w, x, rows, TILE_ROWS, |xt, start, len, p| {
+            // SAFETY: the tile's rows exist in `out` (asserted by the caller); `xt` holds
+            // `inputs x len` values and the panel `inputs x 16`.
+            unsafe { by_tile_height!(len, tile_kernel(w, xt, start, p, out)) }
+        });
     }
 
     #[target_feature(enable = "avx512f,avx2,fma,f16c")]
@@ -271,27 +285,18 @@ mod avx512 {
         let col = p * PANEL;
         let width = (w.outputs - col).min(PANEL);
         for (r, acc) in acc.iter().enumerate() {
+            let mut lanes = [0f32; PANEL];
+            // SAFETY: `lanes` holds 16 values.
+            unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), *acc) };
             let at = (start + r) * w.outputs + col;
-            let dst = &mut out[at..at + width];
-            if width == PANEL {
-                // SAFETY: `dst` holds 16 values.
-                unsafe {
-                    let d = dst.as_mut_ptr();
-                    _mm512_storeu_ps(d, _mm512_add_ps(_mm512_loadu_ps(d), *acc));
-                }
-            } else {
-                let mut lanes = [0f32; PANEL];
-                // SAFETY: `lanes` holds 16 values.
-                unsafe { _mm512_storeu_ps(lanes.as_mut_ptr(), *acc) };
-                super::add_into(dst, &lanes);
-            }
+            super::add_into(&mut out[at..at + width], &lanes);
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{even_tiles, transpose_tile, HalfPanels, PANEL};
+    use super::{for_each_tile, HalfPanels, PANEL};
     use std::arch::x86_64::*;
 
     /// Tiles of up to 6 rows x 16 columns: 12 accumulators + 2 weights + 1 broadcast within
@@ -300,14 +305,10 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) unsafe fn multiply_add(w: &HalfPanels, x: &[f32], rows: usize, out: &mut [f32]) {
-        let mut xt = Vec::new();
-        for (start, len) in even_tiles(rows, TILE_ROWS) {
-            transpose_tile(x, w.inputs, start, len, &mut xt);
-            for p in 0..w.outputs.div_ceil(PANEL) {
-                // SAFETY: as in the AVX-512 kernel; `len <= 6` here.
-                unsafe { by_tile_height!(len, tile_kernel(w, &xt, start, p, out)) }
-            }
-        }
+        for_each_tile(w, x, rows, TILE_ROWS, |xt, start, len, p| {
+            // SAFETY: as in the AVX-512 kernel; `len <= 6` here.
+            unsafe { by_tile_height!(len, tile_kernel(w, xt, start, p, out)) }
+        });
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
