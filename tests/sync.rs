@@ -613,6 +613,23 @@ async fn offline_writes_mode_reports_a_server_without_it() {
     let err = e.sync().await.unwrap_err();
     assert_eq!(err.code(), "ENGRAM_SYNC_UNSUPPORTED", "{err}");
     assert_eq!(e.sync_status().await.unwrap().pending, 1);
+
+    // libSQL leaves a blocking task behind after the 404 that never ends: closing must not
+    // wait for it, and the file must open again afterwards with the write still waiting.
+    tokio::time::timeout(Duration::from_secs(30), e.close())
+        .await
+        .expect("close() after a refused offline-writes run released the files");
+    let mut options = sync_options(&server.url);
+    options.mode = SyncMode::OfflineWrites;
+    let again = tokio::time::timeout(
+        Duration::from_secs(30),
+        open_synced(&dir.path().join("o.db"), "o", options),
+    )
+    .await
+    .expect("the file opens again after close()")
+    .unwrap();
+    assert_eq!(again.sync_status().await.unwrap().pending, 1);
+    again.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -340,7 +340,7 @@ impl SyncService {
         if let Some(rt) = runtime {
             {
                 // Anything libSQL spawns while the replica drops lands on its own runtime,
-                // whose shutdown below waits for it.
+                // whose shutdown below waits for it (for a bounded time).
                 let _inside = rt.handle().enter();
                 drop(replica);
             }
@@ -742,14 +742,22 @@ async fn run_loop(service: &SyncService, engine: &Weak<Engine>, lifetime: &Lifet
     }
 }
 
-/// A runtime to shut down on a blocking thread, waiting for its blocking work; dropped
-/// without that (a blocking task that never ran), it shuts down in the background instead of
-/// blocking an async thread.
+/// How long letting go of the replica waits for the blocking work libSQL left on its runtime.
+/// A dropped frame write or file open ends in milliseconds; after sqld refuses the
+/// offline-writes protocol (404) libSQL leaves a blocking task that never ends, and waiting
+/// for it without a bound hung `close()` and every later open of the file.
+const RUNTIME_STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// A runtime to shut down on a blocking thread, waiting (up to [`RUNTIME_STOP_GRACE`]) for its
+/// blocking work; dropped without that (a blocking task that never ran), it shuts down in the
+/// background instead of blocking an async thread.
 struct StopRuntime(Option<tokio::runtime::Runtime>);
 
 impl StopRuntime {
     fn wait(mut self) {
-        drop(self.0.take());
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_timeout(RUNTIME_STOP_GRACE);
+        }
     }
 }
 
