@@ -2796,7 +2796,8 @@ export interface SyncOptions {
   getAuthToken?: (refresh: boolean) => string | Promise<string>
   /**
    * Seconds between syncs (default 60, at least 0.1). A local write also starts one
-   * shortly after it; `sync()` starts one at once.
+   * shortly after it (50 ms after writes settle, and at least 250 ms, or the interval if
+   * shorter, after the previous run); `sync()` starts one at once.
    */
   intervalSecs?: number
   /**

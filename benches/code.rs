@@ -6,6 +6,10 @@
 //! Corpora: those of `source_trees/mod.rs` (CPython, tokio, @types/node, @napi-rs/cli, or
 //! `ENGRAM_BENCH_CORPUS`), each skipped when missing.
 //!
+//! `ceiling/<corpus>` bounds what a cold index can reach on this machine: the same corpus's
+//! code files, read into memory first, only parsed (`parse`), then parsed, queried, chunked and
+//! extracted without writing (`analyze`), on as many threads as there are cores.
+//!
 //! Then `reindex_one_file`: one edited 1,000-line file re-indexed in a project holding the
 //! tokio corpus (the watcher's work after its debounce).
 //!
@@ -21,6 +25,7 @@ use source_trees::{copy_tree, corpora};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use engram::code::indexer::IndexOptions;
+use engram::code::{AnalyzeOptions, FileKind};
 use engram::{Engram, OpenOptions};
 
 fn open(rt: &tokio::runtime::Runtime, db: &Path, root: &Path) -> Engram {
@@ -155,5 +160,85 @@ fn reindex_one(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, reindex_one);
+/// The corpus's code files (the indexer's walk: `.gitignore` honoured), read into memory.
+fn code_files(root: &Path) -> Vec<(String, Vec<u8>, FileKind)> {
+    let mut files = Vec::new();
+    for entry in ignore::WalkBuilder::new(root).build().flatten() {
+        let path = entry.path();
+        let Some(kind @ FileKind::Code(_)) = FileKind::of(path) else {
+            continue;
+        };
+        if let Ok(bytes) = std::fs::read(path) {
+            let relative = path.strip_prefix(root).unwrap_or(path);
+            files.push((relative.to_string_lossy().into_owned(), bytes, kind));
+        }
+    }
+    files
+}
+
+/// Runs `work` over `files` split across the cores (files interleaved so both threads get a
+/// mix of sizes), as the indexer's parse pool does.
+fn on_every_core<F>(files: &[(String, Vec<u8>, FileKind)], work: F)
+where
+    F: Fn(&mut tree_sitter::Parser, &(String, Vec<u8>, FileKind)) + Sync,
+{
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|scope| {
+        for first in 0..threads {
+            let work = &work;
+            scope.spawn(move || {
+                let mut parser = tree_sitter::Parser::new();
+                for file in files.iter().skip(first).step_by(threads) {
+                    work(&mut parser, file);
+                }
+            });
+        }
+    });
+}
+
+/// The ceiling of a cold index: parsing alone, then everything but the writes.
+fn ceiling(c: &mut Criterion) {
+    let never = AtomicBool::new(false);
+    let options = AnalyzeOptions::default();
+    for (name, root) in corpora() {
+        let files = code_files(&root);
+        let lines: u64 = files
+            .iter()
+            .map(|(_, bytes, _)| bytes.iter().filter(|b| **b == b'\n').count() as u64)
+            .sum();
+        eprintln!(
+            "ceiling {name}: {} code files, {lines} lines, {:.1} MB",
+            files.len(),
+            files.iter().map(|f| f.1.len()).sum::<usize>() as f64 / 1e6
+        );
+        let mut group = c.benchmark_group(format!("ceiling/{name}"));
+        group.sample_size(10);
+        group.throughput(Throughput::Elements(lines));
+        group.bench_function("parse", |b| {
+            b.iter(|| {
+                on_every_core(&files, |parser, (_, bytes, kind)| {
+                    let FileKind::Code(language) = kind else {
+                        return;
+                    };
+                    parser
+                        .set_language(&language.grammar().unwrap().ts_language)
+                        .unwrap();
+                    std::hint::black_box(parser.parse(bytes, None));
+                })
+            })
+        });
+        group.bench_function("analyze", |b| {
+            b.iter(|| {
+                on_every_core(&files, |parser, (path, bytes, kind)| {
+                    std::hint::black_box(engram::code::analyze(
+                        parser, path, bytes, *kind, &options, &never,
+                    ));
+                })
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench, ceiling, reindex_one);
 criterion_main!(benches);

@@ -886,3 +886,50 @@ async fn authored_graph_nodes_and_edges_reach_the_other_devices_graph() {
     assert_eq!(sub.edges.len(), 1, "{:?}", sub.edges);
     assert_eq!(sub.edges[0].kind, "refines");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_carries_what_was_queued_when_it_began() {
+    let Some(server) = Server::start("a_push_carries_what_was_queued_when_it_began") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_synced(&dir.path().join("p.db"), "p", sync_options(&server.url))
+        .await
+        .unwrap();
+    e.sync().await.unwrap();
+    let before = e.sync_status().await.unwrap().totals.pushed;
+    for i in 0..30 {
+        e.remember(gotcha(&format!("queued before the push {i}")))
+            .await
+            .unwrap();
+    }
+
+    // Writes keep landing while the run goes on: they wait for a later run instead of
+    // keeping this one going. (The loop also pushes after local writes; it never runs at the
+    // same time as this run, so what this run carried is its own.)
+    let writer = {
+        let e = e.clone();
+        tokio::spawn(async move {
+            for i in 0..200 {
+                e.remember(gotcha(&format!("written while the push runs {i}")))
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let report = e.sync().await.unwrap();
+    writer.await.unwrap();
+    assert!(
+        report.pushed < 230,
+        "the push chased the writes made while it ran: {report:?}"
+    );
+
+    // Later runs carry the rest; nothing is lost or pushed twice.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while e.sync_status().await.unwrap().pending > 0 {
+        assert!(Instant::now() < deadline, "the outbox never emptied");
+        e.sync().await.unwrap();
+    }
+    assert_eq!(e.sync_status().await.unwrap().totals.pushed - before, 230);
+    e.close().await;
+}

@@ -49,8 +49,13 @@ const url = `http://127.0.0.1:${port}`
 const downUrl = `http://127.0.0.1:${await freePort()}`
 
 const PRELOAD = 2000
-const ROUNDS = 10
-const OPS_PER_ROUND = 150
+const ROUNDS = 6
+const OPS_PER_ROUND = 250
+// Between one configuration's round and the next: the synced file's loop pushes the round's
+// last writes ~a quarter second after its previous run, and that work must not land in (and
+// be measured against) another configuration's round. A round (~0.4 s) is long enough to
+// hold the synced file's own runs in steady state.
+const QUIET_MS = 600
 const configs = [
   { name: 'plain file', open: { path: join(dir, 'plain.db') } },
   { name: 'sync, server up', open: { path: join(dir, 'up.db'), sync: { url, intervalSecs: 1 } } },
@@ -81,6 +86,7 @@ for (let round = 0; round < ROUNDS; round++) {
       await timed(c.times.get, () => c.memory.get(id))
       await timed(c.times.search, () => c.memory.search(searches[i]))
     }
+    await sleep(QUIET_MS)
   }
 }
 console.log(`local latency, ${ROUNDS * OPS_PER_ROUND} of each op per configuration, ${PRELOAD}+ memories (us):`)

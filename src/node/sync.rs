@@ -40,7 +40,8 @@ pub struct SyncOptions {
     #[napi(ts_type = "(refresh: boolean) => string | Promise<string>")]
     pub get_auth_token: Option<TokenFunction>,
     /// Seconds between syncs (default 60, at least 0.1). A local write also starts one
-    /// shortly after it; `sync()` starts one at once.
+    /// shortly after it (50 ms after writes settle, and at least 250 ms, or the interval if
+    /// shorter, after the previous run); `sync()` starts one at once.
     pub interval_secs: Option<f64>,
     /// Push changes as offline writes sent with each sync instead of forwarding each push
     /// transaction to the primary (Turso Cloud's protocol; a self-hosted `sqld` does not offer

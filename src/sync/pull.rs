@@ -17,7 +17,7 @@ use crate::error::{DbContext, Result};
 use crate::store::{begin_write, Store};
 
 /// Server log entries read per batch.
-const BATCH_ENTRIES: i64 = 1000;
+pub(crate) const BATCH_ENTRIES: i64 = 1000;
 
 /// What one pull did.
 #[derive(Debug, Default, Clone, Copy)]

@@ -60,11 +60,20 @@ impl Batch {
     }
 }
 
-async fn read_batch(conn: &Connection) -> Result<Batch> {
+/// The outbox's newest entry (0 when empty): a push goes no further.
+async fn newest_entry(store: &Store) -> Result<i64> {
+    store
+        .reader()
+        .await
+        .query_integer("SELECT max(seq) FROM sync_changes", ())
+        .await
+}
+
+async fn read_batch(conn: &Connection, upto: i64) -> Result<Batch> {
     let mut rows = conn
         .query(
-            "SELECT seq, tbl, key, delta FROM sync_changes ORDER BY seq LIMIT ?1",
-            params![BATCH_ENTRIES],
+            "SELECT seq, tbl, key, delta FROM sync_changes WHERE seq <= ?1 ORDER BY seq LIMIT ?2",
+            params![upto, BATCH_ENTRIES],
         )
         .await
         .ctx("reading the sync outbox")?;
@@ -180,6 +189,10 @@ async fn apply_batch(
 /// Pushes up to `max_batches` batches of the outbox of `store` to `server` (a connection whose
 /// writes reach the primary: an embedded replica's, or the replica file itself in
 /// offline-writes mode).
+///
+/// Only what the outbox held when the push began: writes made meanwhile wait for the next
+/// run. Chasing them kept a run going for as long as the app wrote (a batch of a few entries
+/// per ~30 ms of round trips on loopback), where the loop's next run carries them in one batch.
 pub(crate) async fn push(
     store: &Store,
     server: &Connection,
@@ -189,10 +202,11 @@ pub(crate) async fn push(
     max_batches: u32,
 ) -> Result<Pushed> {
     let mut pushed = Pushed::default();
+    let upto = newest_entry(store).await?;
     for _ in 0..max_batches {
         let (batch, payload) = {
             let reader = store.reader().await;
-            let batch = read_batch(&reader).await?;
+            let batch = read_batch(&reader, upto).await?;
             if batch.entries == 0 {
                 break;
             }
