@@ -98,7 +98,9 @@ export declare class Engram {
   /**
    * Stores a memory. Secrets in it are replaced by `[REDACTED]` first; an identical active
    * memory in the same project and scope is reinforced instead of duplicated
-   * (`created: false`).
+   * (`created: false`). Contradictions with older memories are looked for just after the
+   * write: both get a `conflicts_with` relation and `needsReview` within milliseconds, but
+   * the memory returned here does not show them yet (await `settled()` to see them).
    */
   remember(input: RememberInput): Promise<RememberResult>
   /**
@@ -106,6 +108,19 @@ export declare class Engram {
    * none (the error message names the input's index). Far faster than one call each.
    */
   rememberMany(inputs: RememberInput[]): Promise<RememberResult[]>
+  /**
+   * Resolves once the contradiction scans of every memory written before the call (by any
+   * handle or thread on this file) are done, so that `get`, `list` and `reviewQueue` show
+   * the `conflicts_with` links they made. Rejects with `ENGRAM_INTERNAL` if one of those
+   * scans failed (its memories stay unflagged until `consolidate` finds them).
+   *
+   * ```ts
+   * const { memory } = await db.remember({ type: 'decision', content: 'The API listens on port 8080' })
+   * await db.settled()
+   * const flagged = await db.get(memory.id) // needsReview, if it contradicts an older memory
+   * ```
+   */
+  settled(): Promise<void>
   /** One memory by id (forgotten ones included). Rejects with `ENGRAM_NOT_FOUND`. */
   get(id: string): Promise<Memory>
   /**

@@ -57,10 +57,13 @@ test('review queue: confirm with an edit, reject with a reason', async (t) => {
   assert.deepEqual(await db.reviewQueue({ limit: 10 }), [])
 })
 
-test('contradictions are linked and flagged on write; supersede refuses cycles', async (t) => {
+test('contradictions are linked and flagged just after the write; supersede refuses cycles', async (t) => {
   const db = await open(t)
   const old = (await db.remember({ type: 'decision', content: 'The API server listens on port 3000 in development' })).memory
-  const now = (await db.remember({ type: 'decision', content: 'The API server listens on port 8080 in development' })).memory
+  const written = (await db.remember({ type: 'decision', content: 'The API server listens on port 8080 in development' })).memory
+  assert.equal(written.needsReview, false, 'the scan runs just after the write')
+  await db.settled()
+  const now = await db.get(written.id)
   assert.equal(now.needsReview, true)
   assert.deepEqual(now.relations.map((r) => [r.relationType, r.targetMemoryId]), [['conflicts_with', old.id]])
   const oldNow = await db.get(old.id)

@@ -88,6 +88,18 @@ impl std::future::IntoFuture for Closing {
     }
 }
 
+impl crate::lifecycle::conflict_scan::ScanQueue for Engram {
+    fn queue_scan(&self, memory_ids: Vec<String>) {
+        if self
+            .engine
+            .conflict_scans
+            .push(&self.project_id, memory_ids)
+        {
+            self.start_conflict_scanner();
+        }
+    }
+}
+
 impl Engram {
     /// Opens (or joins) the engine for `options.path` and returns a handle on one project.
     pub async fn open(options: OpenOptions) -> Result<Engram> {
@@ -136,6 +148,7 @@ impl Engram {
             limits: &self.engine.limits,
             project_id: &self.project_id,
             project_root: self.project_root.as_deref(),
+            scans: self,
         }
     }
 
@@ -339,6 +352,14 @@ impl Engram {
         let out = memory::remember_many(&self.ctx(), inputs).await?;
         self.schedule_embedding();
         Ok(out)
+    }
+
+    /// Resolves once the contradiction scans of every memory written before the call are done
+    /// (they run just after each write, so the memory `remember` returns does not show them
+    /// yet). Fails with `ENGRAM_INTERNAL` when one of those scans failed: its memories stay
+    /// unflagged until consolidation finds their contradictions.
+    pub async fn settled(&self) -> Result<()> {
+        self.engine.conflict_scans.settled().await
     }
 
     /// One memory by id (forgotten ones included).
@@ -599,6 +620,28 @@ impl Engram {
                     break;
                 }
             }
+        });
+    }
+
+    /// Starts the engine's contradiction scanner (the queue said none is running).
+    fn start_conflict_scanner(&self) {
+        let runtime = self
+            .engine
+            .runtime
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+            .expect("engram runs inside a tokio runtime");
+        // A clone that does not count as an open handle (see `schedule_embedding`); it keeps
+        // the engine, so a `close()` resolves once the queued scans are done.
+        let handle = Engram {
+            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
+            ..self.clone()
+        };
+        runtime.spawn(async move {
+            let ctx = handle.ctx();
+            let lifetime = handle.lease.lifetime();
+            let closing = || lifetime.open_handles() == 0;
+            handle.engine.conflict_scans.drain(&ctx, closing).await;
         });
     }
 

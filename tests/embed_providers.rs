@@ -563,7 +563,7 @@ async fn auto_embed_resumes_at_open_and_re_embeds_for_a_new_model() {
     .await;
     let (found, expected) = remember_embed_and_search(&e).await;
     assert_eq!(found, expected);
-    drop(e);
+    e.close().await;
 
     // The next opens with model B and auto-embedding: with no write at all, a run starts at
     // open and gives every memory a model-B vector.

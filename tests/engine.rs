@@ -39,6 +39,9 @@ async fn migrations_apply_once_and_reopen_is_current() {
         e.remember(RememberInput::new(MemoryType::Decision, "keep me"))
             .await
             .unwrap();
+        // Released once its queued contradiction scan is done (a dropped handle would leave
+        // the engine to that scan for a few milliseconds, and the open below would join it).
+        e.close().await;
     }
     let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
     let s = &e.engine().schema()[0];
@@ -190,4 +193,74 @@ async fn concurrent_writers_lose_nothing() {
     for id in all.iter().step_by(37) {
         e.get(id).await.unwrap();
     }
+}
+
+/// The database file's size once it has stopped changing for 300 ms (at most 10 s).
+async fn settled_size(path: &std::path::Path) -> u64 {
+    let mut last = std::fs::metadata(path).unwrap().len();
+    for _ in 0..33 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = std::fs::metadata(path).unwrap().len();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_wal_is_checkpointed_beside_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    let before = settled_size(&path).await;
+    // ~14 WAL pages per remember: 150 stay under the writer's own automatic checkpoint
+    // (4,000 pages), so only the checkpoint thread can have copied them into the file.
+    let mut ids = Vec::new();
+    for i in 0..150 {
+        let content = format!(
+            "Checkpointed note {i}: {}",
+            "the cache key includes the locale ".repeat(8)
+        );
+        ids.push(
+            e.remember(RememberInput::new(MemoryType::Pattern, content))
+                .await
+                .unwrap()
+                .memory
+                .id,
+        );
+    }
+    let after = settled_size(&path).await;
+    assert!(
+        after >= before + 64 * 1024,
+        "the file grew from {before} to {after} bytes"
+    );
+    e.close().await;
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    assert_eq!(e.stats().await.unwrap().active, 150);
+    e.get(&ids[149]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn writes_that_never_pause_still_let_the_wal_start_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+    // ~14 WAL pages per remember, no pause: ~17,000 pages (~70 MB of WAL) unless the
+    // checkpoint thread takes the writer to checkpoint the WAL's end, so that it starts over.
+    let mut largest_wal = 0;
+    for i in 0..1200 {
+        let content = format!("Steady write {i}: the session cache is keyed by tenant");
+        e.remember(RememberInput::new(MemoryType::Pattern, content))
+            .await
+            .unwrap();
+        let wal = std::fs::metadata(dir.path().join("m.db-wal")).map_or(0, |m| m.len());
+        largest_wal = largest_wal.max(wal);
+    }
+    assert!(
+        largest_wal < 40 * 1024 * 1024,
+        "the WAL grew to {largest_wal} bytes"
+    );
+    assert_eq!(e.stats().await.unwrap().active, 1200);
 }

@@ -458,6 +458,12 @@ async fn contradictions_on_write_are_linked_both_kept_and_flagged() {
         .await
         .unwrap()
         .memory;
+    assert!(
+        !new.needs_review && new.relations.is_empty(),
+        "the scan runs after the write"
+    );
+    settle(&e).await;
+    let new = e.get(&new.id).await.unwrap();
     assert!(new.needs_review);
     let link = new
         .relations
@@ -488,10 +494,98 @@ async fn contradictions_on_write_are_linked_both_kept_and_flagged() {
         .await
         .unwrap()
         .memory;
+    settle(&e).await;
+    let agree = e.get(&agree.id).await.unwrap();
     assert!(
         agree.relations.is_empty() && !agree.needs_review,
         "{agree:?}"
     );
+}
+
+/// Waits for `settled`, failing the test instead of hanging.
+async fn settle(e: &Engram) {
+    tokio::time::timeout(std::time::Duration::from_secs(30), e.settled())
+        .await
+        .expect("settled within 30 s")
+        .expect("scans succeeded");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn settled_hurries_the_scan_while_another_task_keeps_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let old = e
+        .remember(input(
+            MemoryType::Decision,
+            "The billing worker listens on port 4000 in staging",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    // A task that never leaves the writer idle for long (short writes that queue no scans):
+    // without `settled` hurrying it, the scan would wait for an idle moment that never comes.
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = tokio::spawn({
+        let (e, stop, id) = (e.clone(), stop.clone(), old.id.clone());
+        async move {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                e.mark_used(std::slice::from_ref(&id), None).await.unwrap();
+                n += 1;
+            }
+            n
+        }
+    });
+    let new = e
+        .remember(input(
+            MemoryType::Decision,
+            "The billing worker listens on port 5000 in staging",
+            None,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    settle(&e).await;
+    let flagged = e.get(&new.id).await.unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = busy.await.unwrap();
+    assert!(writes > 0, "the other task was writing");
+    assert!(flagged.needs_review, "{flagged:?}");
+    assert_eq!(
+        flagged.relations[0].target_memory_id.as_deref(),
+        Some(old.id.as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn close_waits_for_the_queued_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let mut ids = Vec::new();
+    for port in [3000, 8080, 9090] {
+        let content = format!("The admin dashboard listens on port {port} in staging");
+        let m = e
+            .remember(input(MemoryType::Decision, &content, None))
+            .await;
+        ids.push(m.unwrap().memory.id);
+    }
+    e.close().await;
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let newest = e.get(&ids[2]).await.unwrap();
+    let linked: Vec<_> = newest
+        .relations
+        .iter()
+        .filter_map(|r| r.target_memory_id.clone())
+        .collect();
+    assert!(newest.needs_review);
+    assert_eq!(linked.len(), 2, "{linked:?}");
+    assert!(linked.contains(&ids[0]) && linked.contains(&ids[1]));
+    // Each pair was found once, by its newer memory: the oldest holds one link per newer one.
+    let oldest = e.get(&ids[0]).await.unwrap();
+    assert_eq!(oldest.relations.len(), 2, "{:?}", oldest.relations);
+    // Its first state, then one change per link, ending with the current one.
+    assert_eq!(e.history(&ids[0]).await.unwrap().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -93,6 +93,11 @@ pub struct Engine {
     pub(crate) sessions: crate::observer::Sessions,
     /// Sync with a libSQL server, when configured.
     pub(crate) sync: Option<Arc<crate::sync::SyncService>>,
+    /// Memories written but not yet scanned for contradictions.
+    pub(crate) conflict_scans: crate::lifecycle::conflict_scan::ConflictScans,
+    /// The runtime the engine was opened on, where its background work runs (never a
+    /// caller's own runtime: a watcher thread's is dropped, and waited for, when it stops).
+    pub(crate) runtime: Option<tokio::runtime::Handle>,
     /// The open handles, and when the files are released.
     pub(crate) lifetime: Arc<lifetime::Lifetime>,
     /// The engine's own hold on its files. Last: fields drop in order, so it ends after the
@@ -210,6 +215,7 @@ impl Engine {
                 crate::embed::EmbeddingProvider::Disabled
             ))
         .then(|| crate::vector::AutoEmbed::new(tokio::runtime::Handle::try_current().ok()));
+        let runtime = tokio::runtime::Handle::try_current().ok();
         let (lifetime, hold) = lifetime::Lifetime::new(path.clone());
         Engine {
             path,
@@ -226,6 +232,8 @@ impl Engine {
             indexing: Mutex::new(HashSet::new()),
             sessions: Default::default(),
             sync,
+            conflict_scans: Default::default(),
+            runtime,
             lifetime,
             _hold: hold,
         }

@@ -4,47 +4,27 @@
 //! `superseded_by` and decays twice as fast from then on (it is not forgotten: a person may
 //! still want it). Two memories that contradict each other are linked both ways with
 //! `conflicts_with`, both are kept and both are flagged for review (seed 004). Contradictions
-//! are found on write by [`super::contradiction`] among the memories the keyword index puts on
-//! the same topic.
+//! are found just after the write by [`super::conflict_scan`], which queues here.
 
 use libsql::params;
 
-use super::contradiction::Profiled;
 use crate::error::{DbContext, Error, Result};
 use crate::memory::{change_in, Ctx, Memory, MemoryRelation, RelationType, Remembered};
-use crate::store::{begin_write, WriteTx, Writer};
+use crate::store::{begin_write, WriteTx};
 
 /// Writes of at most this many memories are scanned for contradictions; larger batches (bulk
 /// loads, imports) skip the scan, which costs a keyword query per memory.
 pub const CONFLICT_SCAN_MAX_BATCH: usize = 32;
 
-/// At most this many contradictions are linked per new memory.
-pub const MAX_CONFLICTS_PER_MEMORY: usize = 3;
-
-/// Candidates the keyword index proposes per new memory.
-const CANDIDATES: i64 = 32;
-
-/// Most words a new memory is looked up by (each costs a walk of its keyword index entries).
-const MAX_TERMS: usize = 8;
-
-/// The [`CANDIDATES`] newest active memories of the project matching an FTS5 query, other than
-/// the one named. The index is the outer loop and yields rowids in descending order, so there
-/// is no sort: rows of other projects, forgotten rows and the memory itself are skipped as
-/// they stream by, and the limit counts only candidates (`+ 0`: see `store::statements`).
-const SAME_TOPIC: &str =
-    "SELECT m.id, m.content FROM memories_fts f CROSS JOIN memories m ON m.seq = f.rowid
-     WHERE memories_fts MATCH ?1 AND m.project_id = ?2 AND m.deprecated = 0 AND m.id <> ?3
-     ORDER BY f.rowid DESC LIMIT ?4 + 0";
-
 /// Longest `superseded_by` chain followed when checking for a cycle.
 const MAX_CHAIN: usize = 256;
 
 /// What a write did with links: called by `remember` inside its transaction after the batch
-/// is stored. Applies the `supersedes` and `conflicts_with` relations the new memories name,
-/// then (for small batches) links the contradictions it finds. Updates `out` in place.
+/// is stored. Applies the `supersedes` and `conflicts_with` relations the new memories name
+/// (updating `out` in place), then (for small batches) queues the new memories for the
+/// contradiction scan, which runs once the write is over (see [`super::conflict_scan`]).
 pub(crate) async fn after_insert(
     ctx: &Ctx<'_>,
-    conn: &mut Writer<'_>,
     tx: &WriteTx,
     out: &mut [Remembered],
 ) -> Result<()> {
@@ -81,11 +61,15 @@ pub(crate) async fn after_insert(
                 _ => {}
             }
         }
-        if scan {
-            for (other, similarity) in contradictions_of(ctx, conn, &written.memory).await? {
-                flag_conflict(ctx, tx, &other, &new.id, similarity).await?;
-                written.memory = flag_conflict(ctx, tx, &new.id, &other, similarity).await?;
-            }
+    }
+    if scan {
+        let created = out
+            .iter()
+            .filter(|w| w.created)
+            .map(|w| w.memory.id.clone())
+            .collect::<Vec<_>>();
+        if !created.is_empty() {
+            ctx.scans.queue_scan(created);
         }
     }
     Ok(())
@@ -120,66 +104,6 @@ pub(crate) async fn flag_conflict(
     })
     .await?;
     Ok(m)
-}
-
-/// Active memories of the project that contradict `memory`, with how similar they are, most
-/// similar first: the keyword index proposes the [`CANDIDATES`] newest memories sharing one of
-/// its most distinctive words, the contradiction rule decides. Memories it already relates to
-/// (a memory it supersedes contradicts it by design) are left out.
-async fn contradictions_of(
-    ctx: &Ctx<'_>,
-    conn: &mut Writer<'_>,
-    memory: &Memory,
-) -> Result<Vec<(String, f64)>> {
-    let profiled = Profiled::new(&memory.content);
-    let terms = profiled.topic_terms(MAX_TERMS);
-    if terms.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Every term is letters, digits, `.` and `_` only, so quoting makes it a literal word (or
-    // a phrase of the parts FTS5 cuts it into).
-    let query = terms
-        .iter()
-        .map(|t| format!("content:\"{t}\""))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    // Newest first, not best-ranked: FTS5 streams matches in rowid order and stops at the
-    // limit, while ranking scores every match (tens of milliseconds when the words are common
-    // across 60,000 memories, against a fraction of one).
-    // Run on the writer inside the caller's transaction (it is the same connection), from
-    // the writer's cached statement: preparing this join costs about as much as running it.
-    let statement = conn.cached(SAME_TOPIC).await?;
-    let mut rows = statement
-        .query(params![
-            query,
-            ctx.project_id,
-            memory.id.as_str(),
-            CANDIDATES
-        ])
-        .await
-        .ctx("finding memories on the same topic")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows
-        .next()
-        .await
-        .ctx("finding memories on the same topic")?
-    {
-        let id: String = row.get(0).ctx("memory id")?;
-        let content: String = row.get(1).ctx("memory content")?;
-        let related = memory
-            .relations
-            .iter()
-            .any(|r| r.target_memory_id.as_deref() == Some(id.as_str()));
-        if related {
-            continue;
-        }
-        if let Some(c) = profiled.contradiction(&content) {
-            out.push((id, c.similarity));
-        }
-    }
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    out.truncate(MAX_CONFLICTS_PER_MEMORY);
-    Ok(out)
 }
 
 /// Records that `newer` supersedes `older` (both memories of the project): `newer` gets a

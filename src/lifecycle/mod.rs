@@ -13,6 +13,7 @@ pub mod agent_files;
 mod agent_import;
 mod agent_io;
 mod api;
+pub(crate) mod conflict_scan;
 mod consolidate;
 pub mod contradiction;
 mod counts;
@@ -39,6 +40,7 @@ pub use agent_import::{
     SkippedRule, RULE_CONFIDENCE, TAG_PREFIX as AGENT_FILE_TAG_PREFIX,
 };
 pub use agent_io::MAX_AGENT_FILE_BYTES;
+pub use conflict_scan::MAX_CONFLICTS_PER_MEMORY;
 pub use consolidate::{
     ConsolidateOptions, ConsolidateReport, MergeGroup, BATCH as CONSOLIDATE_BATCH,
     DEFAULT_VECTOR_THRESHOLD, DEFAULT_WORD_THRESHOLD,
@@ -52,7 +54,7 @@ pub use feedback::{
 pub(crate) use gaps::after_recall as note_recall_for_gaps;
 pub use gaps::{normalise as normalise_gap_query, MemoryGap, MAX_GAP_QUERY_CHARS};
 pub use health::{module_of, score as health_score, Health, HealthParts, ModuleCoverage};
-pub use links::{CONFLICT_SCAN_MAX_BATCH, MAX_CONFLICTS_PER_MEMORY};
+pub use links::CONFLICT_SCAN_MAX_BATCH;
 pub use prune::{PruneOptions, PruneReport, BATCH as PRUNE_BATCH, DEFAULT_GRACE_DAYS};
 pub(crate) use session::record_use_in as record_session_use_in;
 pub use session::{

@@ -43,9 +43,23 @@ pub(crate) struct Ctx<'a> {
     pub limits: &'a Limits,
     pub project_id: &'a str,
     pub project_root: Option<&'a Path>,
+    /// Where writes queue the memories they created for the contradiction scan.
+    pub scans: &'a dyn crate::lifecycle::conflict_scan::ScanQueue,
 }
 
 impl Ctx<'_> {
+    /// The same store, clock and limits for another project (no project root).
+    pub(crate) fn for_project<'b>(&'b self, project_id: &'b str) -> Ctx<'b> {
+        Ctx {
+            store: self.store,
+            clock: self.clock,
+            limits: self.limits,
+            project_id,
+            project_root: None,
+            scans: self.scans,
+        }
+    }
+
     pub(crate) fn validator(&self) -> input::Validator<'_> {
         input::Validator {
             limits: self.limits,

@@ -218,7 +218,7 @@ pub(crate) async fn remember_in(
     drop(find);
     drop(insert);
     index_for_search(conn, &mut unindexed).await?;
-    crate::lifecycle::links::after_insert(ctx, conn, tx, &mut out).await?;
+    crate::lifecycle::links::after_insert(ctx, tx, &mut out).await?;
     Ok(out)
 }
 

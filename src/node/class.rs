@@ -16,7 +16,7 @@ use super::code_types::{
 };
 use super::derive;
 use super::error::{promise, rejected};
-use super::json::{promise_json, JsonText};
+use super::json::{promise_json, promise_json_inline_first, JsonText};
 use super::types::{
     ListFilter, Memory, MemoryPatch, MemoryVersion, OpenOptions, RememberInput, RememberResult,
     SearchHit, SearchOptions, Stats,
@@ -248,7 +248,9 @@ impl Engram {
 
     /// Stores a memory. Secrets in it are replaced by `[REDACTED]` first; an identical active
     /// memory in the same project and scope is reinforced instead of duplicated
-    /// (`created: false`).
+    /// (`created: false`). Contradictions with older memories are looked for just after the
+    /// write: both get a `conflicts_with` relation and `needsReview` within milliseconds, but
+    /// the memory returned here does not show them yet (await `settled()` to see them).
     #[napi(
         ts_args_type = "input: RememberInput",
         ts_return_type = "Promise<RememberResult>"
@@ -260,7 +262,7 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let input: RememberInput = arg!(env, required_object(env, &input, "input"));
-        promise_json(
+        promise_json_inline_first(
             env,
             async move { handle.remember(input.into()).await },
             RememberResult::from,
@@ -290,6 +292,22 @@ impl Engram {
                     .collect::<Vec<_>>()
             },
         )
+    }
+
+    /// Resolves once the contradiction scans of every memory written before the call (by any
+    /// handle or thread on this file) are done, so that `get`, `list` and `reviewQueue` show
+    /// the `conflicts_with` links they made. Rejects with `ENGRAM_INTERNAL` if one of those
+    /// scans failed (its memories stay unflagged until `consolidate` finds them).
+    ///
+    /// ```ts
+    /// const { memory } = await db.remember({ type: 'decision', content: 'The API listens on port 8080' })
+    /// await db.settled()
+    /// const flagged = await db.get(memory.id) // needsReview, if it contradicts an older memory
+    /// ```
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn settled<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let handle = arg!(env, self.handle());
+        promise(env, async move { handle.settled().await }, |()| ())
     }
 
     /// One memory by id (forgotten ones included). Rejects with `ENGRAM_NOT_FOUND`.

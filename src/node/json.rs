@@ -14,7 +14,7 @@ use std::future::Future;
 use napi::bindgen_prelude::*;
 use serde::Serialize;
 
-use super::error::promise;
+use super::error::{promise, promise_inline_first};
 use crate::error::Error as CoreError;
 
 /// A JSON document that becomes a JS value through `JSON.parse`.
@@ -45,15 +45,35 @@ pub(crate) fn promise_json<'env, T, S, F, M>(
 ) -> napi::Result<PromiseRaw<'env, JsonText>>
 where
     T: Send + 'static,
-    S: Serialize,
+    S: Serialize + 'static,
     F: Future<Output = crate::error::Result<T>> + Send + 'static,
     M: FnOnce(T) -> S + Send + 'static,
 {
-    let serialised = async move {
-        let value = map(fut.await?);
-        serde_json::to_string(&value)
-            .map(JsonText)
-            .map_err(|e| CoreError::Internal(format!("serialising a result: {e}")))
-    };
-    promise(env, serialised, |text| text)
+    promise(env, serialised(fut, map), |text| text)
+}
+
+/// [`promise_json`] through [`promise_inline_first`]: for short calls (see there).
+pub(crate) fn promise_json_inline_first<'env, T, S, F, M>(
+    env: &'env Env,
+    fut: F,
+    map: M,
+) -> napi::Result<PromiseRaw<'env, JsonText>>
+where
+    T: Send + 'static,
+    S: Serialize + 'static,
+    F: Future<Output = crate::error::Result<T>> + Send + 'static,
+    M: FnOnce(T) -> S + Send + 'static,
+{
+    promise_inline_first(env, serialised(fut, map), |text| text)
+}
+
+/// `fut`'s result, mapped and serialised (where `fut` runs).
+async fn serialised<T, S: Serialize>(
+    fut: impl Future<Output = crate::error::Result<T>>,
+    map: impl FnOnce(T) -> S,
+) -> crate::error::Result<JsonText> {
+    let value = map(fut.await?);
+    serde_json::to_string(&value)
+        .map(JsonText)
+        .map_err(|e| CoreError::Internal(format!("serialising a result: {e}")))
 }

@@ -6,6 +6,7 @@
 //! the single writer connection behind an async mutex, so writers queue instead of fighting
 //! over SQLite's lock; reads take a connection from a small pool and run concurrently (WAL).
 
+mod checkpoint;
 mod migrations;
 mod pool;
 mod pragmas;
@@ -50,6 +51,8 @@ impl Default for StoreOptions {
 
 /// An open database: one writer connection and a pool of readers.
 pub struct Store {
+    /// First: its thread and connection end before anything else of the store.
+    checkpointer: Option<checkpoint::Checkpointer>,
     path: PathBuf,
     // Kept alive for as long as connections exist; libSQL ties connections to it.
     _db: Database,
@@ -61,6 +64,49 @@ pub struct Store {
     /// Notified whenever the writer is released (a write may have happened): the sync loop
     /// pushes soon after local writes instead of waiting for its interval.
     written: std::sync::Arc<tokio::sync::Notify>,
+    /// The writer's releases (for the checkpointer and idle-time work).
+    released: Arc<Releases>,
+}
+
+/// What the writer's releases leave behind for background work, without a syscall on the
+/// write path: how many there were, and when the last one was (microseconds since the store
+/// opened).
+#[derive(Debug)]
+pub(crate) struct Releases {
+    origin: std::time::Instant,
+    last_micros: std::sync::atomic::AtomicU64,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl Releases {
+    fn new() -> Self {
+        Releases {
+            origin: std::time::Instant::now(),
+            last_micros: Default::default(),
+            count: Default::default(),
+        }
+    }
+
+    fn now_micros(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn mark(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.last_micros.store(self.now_micros(), Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    /// How many times the writer was released.
+    pub(crate) fn count(&self) -> u64 {
+        self.count.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How long ago the writer was last released.
+    fn since_last(&self) -> Duration {
+        let at = self.last_micros.load(std::sync::atomic::Ordering::Relaxed);
+        Duration::from_micros(self.now_micros().saturating_sub(at))
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -97,14 +143,26 @@ impl Store {
             readers.push(conn);
         }
 
-        Ok(Store::assemble(
+        let released = Arc::new(Releases::new());
+        let checkpoints = db.connect().ctx("connecting checkpointer")?;
+        pragmas::apply_checkpointer(&checkpoints, options.busy_timeout).await?;
+        let mut store = Store::assemble(
             path.to_path_buf(),
             db,
             writer,
             readers,
             schema,
             false,
-        ))
+            released,
+        );
+        let checkpointer = checkpoint::Checkpointer::start(
+            checkpoints,
+            Arc::clone(&store.released),
+            Arc::clone(&store.writer),
+        )
+        .map_err(|e| Error::io("starting the checkpoint thread", e))?;
+        store.checkpointer = Some(checkpointer);
+        Ok(store)
     }
 
     /// Connects to the database `url` on a libSQL server (remote-only: every statement is a
@@ -128,7 +186,10 @@ impl Store {
         let readers = (0..options.read_connections.max(1))
             .map(|_| db.connect().ctx("connecting reader"))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Store::assemble(display, db, writer, readers, schema, true))
+        let released = Arc::new(Releases::new());
+        Ok(Store::assemble(
+            display, db, writer, readers, schema, true, released,
+        ))
     }
 
     fn assemble(
@@ -138,8 +199,10 @@ impl Store {
         readers: Vec<Connection>,
         schema: Vec<SchemaStatus>,
         remote: bool,
+        released: Arc<Releases>,
     ) -> Store {
         Store {
+            checkpointer: None,
             path,
             _db: db,
             writer: Arc::new(Mutex::new(WriterConn {
@@ -150,6 +213,7 @@ impl Store {
             readers: ReaderPool::new(readers, remote),
             schema,
             written: Default::default(),
+            released,
         }
     }
 
@@ -174,7 +238,29 @@ impl Store {
         Writer {
             conn: Some(Arc::clone(&self.writer).lock_owned().await),
             written: &self.written,
+            released: &self.released,
             remote: self.remote,
+        }
+    }
+
+    /// The writer, if it is free and has been for at least `idle` (for background work that
+    /// must not delay a burst of writes); otherwise how long to wait before asking again.
+    pub(crate) fn writer_if_idle(
+        &self,
+        idle: Duration,
+    ) -> std::result::Result<Writer<'_>, Duration> {
+        let since = self.released.since_last();
+        if since < idle {
+            return Err(idle - since);
+        }
+        match Arc::clone(&self.writer).try_lock_owned() {
+            Ok(conn) => Ok(Writer {
+                conn: Some(conn),
+                written: &self.written,
+                released: &self.released,
+                remote: self.remote,
+            }),
+            Err(_) => Err(idle),
         }
     }
 
@@ -200,6 +286,7 @@ pub struct Writer<'a> {
     /// Always present until drop (taken there to hand a remote rollback to a task).
     conn: Option<OwnedMutexGuard<WriterConn>>,
     written: &'a tokio::sync::Notify,
+    released: &'a Releases,
     remote: bool,
 }
 
@@ -253,6 +340,7 @@ impl Drop for Writer<'_> {
                 }
             }
         }
+        self.released.mark();
         self.written.notify_waiters();
     }
 }

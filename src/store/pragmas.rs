@@ -37,7 +37,24 @@ pub(crate) async fn apply_writer(conn: &Connection, busy_timeout: Duration) -> R
     pragma(conn, "PRAGMA journal_mode = WAL").await?;
     common(conn, busy_timeout).await?;
     // 8 MiB of page cache for the writer (FTS merges touch many pages).
-    pragma(conn, "PRAGMA cache_size = -8192").await
+    pragma(conn, "PRAGMA cache_size = -8192").await?;
+    // The checkpoint thread does this work beside the writer (see `checkpoint`); the
+    // writer's own is a backstop for when writes never pause.
+    pragma(
+        conn,
+        &format!(
+            "PRAGMA wal_autocheckpoint = {}",
+            super::checkpoint::WRITER_BACKSTOP_PAGES
+        ),
+    )
+    .await
+}
+
+/// Settings of the checkpoint thread's connection: it never checkpoints on its own commits
+/// (it makes none), and a busy file makes a checkpoint give up, not wait.
+pub(crate) async fn apply_checkpointer(conn: &Connection, busy_timeout: Duration) -> Result<()> {
+    common(conn, busy_timeout).await?;
+    pragma(conn, "PRAGMA cache_size = -256").await
 }
 
 /// Settings of a pooled reader connection.

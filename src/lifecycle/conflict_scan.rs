@@ -1,0 +1,323 @@
+//! The contradiction scan after a write: memories a write creates are queued, and one
+//! background task per engine compares each with the older memories the keyword index puts on
+//! the same topic, then links and flags the contradictions it finds (see [`super::links`]).
+//!
+//! Why after the write and not inside it: the scan is a keyword query plus a comparison per
+//! candidate, about as much work as storing the memory, and it only ever adds flags. Done in
+//! the write it doubled the latency of `remember`. Here it runs when the writer has been idle
+//! for [`IDLE`] (so a burst of writes is not slowed by it), or at once when [`BACKLOG`]
+//! memories wait or someone awaits `settled`. It runs on the writer connection, whose page
+//! cache holds the keyword index's fresh pages (a read connection's cache is emptied by every
+//! commit, and the same scan cost it ~2.5x as much). The price is that the memory `remember`
+//! returns does not show the contradictions yet: `Engram::settled` waits for them.
+//!
+//! Invariants: a queued memory is scanned only after the write that created it has committed
+//! or rolled back (writes queue while they hold the writer, and the scan takes the writer); it
+//! is compared only with memories older than itself, so a pair is found once, by its newer
+//! memory, as when the scan ran inside the write; `settled` resolves only when every memory
+//! queued before it was called has been scanned (or its scan failed).
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::FutureExt;
+use libsql::params;
+use tokio::sync::{watch, Notify};
+
+use super::contradiction::Profiled;
+use super::links::flag_conflict;
+use crate::error::{DbContext, Error, Result};
+use crate::memory::{load, Ctx, Memory};
+use crate::store::{begin_write, Store, Writer};
+
+/// Candidates the keyword index proposes per new memory.
+const CANDIDATES: i64 = 32;
+
+/// Most words a new memory is looked up by (each costs a walk of its keyword index entries).
+const MAX_TERMS: usize = 8;
+
+/// At most this many contradictions are linked per new memory.
+pub const MAX_CONFLICTS_PER_MEMORY: usize = 3;
+
+/// At most this many queued memories are scanned per pass: one hold of the writer, of a few
+/// milliseconds, that a write arriving meanwhile waits for.
+const PASS: usize = 16;
+
+/// How long the writer must have been free before a pass starts.
+pub const IDLE: Duration = Duration::from_millis(5);
+
+/// With this many memories waiting, passes run without waiting for the writer to be idle: a
+/// stream of writes this long then pays for its scans a pass at a time. (The queue holds
+/// two ids per memory, ~100 bytes; 10,000 is more than an agent writes one at a time in a
+/// session, so in practice scans wait for a pause.)
+pub const BACKLOG: usize = 10_000;
+
+/// The [`CANDIDATES`] newest active memories of the project older than the one named (`?3`)
+/// matching an FTS5 query. The index is the outer loop and yields rowids in descending order,
+/// from below the memory's own row, so there is no sort: rows of other projects and forgotten
+/// rows are skipped as they stream by, and the limit counts only candidates (`+ 0`: see
+/// `store::statements`).
+const SAME_TOPIC: &str =
+    "SELECT m.id, m.content FROM memories_fts f CROSS JOIN memories m ON m.seq = f.rowid
+     WHERE memories_fts MATCH ?1
+       AND f.rowid < (SELECT seq FROM memories WHERE id = ?3)
+       AND m.project_id = ?2 AND m.deprecated = 0
+     ORDER BY f.rowid DESC LIMIT ?4 + 0";
+
+/// A memory waiting for its scan.
+#[derive(Debug)]
+struct Queued {
+    project_id: String,
+    memory_id: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queue: Vec<Queued>,
+    /// A scanner task is draining the queue.
+    running: bool,
+    /// Memories ever queued (what `settled` waits for).
+    queued: u64,
+    /// Callers waiting in `settled`.
+    waiting: usize,
+    /// Passes that failed, and how the last one did (`CODE: message`).
+    failures: u64,
+    last_error: Option<String>,
+}
+
+/// One engine's queue of memories to scan for contradictions, and how far the scans are.
+#[derive(Debug)]
+pub(crate) struct ConflictScans {
+    state: Mutex<State>,
+    /// Memories scanned so far (or whose pass failed).
+    done: watch::Sender<u64>,
+    /// Someone awaits `settled`: passes stop waiting for the writer to be idle.
+    hurry: Notify,
+}
+
+impl Default for ConflictScans {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            done: watch::channel(0).0,
+            hurry: Notify::new(),
+        }
+    }
+}
+
+/// Where a write hands the memories it created (implemented by the handle, which can start
+/// the engine's scanner).
+pub(crate) trait ScanQueue: Send + Sync {
+    /// Queues `memory_ids` of the calling project for a scan and makes sure a scanner runs.
+    fn queue_scan(&self, memory_ids: Vec<String>);
+}
+
+impl ConflictScans {
+    /// Adds memories of `project_id` to the queue; true when the caller must start the
+    /// scanner (none is running).
+    pub(crate) fn push(&self, project_id: &str, memory_ids: Vec<String>) -> bool {
+        let mut state = self.lock();
+        state.queued += memory_ids.len() as u64;
+        state
+            .queue
+            .extend(memory_ids.into_iter().map(|memory_id| Queued {
+                project_id: project_id.to_owned(),
+                memory_id,
+            }));
+        if state.running || state.queue.is_empty() {
+            return false;
+        }
+        state.running = true;
+        true
+    }
+
+    /// Resolves once every memory queued before the call has been scanned; fails (with
+    /// `ENGRAM_INTERNAL`, naming the cause) when a pass failed meanwhile: its memories stay
+    /// unflagged until consolidation finds their contradictions.
+    pub(crate) async fn settled(&self) -> Result<()> {
+        let (target, failures) = {
+            let mut state = self.lock();
+            state.waiting += 1;
+            (state.queued, state.failures)
+        };
+        self.hurry.notify_one();
+        let mut done = self.done.subscribe();
+        // The sender lives as long as `self`, so waiting cannot fail.
+        let _ = done.wait_for(|scanned| *scanned >= target).await;
+        let mut state = self.lock();
+        state.waiting -= 1;
+        match &state.last_error {
+            Some(cause) if state.failures > failures => Err(Error::Internal(format!(
+                "the contradiction scan after a write failed: {cause}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The scanner's loop: drains the queue pass by pass until it is empty; `base` gives the
+    /// store, clock and limits (its project is replaced by each queued memory's). While
+    /// `closing()` is true (no handle is open) passes do not wait for an idle writer: the
+    /// engine stays until the queue is empty.
+    pub(crate) async fn drain(&self, base: &Ctx<'_>, closing: impl Fn() -> bool) {
+        loop {
+            let conn = self.writer_when_idle(base.store, &closing).await;
+            let pass = {
+                let mut state = self.lock();
+                if state.queue.is_empty() {
+                    state.running = false;
+                    return;
+                }
+                let take = state.queue.len().min(PASS);
+                state.queue.drain(..take).collect::<Vec<_>>()
+            };
+            let outcome = std::panic::AssertUnwindSafe(scan_pass(&pass, base, conn))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(Error::Internal("contradiction scan panicked".into())));
+            if let Err(e) = outcome {
+                let mut state = self.lock();
+                state.failures += 1;
+                state.last_error = Some(format!("{}: {e}", e.code()));
+            }
+            self.done
+                .send_modify(|scanned| *scanned += pass.len() as u64);
+        }
+    }
+
+    /// The writer, once it has been free for [`IDLE`]; at once (waiting in line) when the
+    /// backlog is long, someone awaits `settled` or the engine is closing.
+    async fn writer_when_idle<'s>(
+        &self,
+        store: &'s Store,
+        closing: &impl Fn() -> bool,
+    ) -> Writer<'s> {
+        loop {
+            {
+                let state = self.lock();
+                if state.waiting > 0 || state.queue.len() >= BACKLOG || closing() {
+                    break;
+                }
+            }
+            match store.writer_if_idle(IDLE) {
+                Ok(writer) => return writer,
+                Err(wait) => {
+                    let hurried = self.hurry.notified();
+                    tokio::select! {
+                        _ = hurried => {}
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+        store.writer().await
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Scans one pass of queued memories on the writer: reads first, then one write transaction
+/// for whatever was found.
+async fn scan_pass(pass: &[Queued], base: &Ctx<'_>, mut conn: Writer<'_>) -> Result<()> {
+    let mut found: Vec<Found<'_>> = Vec::new();
+    for queued in pass {
+        let ctx = base.for_project(&queued.project_id);
+        let memory = match load(&ctx, &conn, &queued.memory_id).await {
+            Ok(m) => m,
+            // Its write rolled back.
+            Err(Error::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        if memory.deprecated {
+            continue;
+        }
+        let conflicts = contradictions_of(&ctx, &mut conn, &memory).await?;
+        if !conflicts.is_empty() {
+            found.push(Found {
+                project: &queued.project_id,
+                memory_id: memory.id,
+                conflicts,
+            });
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    let tx = begin_write(&conn).await?;
+    for f in &found {
+        let ctx = base.for_project(f.project);
+        for (other, similarity) in &f.conflicts {
+            flag_conflict(&ctx, &tx, other, &f.memory_id, *similarity).await?;
+            flag_conflict(&ctx, &tx, &f.memory_id, other, *similarity).await?;
+        }
+    }
+    tx.commit().await.ctx("committing contradiction links")?;
+    Ok(())
+}
+
+/// A scanned memory and the older ones it contradicts (with their similarity).
+struct Found<'a> {
+    project: &'a str,
+    memory_id: String,
+    conflicts: Vec<(String, f64)>,
+}
+
+/// Active memories of the project older than `memory` that contradict it, with how similar
+/// they are, most similar first: the keyword index proposes the [`CANDIDATES`] newest memories
+/// sharing one of its most distinctive words, the contradiction rule decides. Memories it
+/// already relates to (a memory it supersedes contradicts it by design) are left out.
+async fn contradictions_of(
+    ctx: &Ctx<'_>,
+    conn: &mut Writer<'_>,
+    memory: &Memory,
+) -> Result<Vec<(String, f64)>> {
+    let profiled = Profiled::new(&memory.content);
+    let terms = profiled.topic_terms(MAX_TERMS);
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Every term is letters, digits, `.` and `_` only, so quoting makes it a literal word (or
+    // a phrase of the parts FTS5 cuts it into).
+    let query = terms
+        .iter()
+        .map(|t| format!("content:\"{t}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    // Newest first, not best-ranked: FTS5 streams matches in rowid order and stops at the
+    // limit, while ranking scores every match (tens of milliseconds when the words are common
+    // across 60,000 memories, against a fraction of one).
+    // The writer's cached statement: preparing this join costs about as much as running it.
+    let statement = conn.cached(SAME_TOPIC).await?;
+    let mut rows = statement
+        .query(params![
+            query,
+            ctx.project_id,
+            memory.id.as_str(),
+            CANDIDATES
+        ])
+        .await
+        .ctx("finding memories on the same topic")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows
+        .next()
+        .await
+        .ctx("finding memories on the same topic")?
+    {
+        let id: String = row.get(0).ctx("memory id")?;
+        let content: String = row.get(1).ctx("memory content")?;
+        let related = memory
+            .relations
+            .iter()
+            .any(|r| r.target_memory_id.as_deref() == Some(id.as_str()));
+        if related {
+            continue;
+        }
+        if let Some(c) = profiled.contradiction(&content) {
+            out.push((id, c.similarity));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out.truncate(MAX_CONFLICTS_PER_MEMORY);
+    Ok(out)
+}
