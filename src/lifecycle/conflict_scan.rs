@@ -27,7 +27,8 @@ use tokio::sync::{watch, Notify};
 use super::contradiction::Profiled;
 use super::links::flag_conflict;
 use crate::error::{DbContext, Error, Result};
-use crate::memory::{load, Ctx, Memory};
+use crate::memory::rows::{from_row, SELECT_BY_ID};
+use crate::memory::{Ctx, Memory};
 use crate::store::{begin_write, Store, Writer};
 
 /// Candidates the keyword index proposes per new memory.
@@ -223,11 +224,9 @@ async fn scan_pass(pass: &[Queued], base: &Ctx<'_>, mut conn: Writer<'_>) -> Res
     let mut found: Vec<Found<'_>> = Vec::new();
     for queued in pass {
         let ctx = base.for_project(&queued.project_id);
-        let memory = match load(&ctx, &conn, &queued.memory_id).await {
-            Ok(m) => m,
-            // Its write rolled back.
-            Err(Error::NotFound { .. }) => continue,
-            Err(e) => return Err(e),
+        // None: its write rolled back.
+        let Some(memory) = load_cached(&ctx, &mut conn, &queued.memory_id).await? else {
+            continue;
         };
         if memory.deprecated {
             continue;
@@ -254,6 +253,18 @@ async fn scan_pass(pass: &[Queued], base: &Ctx<'_>, mut conn: Writer<'_>) -> Res
     }
     tx.commit().await.ctx("committing contradiction links")?;
     Ok(())
+}
+
+/// The memory `id` of the project, through the writer's cached statement (preparing the
+/// full-row select costs about as much as the rest of a scan of a short memory).
+async fn load_cached(ctx: &Ctx<'_>, conn: &mut Writer<'_>, id: &str) -> Result<Option<Memory>> {
+    let statement = conn.cached(&SELECT_BY_ID).await?;
+    let mut rows = statement
+        .query(params![id, ctx.project_id])
+        .await
+        .ctx("loading a memory to scan")?;
+    let row = rows.next().await.ctx("loading a memory to scan")?;
+    row.map(|r| from_row(&r)).transpose()
 }
 
 /// A scanned memory and the older ones it contradicts (with their similarity).
