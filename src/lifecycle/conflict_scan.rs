@@ -106,6 +106,15 @@ impl Default for ConflictScans {
     }
 }
 
+/// One caller in `settled`, counted out when dropped.
+struct Waiting<'a>(&'a ConflictScans);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.lock().waiting -= 1;
+    }
+}
+
 /// Where a write hands the memories it created (implemented by the handle, which can start
 /// the engine's scanner).
 pub(crate) trait ScanQueue: Send + Sync {
@@ -141,12 +150,13 @@ impl ConflictScans {
             state.waiting += 1;
             (state.queued, state.failures)
         };
+        // Counted out however the wait ends (a caller may drop this future).
+        let _waiting = Waiting(self);
         self.hurry.notify_one();
         let mut done = self.done.subscribe();
         // The sender lives as long as `self`, so waiting cannot fail.
         let _ = done.wait_for(|scanned| *scanned >= target).await;
-        let mut state = self.lock();
-        state.waiting -= 1;
+        let state = self.lock();
         match &state.last_error {
             Some(cause) if state.failures > failures => Err(Error::Internal(format!(
                 "the contradiction scan after a write failed: {cause}"
@@ -331,4 +341,24 @@ async fn contradictions_of(
     out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     out.truncate(MAX_CONFLICTS_PER_MEMORY);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_dropped_settled_wait_stops_hurrying_the_scanner() {
+        let scans = ConflictScans::default();
+        // Queued, and no scanner started: `settled` can only time out.
+        assert!(scans.push("p", vec!["m".into()]));
+        let wait = tokio::time::timeout(Duration::from_millis(20), scans.settled()).await;
+        assert!(wait.is_err());
+        assert_eq!(scans.lock().waiting, 0, "the dropped wait was counted out");
+        assert!(
+            !scans.push("p", vec!["n".into()]),
+            "the scanner is still running"
+        );
+        assert_eq!(scans.lock().queue.len(), 2);
+    }
 }
