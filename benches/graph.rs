@@ -12,7 +12,10 @@
 //! every target once untimed by criterion and prints p50/p99/max, sizes of the graph and the
 //! closure, and (for updates) the graph sync's share of the re-index.
 //!
-//! Run: `cargo bench --no-default-features --bench graph [-- <filter>]`
+//! Run: `cargo bench --no-default-features --bench graph [-- <filter>]`. A filter also skips
+//! the setup of the parts it cannot match (building the synthetic graph takes minutes, indexing
+//! the corpora more), so `-- impact/synthetic_50k/file` builds only the synthetic graph, and
+//! with `ENGRAM_BENCH_KEEP=<file>` naming a database an earlier run kept, not even that.
 
 mod source_trees;
 
@@ -197,13 +200,20 @@ fn bench_impact(
 
 fn synthetic_impact(c: &mut Criterion) {
     let rt = runtime();
+    if !selected(&["impact/synthetic_50k/file", "impact/synthetic_50k/symbol"]) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    // ENGRAM_BENCH_KEEP=<file> keeps the synthetic database for study with the sqlite3 shell.
-    let db = std::env::var_os("ENGRAM_BENCH_KEEP")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| dir.path().join("synthetic.db"));
-    let engram = synthetic(&rt, &db);
+    // ENGRAM_BENCH_KEEP=<file> keeps the synthetic database for study with the sqlite3 shell,
+    // and a later run with the same setting opens it instead of building it again (the
+    // generator is deterministic, so the graph is the same).
+    let kept = std::env::var_os("ENGRAM_BENCH_KEEP").map(std::path::PathBuf::from);
+    let engram = match &kept {
+        Some(db) if db.exists() => rt.block_on(Engram::open(OpenOptions::new(db))).unwrap(),
+        Some(db) => synthetic(&rt, db),
+        None => synthetic(&rt, &dir.path().join("synthetic.db")),
+    };
     let stats = rt.block_on(engram.graph_stats()).unwrap();
     eprintln!(
         "synthetic graph built in {:?}: {stats:?}",
@@ -225,10 +235,13 @@ fn synthetic_impact(c: &mut Criterion) {
 /// Impact over a real corpus and the cost of re-indexing one edited file in it.
 fn real_corpora(c: &mut Criterion) {
     let rt = runtime();
-    for (name, source) in corpora()
-        .into_iter()
-        .filter(|(name, _)| matches!(name.as_str(), "rust" | "python" | "custom"))
-    {
+    for (name, source) in corpora().into_iter().filter(|(name, _)| {
+        matches!(name.as_str(), "rust" | "python" | "custom")
+            && selected(&[
+                format!("impact/{name}/file"),
+                format!("graph_update/{name}/one_file"),
+            ])
+    }) {
         let scratch = tempfile::tempdir().unwrap();
         let root = scratch.path().join("repo");
         std::fs::create_dir_all(&root).unwrap();
@@ -337,6 +350,43 @@ fn bench_update(
             BatchSize::PerIteration,
         )
     });
+}
+
+/// Whether criterion's name filter (the first free argument after `--`) selects any of
+/// `names`. Criterion searches each name for the filter as a regex; a filter without regex
+/// syntax is a plain substring, tested here exactly, and one with it keeps everything.
+fn selected<S: AsRef<str>>(names: &[S]) -> bool {
+    // Criterion's options that take a value, whose value is not a filter.
+    const VALUED: &[&str] = &[
+        "--save-baseline",
+        "--baseline",
+        "--load-baseline",
+        "--measurement-time",
+        "--warm-up-time",
+        "--sample-size",
+        "--profile-time",
+        "--output-format",
+        "--color",
+        "--plotting-backend",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--nresamples",
+    ];
+    let mut args = std::env::args().skip(1);
+    let mut filter = None;
+    while let Some(arg) = args.next() {
+        if VALUED.contains(&arg.as_str()) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            filter = Some(arg);
+            break;
+        }
+    }
+    filter.is_none_or(|f| {
+        let regex_free = !f.contains(['^', '$', '|', '(', '[', '*', '+', '?', '\\']);
+        !regex_free || names.iter().any(|n| n.as_ref().contains(f.as_str()))
+    })
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -27,6 +27,36 @@ pub(crate) struct KnownFile {
     pub too_large: bool,
 }
 
+/// Columns of [`known_files`] (qualified: json_each has its own `path` and `id`), as a
+/// literal for `concat!`.
+macro_rules! known_file_columns {
+    () => {
+        "f.path, f.id, f.content_hash, f.size_bytes, f.mtime_ns,
+         coalesce(f.issues, '') LIKE '%too_large%'"
+    };
+}
+
+/// Every indexed file of project `?1`.
+const KNOWN_FILES: &str = concat!(
+    "SELECT ",
+    known_file_columns!(),
+    " FROM code_files f WHERE f.project_id = ?1"
+);
+
+/// The indexed files of project `?1` at or under the paths `?2` (JSON). Each path drives a
+/// range of the (project, path) index: `'0'` is the character after `/`, so the range holds
+/// the path itself and everything under it (and siblings such as `a.ts` or `a-b` beside `a`,
+/// which the exact test then drops). A path given twice, or under another given path, yields
+/// its files twice. Written as a filter over every file of the project, this read each file
+/// against each path: a watcher batch of 1,000 paths in a 50,000-file project took 17 s.
+const KNOWN_FILES_UNDER: &str = concat!(
+    "SELECT ",
+    known_file_columns!(),
+    " FROM json_each(?2) AS p CROSS JOIN code_files f
+     WHERE f.project_id = ?1 AND f.path >= p.value AND f.path < p.value || '0'
+       AND (f.path = p.value OR substr(f.path, 1, length(p.value) + 1) = p.value || '/')"
+);
+
 /// The files the index holds for a project, by path: all of them, or those at or under the
 /// given paths.
 pub(crate) async fn known_files(
@@ -34,20 +64,15 @@ pub(crate) async fn known_files(
     project_id: &str,
     under: Option<&[String]>,
 ) -> Result<HashMap<String, KnownFile>> {
-    let under = under.map(|u| json!(u).to_string());
-    let mut rows = conn
-        .query(
-            // Columns qualified: json_each has its own `path` and `id`.
-            "SELECT code_files.path, code_files.id, content_hash, size_bytes, mtime_ns,
-                    coalesce(issues, '') LIKE '%too_large%'
-             FROM code_files WHERE project_id = ?1
-               AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(?2) AS p
-                      WHERE code_files.path = p.value
-                         OR substr(code_files.path, 1, length(p.value) + 1) = p.value || '/'))",
-            params![project_id, under],
-        )
-        .await
-        .ctx("reading indexed files")?;
+    let mut rows = match under {
+        None => conn.query(KNOWN_FILES, params![project_id]).await,
+        Some(under) => {
+            let under = json!(under).to_string();
+            conn.query(KNOWN_FILES_UNDER, params![project_id, under])
+                .await
+        }
+    }
+    .ctx("reading indexed files")?;
     let mut files = HashMap::new();
     while let Some(row) = rows.next().await.ctx("reading indexed files")? {
         files.insert(
@@ -555,6 +580,23 @@ mod tests {
                 "MAX",
                 "TTL"
             ]
+        );
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::KNOWN_FILES_UNDER;
+    use crate::store::plan::{list_drives, mentions, query_plan};
+
+    #[tokio::test]
+    async fn files_under_paths_are_ranges_of_the_path_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = query_plan(dir.path(), KNOWN_FILES_UNDER).await;
+        assert!(list_drives(&plan), "{plan:#?}");
+        assert!(
+            mentions(&plan, "(project_id=? AND path>? AND path<?)"),
+            "{plan:#?}"
         );
     }
 }

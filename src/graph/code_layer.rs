@@ -337,6 +337,17 @@ pub(crate) async fn sync(
     Ok(summary)
 }
 
+/// Sets `stale_at` `?3` on the non-code nodes of project `?1` with an edge to or from any of
+/// the nodes `?2` (JSON ids). `+project_id`: the planner otherwise walked the project's
+/// (project, label) index, every node of the project, to re-index one file.
+const MARK_NEIGHBOURS_STALE: &str = "UPDATE graph_nodes SET stale_at = ?3
+     WHERE +project_id = ?1 AND source <> 'ast' AND stale_at IS NULL
+       AND id IN (SELECT e.from_id FROM graph_edges e
+                  WHERE e.to_id IN (SELECT value FROM json_each(?2))
+                  UNION
+                  SELECT e.to_id FROM graph_edges e
+                  WHERE e.from_id IN (SELECT value FROM json_each(?2)))";
+
 /// Flags the non-code nodes with an edge to or from any of `ids`; returns how many.
 async fn mark_neighbours_stale(
     conn: &Connection,
@@ -348,13 +359,7 @@ async fn mark_neighbours_stale(
         return Ok(0);
     }
     conn.execute(
-        "UPDATE graph_nodes SET stale_at = ?3
-         WHERE project_id = ?1 AND source <> 'ast' AND stale_at IS NULL
-           AND id IN (SELECT e.from_id FROM graph_edges e
-                      WHERE e.to_id IN (SELECT value FROM json_each(?2))
-                      UNION
-                      SELECT e.to_id FROM graph_edges e
-                      WHERE e.from_id IN (SELECT value FROM json_each(?2)))",
+        MARK_NEIGHBOURS_STALE,
         libsql::params![
             project_id,
             serde_json::to_string(ids).unwrap_or_default(),
@@ -468,23 +473,40 @@ async fn desired_nodes(
     Ok(out)
 }
 
+/// Columns of the layer-1 node reads, as a literal for `concat!`.
+macro_rules! layer_one_node_columns {
+    () => {
+        "SELECT id, key, kind, label, file_path, start_line, end_line, content_hash FROM graph_nodes"
+    };
+}
+
+/// Layer-1 nodes of project `?1` (`?2` NULL).
+const NODES_OF_PROJECT: &str = concat!(
+    layer_one_node_columns!(),
+    " WHERE project_id = ?1 AND layer = 1 AND source = 'ast' AND ?2 IS NULL"
+);
+
+/// Layer-1 nodes of project `?1` in the files `?2` (JSON paths), found through the file index:
+/// `+layer` keeps SQLite from choosing the (project, layer) index instead, which read every
+/// code node of the project to re-index one file.
+const NODES_OF_FILES: &str = concat!(
+    layer_one_node_columns!(),
+    " WHERE project_id = ?1 AND +layer = 1 AND source = 'ast'
+       AND file_path IS NOT NULL AND file_path IN (SELECT value FROM json_each(?2))"
+);
+
 /// Layer-1 nodes stored for the files in scope.
 async fn existing_nodes(
     conn: &Connection,
     project_id: &str,
     paths_json: Option<&str>,
 ) -> Result<BTreeMap<String, (NodeId, NodeRow)>> {
-    let filter = if paths_json.is_some() {
-        "AND file_path IS NOT NULL AND file_path IN (SELECT value FROM json_each(?2))"
-    } else {
-        "AND ?2 IS NULL"
+    let sql = match paths_json {
+        Some(_) => NODES_OF_FILES,
+        None => NODES_OF_PROJECT,
     };
-    let sql = format!(
-        "SELECT id, key, kind, label, file_path, start_line, end_line, content_hash
-         FROM graph_nodes WHERE project_id = ?1 AND layer = 1 AND source = 'ast' {filter}"
-    );
     let mut rows = conn
-        .query(&sql, libsql::params![project_id, paths_json])
+        .query(sql, libsql::params![project_id, paths_json])
         .await
         .ctx("reading layer-1 nodes")?;
     let mut out = BTreeMap::new();
@@ -601,6 +623,42 @@ async fn desired_edges(
     Ok(out)
 }
 
+/// The columns of the layer-1 edge reads, as a literal for `concat!`.
+macro_rules! layer_one_edge_select {
+    () => {
+        "SELECT e.from_id, e.to_id, e.kind, e.weight FROM graph_edges e"
+    };
+}
+
+/// Layer-1 edges of project `?1`.
+const EDGES_OF_PROJECT: &str = concat!(
+    layer_one_edge_select!(),
+    " WHERE e.project_id = ?1 AND e.layer = 1 AND e.source = 'ast'"
+);
+
+/// Layer-1 edges out of the nodes of the files `?2` (JSON paths) of project `?1`.
+const EDGES_OUT_OF_FILES: &str = concat!(
+    layer_one_edge_select!(),
+    " JOIN graph_nodes f ON f.id = e.from_id
+     WHERE f.project_id = ?1 AND f.file_path IS NOT NULL
+       AND f.file_path IN (SELECT value FROM json_each(?2))
+       AND e.layer = 1 AND e.source = 'ast'"
+);
+
+/// Layer-1 references from outside the files `?2` into symbols of project `?1` labelled
+/// `?3` (JSON): found through the label index (`+t.layer` keeps the planner from walking
+/// every code node of the project through the (project, layer) index instead).
+const EDGES_INTO_NAMES: &str = concat!(
+    layer_one_edge_select!(),
+    " JOIN graph_nodes t ON t.id = e.to_id
+     JOIN graph_nodes f ON f.id = e.from_id
+     WHERE t.project_id = ?1 AND +t.layer = 1
+       AND t.label IN (SELECT value FROM json_each(?3))
+       AND e.layer = 1 AND e.source = 'ast'
+       AND e.kind NOT IN ('imports', 'contains')
+       AND f.file_path NOT IN (SELECT value FROM json_each(?2))"
+);
+
 /// Stored layer-1 edges the sync may change: out of the scope's nodes, and (for a file scope)
 /// the references from elsewhere into symbols named as the scope's definitions.
 async fn existing_edges(
@@ -609,35 +667,21 @@ async fn existing_edges(
     scope: SyncScope<'_>,
     paths_json: Option<&str>,
 ) -> Result<HashMap<(NodeId, NodeId, String), f64>> {
-    const SELECT: &str = "SELECT e.from_id, e.to_id, e.kind, e.weight FROM graph_edges e";
-    let mut queries: Vec<(String, libsql::params::Params)> = Vec::new();
+    let mut queries: Vec<(&str, libsql::params::Params)> = Vec::new();
     match scope {
         SyncScope::All => queries.push((
-            format!("{SELECT} WHERE e.project_id = ?1 AND e.layer = 1 AND e.source = 'ast'"),
+            EDGES_OF_PROJECT,
             libsql::params::Params::Positional(vec![project_id.into()]),
         )),
         SyncScope::Files { defined_names, .. } => {
             let paths = paths_json.unwrap_or("[]").to_owned();
             queries.push((
-                format!(
-                    "{SELECT} JOIN graph_nodes f ON f.id = e.from_id
-                     WHERE f.project_id = ?1 AND f.file_path IS NOT NULL
-                       AND f.file_path IN (SELECT value FROM json_each(?2))
-                       AND e.layer = 1 AND e.source = 'ast'"
-                ),
+                EDGES_OUT_OF_FILES,
                 libsql::params::Params::Positional(vec![project_id.into(), paths.clone().into()]),
             ));
             if !defined_names.is_empty() {
                 queries.push((
-                    format!(
-                        "{SELECT} JOIN graph_nodes t ON t.id = e.to_id
-                         JOIN graph_nodes f ON f.id = e.from_id
-                         WHERE t.project_id = ?1 AND t.layer = 1
-                           AND t.label IN (SELECT value FROM json_each(?3))
-                           AND e.layer = 1 AND e.source = 'ast'
-                           AND e.kind NOT IN ('imports', 'contains')
-                           AND f.file_path NOT IN (SELECT value FROM json_each(?2))"
-                    ),
+                    EDGES_INTO_NAMES,
                     libsql::params::Params::Positional(vec![
                         project_id.into(),
                         paths.into(),
@@ -651,10 +695,7 @@ async fn existing_edges(
     }
     let mut out = HashMap::new();
     for (sql, params) in queries {
-        let mut rows = conn
-            .query(&sql, params)
-            .await
-            .ctx("reading layer-1 edges")?;
+        let mut rows = conn.query(sql, params).await.ctx("reading layer-1 edges")?;
         while let Some(row) = rows.next().await.ctx("reading layer-1 edges")? {
             out.insert(
                 (
@@ -711,4 +752,34 @@ async fn importer_modules(conn: &Connection, ids: &[NodeId]) -> Result<Vec<Strin
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::{EDGES_INTO_NAMES, MARK_NEIGHBOURS_STALE, NODES_OF_FILES};
+    use crate::store::plan::{mentions, query_plan};
+
+    #[tokio::test]
+    async fn one_file_reads_only_what_touches_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for (sql, index) in [
+            (
+                NODES_OF_FILES,
+                "graph_nodes_file (project_id=? AND file_path=?)",
+            ),
+            (
+                EDGES_INTO_NAMES,
+                "graph_nodes_label (project_id=? AND label=?)",
+            ),
+            (MARK_NEIGHBOURS_STALE, "INTEGER PRIMARY KEY (rowid=?)"),
+        ] {
+            let plan = query_plan(dir.path(), sql).await;
+            assert!(mentions(&plan, index), "{sql}\n{plan:#?}");
+            assert!(!mentions(&plan, "(project_id=?)"), "{sql}\n{plan:#?}");
+            assert!(
+                !mentions(&plan, "(project_id=? AND layer=?)"),
+                "{sql}\n{plan:#?}"
+            );
+        }
+    }
 }

@@ -236,13 +236,15 @@ pub struct NodeScore {
 
 /// Nodes of keys `?2` (JSON) in project `?1`, and the edges among them that pass the kinds
 /// `?3` and layers `?4` filters, as (from, to, weight) rows after the (id, key, NULL) rows.
+/// `+e.to_id`: one edge-index probe per node, not one per pair of nodes (see
+/// `read::SUBGRAPH_EDGES`).
 const SUBGRAPH_EDGES: &str = "WITH ids(id, key) AS (
        SELECT id, key FROM graph_nodes
        WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2)))
      SELECT id, key, NULL FROM ids
      UNION ALL
      SELECT e.from_id, e.to_id, e.weight FROM graph_edges e
-     WHERE e.from_id IN (SELECT id FROM ids) AND e.to_id IN (SELECT id FROM ids)
+     WHERE e.from_id IN (SELECT id FROM ids) AND +e.to_id IN (SELECT id FROM ids)
        AND (CASE WHEN ?3 IS NULL THEN e.kind <> 'contains'
                  ELSE e.kind IN (SELECT value FROM json_each(?3)) END)
        AND (?4 IS NULL OR e.layer IN (SELECT value FROM json_each(?4)))";
@@ -422,5 +424,19 @@ mod tests {
         let edges = [(0, 1, 1.0), (1, 2, 2.0)];
         assert!(close(&degree(4, &edges), &[1.0 / 3.0, 1.0, 2.0 / 3.0, 0.0]));
         assert!(close(&degree(2, &[]), &[0.0, 0.0]));
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::SUBGRAPH_EDGES;
+    use crate::store::plan::{mentions, query_plan};
+
+    #[tokio::test]
+    async fn subgraph_edges_probe_the_edge_index_once_per_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = query_plan(dir.path(), SUBGRAPH_EDGES).await;
+        assert!(mentions(&plan, "(from_id=?)"), "{plan:#?}");
+        assert!(!mentions(&plan, "to_id=?"), "{plan:#?}");
     }
 }

@@ -37,6 +37,19 @@ pub(crate) static NODES_BY_ID: std::sync::LazyLock<String> = std::sync::LazyLock
     )
 });
 
+/// The edges among the nodes `?1` (JSON ids). The `+` keeps `to_id` out of the index lookup:
+/// with both ends looked up, SQLite probed the edge index once per (from, to) pair of the
+/// list, n² probes (250 ms for 1,000 nodes); now once per node, its edges then filtered.
+pub(crate) static SUBGRAPH_EDGES: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {EDGE_COLUMNS} FROM graph_edges e
+         JOIN graph_nodes f ON f.id = e.from_id JOIN graph_nodes t ON t.id = e.to_id
+         WHERE e.from_id IN (SELECT value FROM json_each(?1))
+           AND +e.to_id IN (SELECT value FROM json_each(?1))
+         ORDER BY f.key, t.key, e.kind"
+    )
+});
+
 /// A filter list as the JSON text a `json_each(?N)` parameter takes (None: no filter).
 pub(crate) fn json_filter<T: serde::Serialize>(list: Option<&Vec<T>>) -> Option<String> {
     list.map(|l| serde_json::to_string(l).unwrap_or_default())
@@ -387,15 +400,8 @@ pub(crate) async fn subgraph(
         });
     }
     let ids_json = serde_json::to_string(&ids).unwrap_or_default();
-    let sql = format!(
-        "SELECT {EDGE_COLUMNS} FROM graph_edges e
-         JOIN graph_nodes f ON f.id = e.from_id JOIN graph_nodes t ON t.id = e.to_id
-         WHERE e.from_id IN (SELECT value FROM json_each(?1))
-           AND e.to_id IN (SELECT value FROM json_each(?1))
-         ORDER BY f.key, t.key, e.kind"
-    );
     let mut rows = conn
-        .query(&sql, [ids_json])
+        .query(&SUBGRAPH_EDGES, [ids_json])
         .await
         .ctx("reading a subgraph")?;
     let mut edges = Vec::new();
@@ -533,4 +539,18 @@ pub(crate) async fn keys(
         out.push(row.get(0).ctx("node key")?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::SUBGRAPH_EDGES;
+    use crate::store::plan::{mentions, query_plan};
+
+    #[tokio::test]
+    async fn subgraph_edges_probe_the_edge_index_once_per_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = query_plan(dir.path(), &SUBGRAPH_EDGES).await;
+        assert!(mentions(&plan, "(from_id=?)"), "{plan:#?}");
+        assert!(!mentions(&plan, "to_id=?"), "{plan:#?}");
+    }
 }

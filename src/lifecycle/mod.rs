@@ -27,7 +27,7 @@ pub(crate) mod links;
 pub mod markdown;
 pub mod near_dups;
 mod prune;
-mod session;
+pub(crate) mod session;
 mod transfer;
 pub(crate) mod trust;
 

@@ -112,6 +112,17 @@ pub struct SessionSummary {
     pub previous_trust_level: Option<TrustLevel>,
 }
 
+/// One use in session `?2` at `?3` of each of the memories `?4` (JSON ids) of project `?1`.
+/// `+m.project_id` makes SQLite find the memories by id, not walk every memory of the
+/// project through the (project, type) index (see `memory::write::TOUCH`). Not a CROSS JOIN
+/// over the list: an id listed twice must still count once.
+pub(crate) const RECORD_USE: &str = "INSERT INTO session_memory_use
+       (project_id, session_id, memory_id, uses, first_used_at, last_used_at)
+     SELECT ?1, ?2, m.id, 1, ?3, ?3 FROM memories m
+     WHERE +m.project_id = ?1 AND m.id IN (SELECT value FROM json_each(?4))
+     ON CONFLICT (project_id, session_id, memory_id)
+     DO UPDATE SET uses = uses + 1, last_used_at = excluded.last_used_at";
+
 /// Records that memories were given to an agent in `session_id` (inside the caller's
 /// transaction; unknown ids are ignored).
 pub(crate) async fn record_use_in(
@@ -121,16 +132,9 @@ pub(crate) async fn record_use_in(
     ids_json: &str,
     now: i64,
 ) -> Result<()> {
-    tx.execute(
-        "INSERT INTO session_memory_use (project_id, session_id, memory_id, uses, first_used_at, last_used_at)
-         SELECT ?1, ?2, m.id, 1, ?3, ?3 FROM memories m
-         WHERE m.project_id = ?1 AND m.id IN (SELECT value FROM json_each(?4))
-         ON CONFLICT (project_id, session_id, memory_id)
-         DO UPDATE SET uses = uses + 1, last_used_at = excluded.last_used_at",
-        params![project_id, session_id, now, ids_json],
-    )
-    .await
-    .ctx("recording session use")?;
+    tx.execute(RECORD_USE, params![project_id, session_id, now, ids_json])
+        .await
+        .ctx("recording session use")?;
     Ok(())
 }
 

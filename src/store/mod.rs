@@ -8,6 +8,8 @@
 
 mod checkpoint;
 mod migrations;
+#[cfg(test)]
+pub(crate) mod plan;
 mod pool;
 mod pragmas;
 mod statements;

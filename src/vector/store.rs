@@ -184,6 +184,22 @@ pub async fn read_changes(
     Ok(changes)
 }
 
+// Both statements are written with CROSS JOIN, which fixes SQLite's loop order: the id list
+// first, then one indexed lookup per id. Left to itself (engram's files have no statistics),
+// the planner looped over every chunk (memory) of the project and re-read the whole list
+// inside that loop, so one batch cost as much as the project was large.
+
+/// Chunks `?3` (JSON ids) of project `?1` with their vector from embedder `?2`, if any.
+const CHUNK_STATES: &str = "SELECT c.id, c.embed_hash, v.vector FROM json_each(?3) j
+    CROSS JOIN code_chunks c ON c.id = j.value
+    CROSS JOIN code_files f ON f.id = c.file_id AND f.project_id = ?1
+    LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash";
+
+/// Active memories `?3` (JSON seqs) of project `?1` that have a vector from embedder `?2`.
+const MEMORY_STATES: &str = "SELECT m.seq, NULL, v.vector FROM json_each(?3) j
+    CROSS JOIN memories m ON m.seq = j.value AND m.project_id = ?1 AND m.deprecated = 0
+    CROSS JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2";
+
 /// The current state of `ids` in `project` (items gone, or of another project, are absent).
 pub async fn load_items(
     reader: &mut Reader<'_>,
@@ -193,19 +209,12 @@ pub async fn load_items(
     dims: usize,
     ids: &[i64],
 ) -> Result<Vec<ItemState>> {
-    const CHUNK: &str = "SELECT c.id, c.embed_hash, v.vector FROM json_each(?3) j
-        JOIN code_chunks c ON c.id = j.value
-        JOIN code_files f ON f.id = c.file_id AND f.project_id = ?1
-        LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash";
-    const MEMORY: &str = "SELECT m.seq, NULL, v.vector FROM json_each(?3) j
-        JOIN memories m ON m.seq = j.value AND m.project_id = ?1 AND m.deprecated = 0
-        JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2";
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let sql = match kind {
-        ItemKind::Chunk => CHUNK,
-        ItemKind::Memory => MEMORY,
+        ItemKind::Chunk => CHUNK_STATES,
+        ItemKind::Memory => MEMORY_STATES,
     };
     let ids = serde_json::to_string(ids).map_err(|e| Error::Internal(e.to_string()))?;
     reader
@@ -435,4 +444,19 @@ pub async fn trim_log(store: &Store, kind: ItemKind, keep: i64) -> Result<()> {
         .await
         .ctx("trimming the vector change log")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::{CHUNK_STATES, MEMORY_STATES};
+    use crate::store::plan::{list_drives, query_plan};
+
+    #[tokio::test]
+    async fn item_states_loop_over_the_given_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        for sql in [CHUNK_STATES, MEMORY_STATES] {
+            let plan = query_plan(dir.path(), sql).await;
+            assert!(list_drives(&plan), "{sql}\n{plan:#?}");
+        }
+    }
 }
