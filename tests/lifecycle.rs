@@ -588,6 +588,65 @@ async fn close_waits_for_the_queued_scans() {
     assert_eq!(e.history(&ids[0]).await.unwrap().len(), 3);
 }
 
+/// Scans that run because the writer is idle take about a millisecond of it per pass and hand
+/// the rest of their pass back to the queue: nothing handed back may be lost or scanned twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_scans_yield_the_writer_between_short_passes_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_at(&dir, Arc::new(ManualClock::new(T0))).await;
+    let mut ids = Vec::new();
+    for port in [3000, 8080, 9090, 7070, 6060] {
+        let content = format!("The admin dashboard listens on port {port} in staging");
+        let m = e
+            .remember(input(MemoryType::Decision, &content, None))
+            .await;
+        ids.push(m.unwrap().memory.id);
+    }
+    // Nobody awaits `settled`, so every pass is an idle one: wait for the newest memory's
+    // links to appear by themselves.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let newest = e.get(&ids[4]).await.unwrap();
+        if newest.relations.len() >= 3 || std::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Then `settled` has nothing left to wait for.
+    tokio::time::timeout(std::time::Duration::from_secs(10), e.settled())
+        .await
+        .expect("the scans' count reached what was queued")
+        .unwrap();
+    // Each memory linked up to three older ones (the cap), each pair once: the oldest is
+    // linked by every newer memory that chose it, and no memory links itself.
+    let mut links = 0;
+    for id in &ids {
+        let m = e.get(id).await.unwrap();
+        assert!(m
+            .relations
+            .iter()
+            .all(|r| r.target_memory_id.as_deref() != Some(id.as_str())));
+        let mut targets: Vec<_> = m
+            .relations
+            .iter()
+            .filter_map(|r| r.target_memory_id.clone())
+            .collect();
+        let before = targets.len();
+        targets.sort();
+        targets.dedup();
+        assert_eq!(
+            targets.len(),
+            before,
+            "a pair linked twice: {:?}",
+            m.relations
+        );
+        links += before;
+    }
+    // Memory k (0-based) finds min(k, 3) older ones: 0 + 1 + 2 + 3 + 3 links, two ends each.
+    assert_eq!(links, 2 * 9);
+    e.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn supersede_links_decays_faster_and_refuses_cycles() {
     let dir = tempfile::tempdir().unwrap();

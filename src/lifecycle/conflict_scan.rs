@@ -40,9 +40,16 @@ const MAX_TERMS: usize = 8;
 /// At most this many contradictions are linked per new memory.
 pub const MAX_CONFLICTS_PER_MEMORY: usize = 3;
 
-/// At most this many queued memories are scanned per pass: one hold of the writer, of a few
-/// milliseconds, that a write arriving meanwhile waits for.
+/// At most this many queued memories are scanned per pass: one hold of the writer that a
+/// write arriving meanwhile waits for.
 const PASS: usize = 16;
+
+/// A pass started because the writer was idle (not hurried) stops taking memories once it
+/// has held the writer this long, so a write arriving meanwhile waits about a millisecond,
+/// not a whole pass (3-5 ms at 16 memories, which was a remember's p99); the next pass follows
+/// at once if no write came in between. A hurried pass takes [`PASS`] memories whatever the
+/// time: someone is waiting for all of them.
+const IDLE_PASS_BUDGET: Duration = Duration::from_millis(1);
 
 /// How long the writer must have been free before a pass starts.
 pub const IDLE: Duration = Duration::from_millis(5);
@@ -170,9 +177,13 @@ impl ConflictScans {
     /// `closing()` is true (no handle is open) passes do not wait for an idle writer: the
     /// engine stays until the queue is empty.
     pub(crate) async fn drain(&self, base: &Ctx<'_>, closing: impl Fn() -> bool) {
+        // The writer's release count after this scanner's last idle pass.
+        let mut own_release = None;
         loop {
-            let conn = self.writer_when_idle(base.store, &closing).await;
-            let pass = {
+            let (conn, hurried) = self
+                .writer_when_idle(base.store, &closing, own_release)
+                .await;
+            let mut pass = {
                 let mut state = self.lock();
                 if state.queue.is_empty() {
                     state.running = false;
@@ -181,27 +192,45 @@ impl ConflictScans {
                 let take = state.queue.len().min(PASS);
                 state.queue.drain(..take).collect::<Vec<_>>()
             };
-            let outcome = std::panic::AssertUnwindSafe(scan_pass(&pass, base, conn))
+            let budget = (!hurried).then_some(IDLE_PASS_BUDGET);
+            // The writer is ours until the pass drops it: that release is the next one.
+            let release = base.store.writer_releases() + 1;
+            let outcome = std::panic::AssertUnwindSafe(scan_pass(&pass, base, conn, budget))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| Err(Error::Internal("contradiction scan panicked".into())));
-            if let Err(e) = outcome {
-                let mut state = self.lock();
-                state.failures += 1;
-                state.last_error = Some(format!("{}: {e}", e.code()));
+            own_release = (!hurried).then_some(release);
+            let scanned = match outcome {
+                Ok(scanned) => scanned,
+                Err(e) => {
+                    let mut state = self.lock();
+                    state.failures += 1;
+                    state.last_error = Some(format!("{}: {e}", e.code()));
+                    pass.len()
+                }
+            };
+            // What the budget left goes back to the head of the queue, in order.
+            let rest: Vec<Queued> = pass.drain(scanned.min(pass.len())..).collect();
+            if !rest.is_empty() {
+                self.lock().queue.splice(0..0, rest);
             }
-            self.done
-                .send_modify(|scanned| *scanned += pass.len() as u64);
+            self.done.send_modify(|done| *done += scanned as u64);
         }
     }
 
-    /// The writer, once it has been free for [`IDLE`]; at once (waiting in line) when the
+    /// The writer, once it has been free for [`IDLE`] (or at once when `own_release`, the
+    /// release count after this scanner's last pass, shows no write came in since); and
+    /// whether the pass is hurried: it gets the writer at once (waiting in line) when the
     /// backlog is long, someone awaits `settled` or the engine is closing.
     async fn writer_when_idle<'s>(
         &self,
         store: &'s Store,
         closing: &impl Fn() -> bool,
-    ) -> Writer<'s> {
+        own_release: Option<u64>,
+    ) -> (Writer<'s>, bool) {
+        if let Some(writer) = own_release.and_then(|count| store.writer_if_unused_since(count)) {
+            return (writer, false);
+        }
         loop {
             {
                 let state = self.lock();
@@ -210,7 +239,7 @@ impl ConflictScans {
                 }
             }
             match store.writer_if_idle(IDLE) {
-                Ok(writer) => return writer,
+                Ok(writer) => return (writer, false),
                 Err(wait) => {
                     let hurried = self.hurry.notified();
                     tokio::select! {
@@ -220,7 +249,7 @@ impl ConflictScans {
                 }
             }
         }
-        store.writer().await
+        (store.writer().await, true)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -229,10 +258,22 @@ impl ConflictScans {
 }
 
 /// Scans one pass of queued memories on the writer: reads first, then one write transaction
-/// for whatever was found.
-async fn scan_pass(pass: &[Queued], base: &Ctx<'_>, mut conn: Writer<'_>) -> Result<()> {
+/// for whatever was found. With a `budget`, no memory is begun once the pass has run that
+/// long (the first always is). Returns how many of `pass`, from its start, were scanned.
+async fn scan_pass(
+    pass: &[Queued],
+    base: &Ctx<'_>,
+    mut conn: Writer<'_>,
+    budget: Option<Duration>,
+) -> Result<usize> {
+    let started = std::time::Instant::now();
     let mut found: Vec<Found<'_>> = Vec::new();
+    let mut scanned = 0;
     for queued in pass {
+        if scanned > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+            break;
+        }
+        scanned += 1;
         let ctx = base.for_project(&queued.project_id);
         // None: its write rolled back.
         let Some(memory) = load_cached(&ctx, &mut conn, &queued.memory_id).await? else {
@@ -251,7 +292,7 @@ async fn scan_pass(pass: &[Queued], base: &Ctx<'_>, mut conn: Writer<'_>) -> Res
         }
     }
     if found.is_empty() {
-        return Ok(());
+        return Ok(scanned);
     }
     let tx = begin_write(&conn).await?;
     for f in &found {
@@ -262,7 +303,7 @@ async fn scan_pass(pass: &[Queued], base: &Ctx<'_>, mut conn: Writer<'_>) -> Res
         }
     }
     tx.commit().await.ctx("committing contradiction links")?;
-    Ok(())
+    Ok(scanned)
 }
 
 /// The memory `id` of the project, through the writer's cached statement (preparing the

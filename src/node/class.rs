@@ -319,7 +319,8 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
-        promise_json(env, async move { handle.get(&id).await }, Memory::from)
+        // One indexed row: on the calling thread when a reader is free (see `remember`).
+        promise_json_inline_first(env, async move { handle.get(&id).await }, Memory::from)
     }
 
     /// Changes fields of a memory. The previous state is kept (see `history`, `rollback`).

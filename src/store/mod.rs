@@ -266,6 +266,27 @@ impl Store {
         }
     }
 
+    /// The writer, if it is free and nobody has taken it since it was released for the
+    /// `count`th time (see [`Store::writer_releases`]): background work that yields the
+    /// writer between short passes goes on at once when no write came in between.
+    pub(crate) fn writer_if_unused_since(&self, count: u64) -> Option<Writer<'_>> {
+        if self.released.count() != count {
+            return None;
+        }
+        let conn = Arc::clone(&self.writer).try_lock_owned().ok()?;
+        Some(Writer {
+            conn: Some(conn),
+            written: &self.written,
+            released: &self.released,
+            remote: self.remote,
+        })
+    }
+
+    /// How many times the writer has been released so far.
+    pub(crate) fn writer_releases(&self) -> u64 {
+        self.released.count()
+    }
+
     /// Notified (to current waiters only) each time the writer is released.
     pub(crate) fn written(&self) -> std::sync::Arc<tokio::sync::Notify> {
         self.written.clone()
