@@ -390,6 +390,81 @@ async fn list_filters_and_orders() {
     assert_eq!(stats.by_type.get("gotcha"), Some(&2));
 }
 
+/// Listing by file goes through the links kept for `related_files`: it must see exactly what
+/// the memories' own lists say, after edits and across projects and filters.
+#[tokio::test(flavor = "multi_thread")]
+async fn listing_by_file_follows_the_related_files_through_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let by_file = |file: &str| ListFilter {
+        related_file: Some(file.into()),
+        ..Default::default()
+    };
+    let mut both = gotcha("The session cookie is set by both login and refresh");
+    both.related_files = vec!["src/login.ts".into(), "src/refresh.ts".into()];
+    let both = e.remember(both).await.unwrap().memory;
+    let mut one = RememberInput::new(MemoryType::Decision, "Login answers 401, never 403");
+    one.related_files = vec!["src/login.ts".into()];
+    let one = e.remember(one).await.unwrap().memory;
+    e.remember(gotcha("Nothing to do with any file"))
+        .await
+        .unwrap();
+    let mut other = OpenOptions::new(dir.path().join("memory.db"));
+    other.project_id = Some("other".into());
+    let p2 = Engram::open(other).await.unwrap();
+    let mut theirs = gotcha("Another project's note on its own login");
+    theirs.related_files = vec!["src/login.ts".into()];
+    p2.remember(theirs).await.unwrap();
+
+    let ids = |list: Vec<engram::memory::Memory>| {
+        let mut ids: Vec<String> = list.into_iter().map(|m| m.id).collect();
+        ids.sort();
+        ids
+    };
+    let mut expected = vec![both.id.clone(), one.id.clone()];
+    expected.sort();
+    assert_eq!(
+        ids(e.list(&by_file("src/login.ts")).await.unwrap()),
+        expected
+    );
+    assert_eq!(
+        ids(e.list(&by_file("src/refresh.ts")).await.unwrap()),
+        vec![both.id.clone()]
+    );
+    // With another filter, and in the order asked for (newest first by default).
+    let decisions = ListFilter {
+        types: vec![MemoryType::Decision],
+        ..by_file("src/login.ts")
+    };
+    assert_eq!(ids(e.list(&decisions).await.unwrap()), vec![one.id.clone()]);
+    let newest_first: Vec<String> = e
+        .list(&by_file("src/login.ts"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(newest_first, vec![one.id.clone(), both.id.clone()]);
+
+    // An edit moves the memory from one file to another.
+    let patch = MemoryPatch {
+        related_files: Some(vec!["src/logout.ts".into()]),
+        ..Default::default()
+    };
+    e.update(&both.id, patch).await.unwrap();
+    assert_eq!(
+        ids(e.list(&by_file("src/login.ts")).await.unwrap()),
+        vec![one.id.clone()]
+    );
+    assert!(e.list(&by_file("src/refresh.ts")).await.unwrap().is_empty());
+    assert_eq!(
+        ids(e.list(&by_file("src/logout.ts")).await.unwrap()),
+        vec![both.id.clone()]
+    );
+    // The other project sees only its own.
+    assert_eq!(p2.list(&by_file("src/login.ts")).await.unwrap().len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn search_finds_weak_matches_behind_other_projects_and_forgotten_ones() {
     // The index is shared by every project in a file, and forgotten memories stay in it.

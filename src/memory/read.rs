@@ -302,6 +302,19 @@ pub(crate) async fn triggered(ctx: &Ctx<'_>) -> Result<Vec<Memory>> {
         .await
 }
 
+/// The memories of project `?1` with the file `?2` among their `related_files`, through the
+/// links the triggers keep for them (one row per memory and file): tested against each
+/// memory's JSON instead, the filter read every memory of the project (38 ms at 50,000).
+/// More conditions and the order follow.
+static LIST_BY_FILE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM memory_links l CROSS JOIN memories m ON m.seq = l.memory_seq
+         WHERE l.project_id = ?1 AND l.node_key = ?2 AND l.role = 'file'
+           AND m.project_id = ?1",
+        *SELECT_M
+    )
+});
+
 /// A filtered, sorted page of the project's memories.
 pub(crate) async fn list(ctx: &Ctx<'_>, filter: &ListFilter) -> Result<Vec<Memory>> {
     if let Some(c) = filter.min_confidence {
@@ -313,12 +326,22 @@ pub(crate) async fn list(ctx: &Ctx<'_>, filter: &ListFilter) -> Result<Vec<Memor
             "limit must be between 1 and {MAX_LIST_LIMIT}, got {limit}"
         )));
     }
-    let mut sql = format!(
-        "SELECT {} FROM memories m WHERE m.project_id = ?1",
-        *SELECT_M
-    );
     let mut args = vec![Value::Text(ctx.project_id.to_owned())];
-    push_filters(filter, &mut sql, &mut args);
+    let mut sql = match &filter.related_file {
+        Some(file) => {
+            args.push(Value::Text(file.clone()));
+            LIST_BY_FILE.clone()
+        }
+        None => format!(
+            "SELECT {} FROM memories m WHERE m.project_id = ?1",
+            *SELECT_M
+        ),
+    };
+    let rest = ListFilter {
+        related_file: None,
+        ..filter.clone()
+    };
+    push_filters(&rest, &mut sql, &mut args);
     args.push(Value::Integer(limit as i64));
     args.push(Value::Integer(filter.offset.unwrap_or(0) as i64));
     sql.push_str(&format!(
@@ -424,4 +447,28 @@ pub(crate) async fn stats(ctx: &Ctx<'_>) -> Result<Stats> {
         stats.versions = row.get::<i64>(0).ctx("counting versions")? as u64;
     }
     Ok(stats)
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::LIST_BY_FILE;
+    use crate::store::plan::{mentions, query_plan};
+
+    #[tokio::test]
+    async fn listing_by_file_starts_from_the_files_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let sql = format!("{} ORDER BY m.created_at DESC LIMIT 50", *LIST_BY_FILE);
+        let plan = query_plan(dir.path(), &sql).await;
+        let first = plan
+            .iter()
+            .find(|s| s.starts_with("SEARCH") || s.starts_with("SCAN"));
+        assert!(
+            first.is_some_and(|s| s.starts_with("SEARCH l")),
+            "{plan:#?}"
+        );
+        assert!(
+            mentions(&plan, "INTEGER PRIMARY KEY (rowid=?)"),
+            "{plan:#?}"
+        );
+    }
 }
