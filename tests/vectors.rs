@@ -208,6 +208,28 @@ async fn chunks_are_embedded_once_and_found_by_meaning_through_edits_and_deletes
         !paths.is_empty() && paths.iter().all(|p| p == "src/cache/lru.rs"),
         "{paths:?}"
     );
+    // A file by its path; a prefix that is not a whole directory name matches nothing.
+    for (filter, expected) in [
+        ("src/cache/lru.rs", vec!["src/cache/lru.rs"]),
+        ("src/auth", vec!["src/auth/password.ts"]),
+        ("src/cach", vec![]),
+    ] {
+        let query = DenseQuery {
+            limit: 10,
+            kinds: vec![ItemKind::Chunk],
+            paths: vec![filter.into()],
+            ..DenseQuery::default()
+        };
+        let mut found: Vec<String> = e
+            .dense_search("password hash", query)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| h.path.unwrap())
+            .collect();
+        found.dedup();
+        assert_eq!(found, expected, "{filter}");
+    }
 
     // Deleting a file takes its chunks out of search at once (no embedding run needed).
     std::fs::remove_file(dir.path().join("repo/src/httpx/retry.go")).unwrap();

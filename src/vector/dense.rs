@@ -125,6 +125,14 @@ pub(crate) async fn dense_ranking(
     Ok(scored)
 }
 
+/// The chunks of project `?1` in the file `?2` or under the directory `?3` (`?2` and a
+/// slash). The range on the (project, path) index holds `?2` and everything under it (`'0'` is
+/// the character after `/`), and some siblings the exact test drops; the exact test alone read
+/// every file of the project for each path filter.
+const UNDER_PATH: &str = "SELECT c.id FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+    WHERE f.project_id = ?1 AND f.path >= ?2 AND f.path < ?2 || '0'
+      AND (f.path = ?2 OR substr(f.path, 1, length(?3)) = ?3)";
+
 /// The ids the filters allow for `kind` (`None`: no filter applies).
 async fn allowed_ids(
     store: &Store,
@@ -132,8 +140,6 @@ async fn allowed_ids(
     kind: ItemKind,
     query: &DenseQuery,
 ) -> Result<Option<HashSet<i64>>> {
-    const UNDER_PATH: &str = "SELECT c.id FROM code_files f JOIN code_chunks c ON c.file_id = f.id
-        WHERE f.project_id = ?1 AND (f.path = ?2 OR substr(f.path, 1, length(?3)) = ?3)";
     const OF_TYPES: &str = "SELECT seq FROM memories
         WHERE project_id = ?1 AND deprecated = 0 AND type IN (SELECT value FROM json_each(?2))";
     let filtered = match kind {
@@ -252,4 +258,20 @@ pub(crate) async fn describe(
             Some(out)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::UNDER_PATH;
+    use crate::store::plan::{mentions, query_plan};
+
+    #[tokio::test]
+    async fn a_path_filter_reads_a_range_of_the_path_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = query_plan(dir.path(), UNDER_PATH).await;
+        assert!(
+            mentions(&plan, "(project_id=? AND path>? AND path<?)"),
+            "{plan:#?}"
+        );
+    }
 }
