@@ -233,6 +233,19 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
         .await
         .unwrap();
     assert_eq!(impact.memories.len(), 2);
+    // With room for one, a forgotten nearest memory gives its place to the next one.
+    e.forget(&on_util.id, None).await.unwrap();
+    let room_for_one = ImpactOptions {
+        memory_limit: 1,
+        ..ImpactOptions::default()
+    };
+    let impact = e.impact("src/util.ts", &room_for_one).await.unwrap();
+    let got: Vec<_> = impact
+        .memories
+        .iter()
+        .map(|m| m.memory.id.clone())
+        .collect();
+    assert_eq!(got, vec![on_orders.id.clone()]);
     // Unknown targets are a clear error.
     let err = e
         .impact("src/nope.ts", &ImpactOptions::default())

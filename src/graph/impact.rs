@@ -161,16 +161,17 @@ struct Nearest {
     seed: NodeId,
 }
 
-/// Links from memories that are not deprecated to the node keys `?2` (JSON) of project `?1`.
+/// Links from memories, forgotten ones included, to the node keys `?2` (JSON) of project `?1`.
+/// Whether a memory is forgotten is read with the memory itself: checking it here cost a
+/// lookup per link (~110 per file target), most of them of memories read again right after.
 const MEMORY_LINKS: &str = "SELECT l.memory_seq, l.node_key, l.role FROM memory_links l
-     JOIN memories m ON m.seq = l.memory_seq
-     WHERE l.project_id = ?1 AND l.node_key IN (SELECT value FROM json_each(?2))
-       AND m.deprecated = 0";
+     WHERE l.project_id = ?1 AND l.node_key IN (SELECT value FROM json_each(?2))";
 
-/// The memories whose seqs are `?1` (JSON), each followed by its seq.
+/// The memories not forgotten whose seqs are `?1` (JSON), each followed by its seq.
 static MEMORIES_BY_SEQ: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {cols}, m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?1))",
+        "SELECT {cols}, m.seq FROM memories m
+         WHERE m.seq IN (SELECT value FROM json_each(?1)) AND m.deprecated = 0",
         cols = *SELECT_M
     )
 });
@@ -337,31 +338,37 @@ async fn attached_memories(
     ranked.sort_unstable();
     let mut seen = HashSet::new();
     ranked.retain(|r| seen.insert(r.2));
-    ranked.truncate(options.memory_limit as usize);
-    if ranked.is_empty() {
-        return Ok(Vec::new());
+    // Read in rank order, a limit's worth at a time, until the limit holds only memories
+    // that are not forgotten: nearly always one read.
+    let limit = options.memory_limit as usize;
+    let mut out = Vec::with_capacity(limit.min(ranked.len()));
+    let mut ranked = ranked.into_iter().peekable();
+    while out.len() < limit && ranked.peek().is_some() {
+        let chunk: Vec<_> = ranked.by_ref().take(limit - out.len()).collect();
+        let seqs: Vec<i64> = chunk.iter().map(|r| r.2).collect();
+        let mut by_seq: HashMap<i64, Memory> = reader
+            .query_cached(
+                &MEMORIES_BY_SEQ,
+                [serde_json::to_string(&seqs).unwrap_or_default()],
+                |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
+            )
+            .await?
+            .into_iter()
+            .collect();
+        out.extend(
+            chunk
+                .into_iter()
+                .filter_map(|(depth, _, seq, node_key, role)| {
+                    by_seq.remove(&seq).map(|memory| AttachedMemory {
+                        memory,
+                        node_key,
+                        role,
+                        depth,
+                    })
+                }),
+        );
     }
-    let seqs: Vec<i64> = ranked.iter().map(|r| r.2).collect();
-    let mut by_seq: HashMap<i64, Memory> = reader
-        .query_cached(
-            &MEMORIES_BY_SEQ,
-            [serde_json::to_string(&seqs).unwrap_or_default()],
-            |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
-        )
-        .await?
-        .into_iter()
-        .collect();
-    Ok(ranked
-        .into_iter()
-        .filter_map(|(depth, _, seq, node_key, role)| {
-            by_seq.remove(&seq).map(|memory| AttachedMemory {
-                memory,
-                node_key,
-                role,
-                depth,
-            })
-        })
-        .collect())
+    Ok(out)
 }
 
 fn role_rank(role: &str) -> u8 {
