@@ -195,20 +195,20 @@ impl ConflictScans {
             let budget = (!hurried).then_some(IDLE_PASS_BUDGET);
             // The writer is ours until the pass drops it: that release is the next one.
             let release = base.store.writer_releases() + 1;
-            let outcome = std::panic::AssertUnwindSafe(scan_pass(&pass, base, conn, budget))
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|_| Err(Error::Internal("contradiction scan panicked".into())));
+            let mut scanned = 0;
+            let outcome =
+                std::panic::AssertUnwindSafe(scan_pass(&pass, base, conn, budget, &mut scanned))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|_| Err(Error::Internal("contradiction scan panicked".into())));
             own_release = (!hurried).then_some(release);
-            let scanned = match outcome {
-                Ok(scanned) => scanned,
-                Err(e) => {
-                    let mut state = self.lock();
-                    state.failures += 1;
-                    state.last_error = Some(format!("{}: {e}", e.code()));
-                    pass.len()
-                }
-            };
+            if let Err(e) = outcome {
+                // The memories begun in the failed pass count as done (settled reports the
+                // failure); those it never reached go back to the queue.
+                let mut state = self.lock();
+                state.failures += 1;
+                state.last_error = Some(format!("{}: {e}", e.code()));
+            }
             // What the budget left goes back to the head of the queue, in order.
             let rest: Vec<Queued> = pass.drain(scanned.min(pass.len())..).collect();
             if !rest.is_empty() {
@@ -228,15 +228,19 @@ impl ConflictScans {
         closing: &impl Fn() -> bool,
         own_release: Option<u64>,
     ) -> (Writer<'s>, bool) {
-        if let Some(writer) = own_release.and_then(|count| store.writer_if_unused_since(count)) {
-            return (writer, false);
-        }
+        let mut own_release = own_release;
         loop {
             {
                 let state = self.lock();
                 if state.waiting > 0 || state.queue.len() >= BACKLOG || closing() {
                     break;
                 }
+            }
+            if let Some(writer) = own_release
+                .take()
+                .and_then(|count| store.writer_if_unused_since(count))
+            {
+                return (writer, false);
             }
             match store.writer_if_idle(IDLE) {
                 Ok(writer) => return (writer, false),
@@ -259,21 +263,22 @@ impl ConflictScans {
 
 /// Scans one pass of queued memories on the writer: reads first, then one write transaction
 /// for whatever was found. With a `budget`, no memory is begun once the pass has run that
-/// long (the first always is). Returns how many of `pass`, from its start, were scanned.
+/// long (the first always is). `scanned` counts the memories of `pass`, from its start, that
+/// were begun (also when the pass then fails).
 async fn scan_pass(
     pass: &[Queued],
     base: &Ctx<'_>,
     mut conn: Writer<'_>,
     budget: Option<Duration>,
-) -> Result<usize> {
+    scanned: &mut usize,
+) -> Result<()> {
     let started = std::time::Instant::now();
     let mut found: Vec<Found<'_>> = Vec::new();
-    let mut scanned = 0;
     for queued in pass {
-        if scanned > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
+        if *scanned > 0 && budget.is_some_and(|b| started.elapsed() >= b) {
             break;
         }
-        scanned += 1;
+        *scanned += 1;
         let ctx = base.for_project(&queued.project_id);
         // None: its write rolled back.
         let Some(memory) = load_cached(&ctx, &mut conn, &queued.memory_id).await? else {
@@ -292,7 +297,7 @@ async fn scan_pass(
         }
     }
     if found.is_empty() {
-        return Ok(scanned);
+        return Ok(());
     }
     let tx = begin_write(&conn).await?;
     for f in &found {
@@ -303,7 +308,7 @@ async fn scan_pass(
         }
     }
     tx.commit().await.ctx("committing contradiction links")?;
-    Ok(scanned)
+    Ok(())
 }
 
 /// The memory `id` of the project, through the writer's cached statement (preparing the

@@ -202,17 +202,15 @@ pub(crate) fn push_filters(filter: &ListFilter, sql: &mut String, args: &mut Vec
     }
 }
 
-/// One memory of the handle's project, forgotten or not.
+/// One memory of the handle's project, forgotten or not. Through the reader's statement
+/// cache: preparing the full-row select costs about as much as running it.
 pub(crate) async fn get(ctx: &Ctx<'_>, id: &str) -> Result<Memory> {
-    let conn = ctx.store.reader().await;
-    let mut rows = conn
-        .query(&SELECT_BY_ID, params![id, ctx.project_id])
-        .await
-        .ctx("reading memory")?;
-    match rows.next().await.ctx("reading memory")? {
-        Some(row) => from_row(&row),
-        None => Err(Error::not_found("memory", id)),
-    }
+    let mut reader = ctx.store.reader().await;
+    reader
+        .query_cached(SELECT_BY_ID.as_str(), params![id, ctx.project_id], from_row)
+        .await?
+        .pop()
+        .ok_or_else(|| Error::not_found("memory", id))
 }
 
 /// The project's memories with these ids, forgotten or not (unknown ids are skipped), in no

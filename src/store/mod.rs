@@ -270,10 +270,12 @@ impl Store {
     /// `count`th time (see [`Store::writer_releases`]): background work that yields the
     /// writer between short passes goes on at once when no write came in between.
     pub(crate) fn writer_if_unused_since(&self, count: u64) -> Option<Writer<'_>> {
+        let conn = Arc::clone(&self.writer).try_lock_owned().ok()?;
+        // Counted once the writer is ours (releases are counted before the unlock), so no
+        // write can slip in between; backing out drops the bare guard, which counts nothing.
         if self.released.count() != count {
             return None;
         }
-        let conn = Arc::clone(&self.writer).try_lock_owned().ok()?;
         Some(Writer {
             conn: Some(conn),
             written: &self.written,
@@ -348,6 +350,8 @@ impl WriteTarget for Writer<'_> {
 
 impl Drop for Writer<'_> {
     fn drop(&mut self) {
+        // Counted before the unlock: whoever takes the writer next sees this release.
+        self.released.mark();
         if let Some(held) = self.conn.take() {
             // A remote transaction left open (an error between BEGIN and COMMIT) is rolled
             // back by a task that keeps the writer until it is done, so the next writer
@@ -363,7 +367,6 @@ impl Drop for Writer<'_> {
                 }
             }
         }
-        self.released.mark();
         self.written.notify_waiters();
     }
 }
