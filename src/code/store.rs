@@ -591,8 +591,7 @@ mod plan_tests {
 
     #[tokio::test]
     async fn files_under_paths_are_ranges_of_the_path_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = query_plan(dir.path(), KNOWN_FILES_UNDER).await;
+        let plan = query_plan(KNOWN_FILES_UNDER).await;
         assert!(list_drives(&plan), "{plan:#?}");
         assert!(
             mentions(&plan, "(project_id=? AND path>? AND path<?)"),

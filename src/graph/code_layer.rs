@@ -761,7 +761,6 @@ mod plan_tests {
 
     #[tokio::test]
     async fn one_file_reads_only_what_touches_the_file() {
-        let dir = tempfile::tempdir().unwrap();
         for (sql, index) in [
             (
                 NODES_OF_FILES,
@@ -773,7 +772,7 @@ mod plan_tests {
             ),
             (MARK_NEIGHBOURS_STALE, "INTEGER PRIMARY KEY (rowid=?)"),
         ] {
-            let plan = query_plan(dir.path(), sql).await;
+            let plan = query_plan(sql).await;
             assert!(mentions(&plan, index), "{sql}\n{plan:#?}");
             assert!(!mentions(&plan, "(project_id=?)"), "{sql}\n{plan:#?}");
             assert!(

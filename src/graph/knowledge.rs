@@ -316,8 +316,7 @@ mod tests {
 
     #[tokio::test]
     async fn recording_edges_loops_over_the_given_list() {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = query_plan(dir.path(), RECORD_EDGES).await;
+        let plan = query_plan(RECORD_EDGES).await;
         assert!(list_drives(&plan), "{plan:#?}");
     }
 }

@@ -548,8 +548,7 @@ mod plan_tests {
 
     #[tokio::test]
     async fn subgraph_edges_probe_the_edge_index_once_per_node() {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = query_plan(dir.path(), &SUBGRAPH_EDGES).await;
+        let plan = query_plan(&SUBGRAPH_EDGES).await;
         assert!(mentions(&plan, "(from_id=?)"), "{plan:#?}");
         assert!(!mentions(&plan, "to_id=?"), "{plan:#?}");
     }

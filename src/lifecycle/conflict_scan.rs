@@ -226,9 +226,8 @@ impl ConflictScans {
         &self,
         store: &'s Store,
         closing: &impl Fn() -> bool,
-        own_release: Option<u64>,
+        mut own_release: Option<u64>,
     ) -> (Writer<'s>, bool) {
-        let mut own_release = own_release;
         loop {
             {
                 let state = self.lock();

@@ -454,9 +454,8 @@ mod plan_tests {
 
     #[tokio::test]
     async fn listing_by_file_starts_from_the_files_links() {
-        let dir = tempfile::tempdir().unwrap();
         let sql = format!("{} ORDER BY m.created_at DESC LIMIT 50", *LIST_BY_FILE);
-        let plan = query_plan(dir.path(), &sql).await;
+        let plan = query_plan(&sql).await;
         let first = plan
             .iter()
             .find(|s| s.starts_with("SEARCH") || s.starts_with("SCAN"));

@@ -693,9 +693,8 @@ mod plan_tests {
 
     #[tokio::test]
     async fn a_use_finds_its_memories_by_id() {
-        let dir = tempfile::tempdir().unwrap();
         for sql in [TOUCH, crate::lifecycle::session::RECORD_USE] {
-            let plan = query_plan(dir.path(), sql).await;
+            let plan = query_plan(sql).await;
             assert!(mentions(&plan, "(id=?)"), "{sql}\n{plan:#?}");
             assert!(!mentions(&plan, "(project_id=?)"), "{sql}\n{plan:#?}");
         }

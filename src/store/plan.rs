@@ -3,14 +3,13 @@
 //! guesses). Tests use it to pin the loop order of statements whose good plan the planner
 //! would not find by itself.
 
-use std::path::Path;
-
 use super::{Store, StoreOptions};
 
 /// The `EXPLAIN QUERY PLAN` steps of `sql` (parameters unbound: NULL), one detail per step,
-/// in execution order, on a new database at `dir/plan.db`.
-pub(crate) async fn query_plan(dir: &Path, sql: &str) -> Vec<String> {
-    let store = Store::open(&dir.join("plan.db"), &StoreOptions::default())
+/// in execution order, on a new database in a temporary directory.
+pub(crate) async fn query_plan(sql: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = Store::open(&dir.path().join("plan.db"), &StoreOptions::default())
         .await
         .expect("a new database opens");
     let reader = store.reader().await;

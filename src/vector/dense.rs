@@ -267,8 +267,7 @@ mod plan_tests {
 
     #[tokio::test]
     async fn a_path_filter_reads_a_range_of_the_path_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let plan = query_plan(dir.path(), UNDER_PATH).await;
+        let plan = query_plan(UNDER_PATH).await;
         assert!(
             mentions(&plan, "(project_id=? AND path>? AND path<?)"),
             "{plan:#?}"

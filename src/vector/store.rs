@@ -453,9 +453,8 @@ mod plan_tests {
 
     #[tokio::test]
     async fn item_states_loop_over_the_given_ids() {
-        let dir = tempfile::tempdir().unwrap();
         for sql in [CHUNK_STATES, MEMORY_STATES] {
-            let plan = query_plan(dir.path(), sql).await;
+            let plan = query_plan(sql).await;
             assert!(list_drives(&plan), "{sql}\n{plan:#?}");
         }
     }
