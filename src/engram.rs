@@ -410,7 +410,7 @@ impl Engram {
     /// `ENGRAM_SYNC_CONFIG`.
     pub async fn sync(&self) -> Result<crate::sync::SyncReport> {
         let sync = self.sync_service()?;
-        let report = sync.run_once(&self.engine.store, &*self.engine.clock).await;
+        let report = sync.run_once(&self.engine).await;
         sync.reschedule();
         report
     }

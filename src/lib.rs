@@ -21,6 +21,7 @@ pub mod retrieval;
 pub mod store;
 pub mod sync;
 mod text;
+mod thread_priority;
 pub mod vector;
 
 // Not in the `cfg(test)` build: napi-derive registers exports only for the real addon, so the

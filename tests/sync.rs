@@ -120,6 +120,47 @@ async fn an_unreachable_server_never_fails_local_work_and_loses_nothing() {
     assert_eq!(e.sync_status().await.unwrap().pending, 1000);
 }
 
+/// The nice value of each thread of this process named `name` (Linux: /proc).
+#[cfg(target_os = "linux")]
+fn nice_of_threads_named(name: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // Fields after the parenthesised name start at field 3 (state); nice is field 19.
+        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+        let nice = after_name.split(' ').nth(16).unwrap().parse().unwrap();
+        out.push(nice);
+    }
+    out
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_runs_go_on_threads_of_lower_priority_than_the_apps() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let e = open_synced(&dir.path().join("memory.db"), "nice", sync_options(&url))
+        .await
+        .unwrap();
+    e.remember(gotcha("a change for the run to carry"))
+        .await
+        .unwrap();
+    let err = e.sync().await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_SYNC_UNREACHABLE", "{err}");
+    // The run's runtime stays up after a failed run (it goes with the replica).
+    let niced = nice_of_threads_named("engram-sync");
+    assert!(!niced.is_empty(), "no sync thread found");
+    assert!(niced.iter().all(|&n| n == 10), "{niced:?}");
+    // The app's threads keep their priority.
+    let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let after_name = &own[own.rfind(')').unwrap() + 2..];
+    assert_eq!(after_name.split(' ').nth(16), Some("0"), "{own}");
+}
+
 /// A server that accepts connections and never answers: a sync run hangs in it until the
 /// client gives up (the listener thread lives as long as the test process).
 fn black_hole_url() -> String {

@@ -49,7 +49,7 @@ const url = `http://127.0.0.1:${port}`
 const downUrl = `http://127.0.0.1:${await freePort()}`
 
 const PRELOAD = 2000
-const ROUNDS = 6
+const ROUNDS = 16
 const OPS_PER_ROUND = 250
 // Between one configuration's round and the next: the synced file's loop pushes the round's
 // last writes ~a quarter second after its previous run, and that work must not land in (and
