@@ -58,7 +58,9 @@ pub(crate) fn json_filter<T: serde::Serialize>(list: Option<&Vec<T>>) -> Option<
 /// Reads a node row selected with [`NODE_COLUMNS`] starting at column `at`.
 pub(crate) fn node_from_row(row: &Row, at: i32) -> Result<(NodeId, GraphNode)> {
     let c = |i: i32| at + i;
-    let metadata: String = row.get(c(10)).ctx("graph node")?;
+    // The JSON and the source are parsed from the row's own text, not copied out first.
+    let metadata = row.get_str(c(10)).ctx("graph node")?;
+    let source = row.get_str(c(8)).ctx("graph node")?;
     Ok((
         row.get(c(0)).ctx("graph node")?,
         GraphNode {
@@ -69,10 +71,9 @@ pub(crate) fn node_from_row(row: &Row, at: i32) -> Result<(NodeId, GraphNode)> {
             file_path: row.get(c(5)).ctx("graph node")?,
             start_line: row.get(c(6)).ctx("graph node")?,
             end_line: row.get(c(7)).ctx("graph node")?,
-            source: GraphSource::parse(&row.get::<String>(c(8)).ctx("graph node")?)
-                .unwrap_or(GraphSource::Agent),
+            source: GraphSource::parse(source).unwrap_or(GraphSource::Agent),
             confidence: row.get(c(9)).ctx("graph node")?,
-            metadata: serde_json::from_str(&metadata).unwrap_or_default(),
+            metadata: serde_json::from_str(metadata).unwrap_or_default(),
             created_at: row.get(c(11)).ctx("graph node")?,
             updated_at: row.get(c(12)).ctx("graph node")?,
             stale_at: row.get(c(13)).ctx("graph node")?,
@@ -86,17 +87,17 @@ const EDGE_COLUMNS: &str = "f.key, t.key, e.kind, e.layer, e.weight, e.source, e
 /// Reads an edge selected with [`EDGE_COLUMNS`] starting at column `at`.
 fn edge_from_row(row: &Row, at: i32) -> Result<GraphEdge> {
     let c = |i: i32| at + i;
-    let metadata: String = row.get(c(7)).ctx("graph edge")?;
+    let metadata = row.get_str(c(7)).ctx("graph edge")?;
+    let source = row.get_str(c(5)).ctx("graph edge")?;
     Ok(GraphEdge {
         from: row.get(c(0)).ctx("graph edge")?,
         to: row.get(c(1)).ctx("graph edge")?,
         kind: row.get(c(2)).ctx("graph edge")?,
         layer: row.get::<u32>(c(3)).ctx("graph edge")? as u8,
         weight: row.get(c(4)).ctx("graph edge")?,
-        source: GraphSource::parse(&row.get::<String>(c(5)).ctx("graph edge")?)
-            .unwrap_or(GraphSource::Agent),
+        source: GraphSource::parse(source).unwrap_or(GraphSource::Agent),
         confidence: row.get(c(6)).ctx("graph edge")?,
-        metadata: serde_json::from_str(&metadata).unwrap_or_default(),
+        metadata: serde_json::from_str(metadata).unwrap_or_default(),
         created_at: row.get(c(8)).ctx("graph edge")?,
         updated_at: row.get(c(9)).ctx("graph edge")?,
         stale_at: row.get(c(10)).ctx("graph edge")?,
