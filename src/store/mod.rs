@@ -70,6 +70,16 @@ pub struct Store {
     released: Arc<Releases>,
 }
 
+/// A thread of lowered priority must not take the writer (see `thread_priority`): app
+/// writes would queue behind a holder that gets a tenth of a busy core.
+fn debug_assert_not_lowered() {
+    debug_assert!(
+        !crate::thread_priority::is_lowered(),
+        "a thread of lowered priority took the store's writer; run the section on the \
+         engine's runtime"
+    );
+}
+
 /// What the writer's releases leave behind for background work, without a syscall on the
 /// write path: how many there were, and when the last one was (microseconds since the store
 /// opened).
@@ -237,6 +247,7 @@ impl Store {
     /// Waits for the single writer connection. Hold the guard only for the duration of one
     /// write transaction: every other writer in the process queues behind it.
     pub async fn writer(&self) -> Writer<'_> {
+        debug_assert_not_lowered();
         Writer {
             conn: Some(Arc::clone(&self.writer).lock_owned().await),
             written: &self.written,
@@ -255,6 +266,7 @@ impl Store {
         if since < idle {
             return Err(idle - since);
         }
+        debug_assert_not_lowered();
         match Arc::clone(&self.writer).try_lock_owned() {
             Ok(conn) => Ok(Writer {
                 conn: Some(conn),
@@ -270,6 +282,7 @@ impl Store {
     /// `count`th time (see [`Store::writer_releases`]): background work that yields the
     /// writer between short passes goes on at once when no write came in between.
     pub(crate) fn writer_if_unused_since(&self, count: u64) -> Option<Writer<'_>> {
+        debug_assert_not_lowered();
         let conn = Arc::clone(&self.writer).try_lock_owned().ok()?;
         // Counted once the writer is ours (releases are counted before the unlock), so no
         // write can slip in between; backing out drops the bare guard, which counts nothing.

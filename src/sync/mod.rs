@@ -33,7 +33,6 @@ pub(crate) use replica::remote_failure;
 pub use replica::{is_replica_file, SyncMode};
 pub use status::{SyncEvent, SyncFailure, SyncReport, SyncState, SyncStatus, SyncTotals};
 
-use crate::clock::Clock;
 use crate::engine::lifetime::Lifetime;
 use crate::engine::Engine;
 use crate::error::{DbContext, Error, Result};
@@ -337,8 +336,7 @@ impl SyncService {
         self.release_locked(&mut run).await;
     }
 
-    /// [`SyncService::release_replica`] with the run lock held: also after a failed run, whose
-    /// dropped futures may have left file work on the replica runtime's blocking threads.
+    /// [`SyncService::release_replica`] with the run lock held.
     async fn release_locked(&self, run: &mut RunState) {
         let replica = run.replica.take();
         let runtime = self
@@ -424,9 +422,11 @@ impl SyncService {
     /// pull. Records the status and tells the listeners either way.
     ///
     /// The run itself goes on the replica's runtime, whose threads run at a lower priority
-    /// (`thread_priority`): its local reads, comparisons and row decoding then never take a
-    /// worker or a core from the app's own calls (on two cores, a run on the engine's runtime
-    /// doubled the p99 of local searches). Dropping this future cancels the run.
+    /// (`thread_priority`): its local reads, comparisons and row decoding take no worker of
+    /// the app's runtime, and give way to the app's calls when both want a core (on two cores
+    /// with a loopback server, synced searches' p99 fell ~8%). Its sections that take the
+    /// local writer go back to the app's runtime ([`AppSide`]). Dropping this future cancels
+    /// the run.
     pub(crate) async fn run_once(self: &Arc<Self>, engine: &Arc<Engine>) -> Result<SyncReport> {
         let store = &engine.store;
         let clock = &*engine.clock;
@@ -442,12 +442,17 @@ impl SyncService {
         let mut result = match self.replica_runtime() {
             Ok(rt) => {
                 let service = Arc::clone(self);
-                let engine = Arc::clone(engine);
+                let app = AppSide {
+                    engine: Arc::clone(engine),
+                    runtime: engine
+                        .runtime
+                        .clone()
+                        .or_else(|| tokio::runtime::Handle::try_current().ok()),
+                };
                 let task = rt.spawn(async move {
-                    let (store, clock) = (&engine.store, &*engine.clock);
-                    let mut result = service.attempt(&mut run, store, clock, false).await;
+                    let mut result = service.attempt(&mut run, &app, false).await;
                     if matches!(result, Err(Error::SyncAuth(_))) && service.token_source.is_some() {
-                        result = service.attempt(&mut run, store, clock, true).await;
+                        result = service.attempt(&mut run, &app, true).await;
                     }
                     if result.is_err() {
                         // A broken connection is not reused: the next run opens the replica
@@ -456,9 +461,18 @@ impl SyncService {
                     }
                     result
                 });
-                AbortOnDrop(task).await
+                let result = AbortOnDrop(task).await;
+                if matches!(&result, Err(Error::Internal(m)) if m.starts_with("a sync run panicked"))
+                {
+                    // Its replica may be half way through something: not reused.
+                    self.run.lock().await.replica = None;
+                }
+                result
             }
-            Err(e) => Err(e),
+            Err(e) => {
+                drop(run);
+                Err(e)
+            }
         };
         let pending = outbox_len(store).await.unwrap_or(0);
         let ended_at = clock.now_ms();
@@ -520,10 +534,10 @@ impl SyncService {
     async fn attempt(
         &self,
         run: &mut RunState,
-        store: &Store,
-        clock: &dyn Clock,
+        app: &AppSide,
         refresh_token: bool,
     ) -> Result<SyncReport> {
+        let (store, clock) = (app.store(), &*app.engine.clock);
         if let Some(source) = &self.token_source {
             if refresh_token || run.token.is_none() {
                 run.token = Some(source.token(refresh_token).await?);
@@ -578,7 +592,7 @@ impl SyncService {
                     .1
                     .ok_or_else(|| Error::Sync("the server has no id after naming it".into()))?,
             };
-            self.bind_server(store, &id).await?;
+            bind_server(app, &id).await?;
             run.server_ready = true;
             run.checked_at = now;
         } else if run
@@ -597,7 +611,7 @@ impl SyncService {
         let replica = run.replica.as_ref().expect("opened above");
         let now = clock.now_ms();
         let pushed = push::push(
-            store,
+            app,
             replica.conn(),
             &self.columns,
             &self.device_id,
@@ -614,7 +628,7 @@ impl SyncService {
             frame_no = after.frame_no.or(frame_no);
         }
         let pulled = pull::pull(
-            store,
+            app,
             replica.conn(),
             &self.columns,
             pull::Apply {
@@ -640,27 +654,62 @@ impl SyncService {
     }
 }
 
-impl SyncService {
-    /// Records the server's identity on first contact. A different one later means the
-    /// database behind the URL was recreated: the pull mark is reset and every shareable row
-    /// is queued again, so the new server gets everything this device has. Returns whether
-    /// that happened.
-    async fn bind_server(&self, store: &Store, server_id: &str) -> Result<bool> {
-        let recorded = state_value(&*store.reader().await, "server_id").await?;
-        if recorded.as_deref() == Some(server_id) {
-            return Ok(false);
-        }
-        let writer = store.writer().await;
+/// Records the server's identity on first contact. A different one later means the database
+/// behind the URL was recreated: the pull mark is reset and every shareable row is queued
+/// again, so the new server gets everything this device has. Returns whether that happened.
+async fn bind_server(app: &AppSide, server_id: &str) -> Result<bool> {
+    let recorded = state_value(&*app.store().reader().await, "server_id").await?;
+    if recorded.as_deref() == Some(server_id) {
+        return Ok(false);
+    }
+    let server_id = server_id.to_owned();
+    app.write(move |engine| async move {
+        let writer = engine.store.writer().await;
         let tx = begin_write(&writer).await?;
+        let recorded = state_value(&tx, "server_id").await?;
         if recorded.is_some() {
             tx.execute("DELETE FROM sync_state WHERE name = 'pulled_seq'", ())
                 .await
                 .ctx("resetting the pull mark")?;
             tables::queue_all(&tx).await?;
         }
-        set_state_value(&tx, "server_id", server_id).await?;
+        set_state_value(&tx, "server_id", &server_id).await?;
         tx.commit().await.ctx("recording the server id")?;
         Ok(recorded.is_some())
+    })
+    .await
+}
+
+/// The app's side of a run: the engine, and the runtime where the run's sections that take
+/// the local writer go. The run itself goes on the replica's runtime, whose threads run at a
+/// lower priority; a section holding the writer there would make the app's writes queue
+/// behind a thread that gets a tenth of a busy core (see `thread_priority`).
+pub(crate) struct AppSide {
+    engine: Arc<Engine>,
+    /// The runtime the engine was opened on (or the caller's): normal priority. `None` only
+    /// for an engine used outside any tokio runtime, where sections run in place.
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl AppSide {
+    /// The engine's store, for reads.
+    pub(crate) fn store(&self) -> &Store {
+        &self.engine.store
+    }
+
+    /// Runs a section that takes the local writer on the app's runtime and waits for it;
+    /// cancelled with the run.
+    pub(crate) async fn write<T, F, Fut>(&self, section: F) -> Result<T>
+    where
+        F: FnOnce(Arc<Engine>) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let work = section(Arc::clone(&self.engine));
+        match &self.runtime {
+            Some(rt) => AbortOnDrop(rt.spawn(work)).await,
+            None => work.await,
+        }
     }
 }
 
@@ -809,28 +858,35 @@ impl Drop for StopRuntime {
 /// A run spawned on the replica's runtime, cancelled when its caller lets go of it (the loop
 /// abandons a run when every handle closes). The run holds the run lock until it is dropped,
 /// so a release that follows waits for the cancellation to take effect.
-struct AbortOnDrop(tokio::task::JoinHandle<Result<SyncReport>>);
+struct AbortOnDrop<T>(tokio::task::JoinHandle<Result<T>>);
 
-impl std::future::Future for AbortOnDrop {
-    type Output = Result<SyncReport>;
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T>;
 
     fn poll(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
-            joined.unwrap_or_else(|e| {
-                Err(Error::Internal(if e.is_panic() {
-                    "the sync run panicked".into()
-                } else {
-                    "the sync run was cancelled (the engine is closing)".into()
-                }))
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|joined| match joined {
+                Ok(result) => result,
+                Err(e) if e.is_panic() => {
+                    let panic = e.into_panic();
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|m| (*m).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    Err(Error::Internal(format!("a sync run panicked: {message}")))
+                }
+                // Only the replica runtime's shutdown (the engine going) cancels it otherwise.
+                Err(_) => Err(Error::Aborted),
             })
-        })
     }
 }
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use libsql::{params, Connection};
 
-use super::tables::{self, Applied, Columns, Target, TABLES};
+use super::tables::{self, Applied, Columns, RowSet, SyncedTable, Target, TABLES};
+use super::AppSide;
 use crate::error::{DbContext, Result};
 use crate::store::{begin_write, Store};
 
@@ -51,12 +52,13 @@ async fn pulled_seq(conn: &Connection) -> Result<i64> {
 /// Applies the replica's change log past the device's mark to `store`, up to `max_batches`
 /// batches.
 pub(crate) async fn pull(
-    store: &Store,
+    app: &AppSide,
     replica: &Connection,
     columns: &Columns,
     Apply { now, closure_depth }: Apply,
     max_batches: u32,
 ) -> Result<Pulled> {
+    let store = app.store();
     let mut pulled = Pulled::default();
     let mut cursor = pulled_seq(&*store.reader().await).await?;
     for _ in 0..max_batches {
@@ -119,57 +121,87 @@ pub(crate) async fn pull(
             }
         }
 
-        let writer = store.writer().await;
-        let tx = begin_write(&writer).await?;
-        let before = max_outbox_seq(&tx).await?;
-        let mut touched = Vec::new();
-        for (t, mut changed, mut rows) in work {
-            // Keys with local changes not yet pushed keep the local state. Checked under the
-            // writer: a local write that landed since the rows were read is pending now.
-            let pending = pending_keys(&tx, t.name, &changed).await?;
-            if !pending.is_empty() {
-                pulled.skipped_pending += pending.len() as u64;
-                changed.retain(|k| !pending.contains(k));
-                rows.retain(|k, _| !pending.contains(k));
-                if changed.is_empty() {
-                    continue;
-                }
-            }
-            let Applied {
-                upserted, deleted, ..
-            } = tables::apply(&tx, columns, t, &changed, rows, Target::Device, now).await?;
-            pulled.rows += upserted + deleted;
-            if tables::is_knowledge(t.name) {
-                crate::graph::knowledge::replay(&tx, t.name, &changed, closure_depth, now).await?;
-            }
-            touched.extend(changed.into_iter().map(|k| (t.name, k)));
-        }
-        // The capture triggers saw these writes; they came from the server, so they must not
-        // go back to it. (A local duplicate archived by `apply` keeps its entry: the server
-        // must learn of that.)
-        if !touched.is_empty() {
-            let list = serde_json::to_string(&touched).expect("strings serialise");
-            tx.execute(
-                "DELETE FROM sync_changes WHERE seq > ?1 AND (tbl, key) IN (
-                   SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
-                   FROM json_each(?2))",
-                params![before, list],
-            )
-            .await
-            .ctx("dropping pulled changes from the outbox")?;
-        }
-        tx.execute(
-            "INSERT INTO sync_state(name, value) VALUES ('pulled_seq', ?1)
-             ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            params![next.to_string()],
-        )
-        .await
-        .ctx("recording the pull mark")?;
-        tx.commit().await.ctx("committing a pull")?;
+        // On the app's runtime: see `AppSide`.
+        let columns = columns.clone();
+        let (rows, skipped_pending) = app
+            .write(move |engine| async move {
+                apply_batch(
+                    &engine.store,
+                    &columns,
+                    work,
+                    next,
+                    Apply { now, closure_depth },
+                )
+                .await
+            })
+            .await?;
+        pulled.rows += rows;
+        pulled.skipped_pending += skipped_pending;
         pulled.changes += count;
         cursor = next;
     }
     Ok(pulled)
+}
+
+/// One batch of pulled rows applied to the working file in one transaction, with the pull
+/// mark `next`: rows written or deleted, and keys skipped because they have local changes
+/// still to push.
+async fn apply_batch(
+    store: &Store,
+    columns: &Columns,
+    work: Vec<(&'static SyncedTable, Vec<String>, RowSet)>,
+    next: i64,
+    Apply { now, closure_depth }: Apply,
+) -> Result<(u64, u64)> {
+    let (mut written, mut skipped_pending) = (0, 0);
+    let writer = store.writer().await;
+    let tx = begin_write(&writer).await?;
+    let before = max_outbox_seq(&tx).await?;
+    let mut touched = Vec::new();
+    for (t, mut changed, mut rows) in work {
+        // Keys with local changes not yet pushed keep the local state. Checked under the
+        // writer: a local write that landed since the rows were read is pending now.
+        let pending = pending_keys(&tx, t.name, &changed).await?;
+        if !pending.is_empty() {
+            skipped_pending += pending.len() as u64;
+            changed.retain(|k| !pending.contains(k));
+            rows.retain(|k, _| !pending.contains(k));
+            if changed.is_empty() {
+                continue;
+            }
+        }
+        let Applied {
+            upserted, deleted, ..
+        } = tables::apply(&tx, columns, t, &changed, rows, Target::Device, now).await?;
+        written += upserted + deleted;
+        if tables::is_knowledge(t.name) {
+            crate::graph::knowledge::replay(&tx, t.name, &changed, closure_depth, now).await?;
+        }
+        touched.extend(changed.into_iter().map(|k| (t.name, k)));
+    }
+    // The capture triggers saw these writes; they came from the server, so they must not
+    // go back to it. (A local duplicate archived by `apply` keeps its entry: the server
+    // must learn of that.)
+    if !touched.is_empty() {
+        let list = serde_json::to_string(&touched).expect("strings serialise");
+        tx.execute(
+            "DELETE FROM sync_changes WHERE seq > ?1 AND (tbl, key) IN (
+               SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')
+               FROM json_each(?2))",
+            params![before, list],
+        )
+        .await
+        .ctx("dropping pulled changes from the outbox")?;
+    }
+    tx.execute(
+        "INSERT INTO sync_state(name, value) VALUES ('pulled_seq', ?1)
+         ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        params![next.to_string()],
+    )
+    .await
+    .ctx("recording the pull mark")?;
+    tx.commit().await.ctx("committing a pull")?;
+    Ok((written, skipped_pending))
 }
 
 async fn pending_keys(conn: &Connection, tbl: &str, keys: &[String]) -> Result<HashSet<String>> {

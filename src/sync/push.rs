@@ -13,6 +13,7 @@ use libsql::{params, Connection};
 use serde_json::Value;
 
 use super::tables::{self, Columns, Merge, RowSet, Target, TABLES};
+use super::AppSide;
 use crate::error::{DbContext, Result};
 use crate::store::{begin_write, Store};
 
@@ -194,13 +195,14 @@ async fn apply_batch(
 /// run. Chasing them kept a run going for as long as the app wrote (a batch of a few entries
 /// per ~30 ms of round trips on loopback), where the loop's next run carries them in one batch.
 pub(crate) async fn push(
-    store: &Store,
+    app: &AppSide,
     server: &Connection,
     columns: &Columns,
     device_id: &str,
     now: i64,
     max_batches: u32,
 ) -> Result<Pushed> {
+    let store = app.store();
     let mut pushed = Pushed::default();
     let upto = newest_entry(store).await?;
     for _ in 0..max_batches {
@@ -229,14 +231,19 @@ pub(crate) async fn push(
             }
         }
 
-        let writer = store.writer().await;
-        writer
-            .execute(
-                "DELETE FROM sync_changes WHERE seq <= ?1",
-                params![batch.max_seq],
-            )
-            .await
-            .ctx("pruning the sync outbox")?;
+        // On the app's runtime: see `AppSide`.
+        let max_seq = batch.max_seq;
+        app.write(move |engine| async move {
+            engine
+                .store
+                .writer()
+                .await
+                .execute("DELETE FROM sync_changes WHERE seq <= ?1", params![max_seq])
+                .await
+                .ctx("pruning the sync outbox")?;
+            Ok(())
+        })
+        .await?;
         pushed.changes += batch.entries;
     }
     Ok(pushed)
