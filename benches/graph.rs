@@ -8,6 +8,9 @@
 //!   watcher's work), alternately adding and removing a function that calls a symbol of the
 //!   file; the file is the one with the most dependents, the worst case for the closure.
 //!
+//! - Beside the file targets' profile, the SQLite floor under them: `impact()`'s own six
+//!   statements run alone on a connection of their own (`engram::graph::impact::statements`).
+//!
 //! Criterion reports means and medians; the tail matters for impact, so each part first runs
 //! every target once untimed by criterion and prints p50/p99/max, sizes of the graph and the
 //! closure, and (for updates) the graph sync's share of the re-index.
@@ -173,6 +176,107 @@ fn profile_impact(rt: &tokio::runtime::Runtime, engram: &Engram, label: &str, ta
     );
 }
 
+/// The floor under `impact(file)`: its six statements run on a connection of their own to
+/// the same file, prepared once, every row stepped but only the ids and keys the next
+/// statement needs read. What is left above this is engram's own work (decoding, choosing,
+/// ordering); this is what SQLite takes, on this machine, for answers of this size.
+fn profile_impact_floor(rt: &tokio::runtime::Runtime, db: &Path, targets: &[String]) {
+    let [by_key, seeds, closure, nodes, links, memories] = engram::graph::impact::statements();
+    let times = rt.block_on(async {
+        let conn = libsql::Builder::new_local(db)
+            .build()
+            .await
+            .unwrap()
+            .connect()
+            .unwrap();
+        // The engine's reader settings (`store::pragmas`).
+        for pragma in ["PRAGMA cache_size = -2048", "PRAGMA mmap_size = 1073741824"] {
+            let mut rows = conn.query(pragma, ()).await.unwrap();
+            while rows.next().await.unwrap().is_some() {}
+        }
+        let mut rows = conn
+            .query("SELECT project_id FROM graph_nodes LIMIT 1", ())
+            .await
+            .unwrap();
+        let project: String = rows.next().await.unwrap().unwrap().get(0).unwrap();
+        drop(rows);
+        let project = project.as_str();
+        let prepared = futures::future::try_join_all(
+            [by_key, seeds, closure, nodes, links, memories].map(|sql| conn.prepare(sql)),
+        )
+        .await
+        .unwrap();
+        let [by_key, seeds, closure, nodes, links, memories] =
+            <[libsql::Statement; 6]>::try_from(prepared)
+                .unwrap_or_else(|_| unreachable!("six statements"));
+        let mut times = Vec::with_capacity(targets.len());
+        for target in targets {
+            let started = Instant::now();
+            let mut rows = by_key.query((project, target.as_str())).await.unwrap();
+            let target_id: i64 = rows.next().await.unwrap().unwrap().get(0).unwrap();
+            drop(rows);
+            by_key.reset();
+            let mut rows = seeds.query((target_id, 20_000)).await.unwrap();
+            let (mut seed_ids, mut keys) = (Vec::new(), Vec::new());
+            while let Some(row) = rows.next().await.unwrap() {
+                seed_ids.push(row.get::<i64>(0).unwrap());
+                keys.push(row.get::<String>(1).unwrap());
+            }
+            drop(rows);
+            seeds.reset();
+            let seed_list = serde_json::to_string(&seed_ids).unwrap();
+            let mut rows = closure
+                .query(libsql::params![seed_list, 4, libsql::Value::Null])
+                .await
+                .unwrap();
+            let mut affected = std::collections::BTreeSet::new();
+            while let Some(row) = rows.next().await.unwrap() {
+                let ancestor: i64 = row.get(0).unwrap();
+                if !seed_ids.contains(&ancestor) {
+                    affected.insert(ancestor);
+                }
+            }
+            drop(rows);
+            closure.reset();
+            let affected: Vec<i64> = affected.into_iter().take(500).collect();
+            let mut rows = nodes
+                .query([serde_json::to_string(&affected).unwrap()])
+                .await
+                .unwrap();
+            while let Some(row) = rows.next().await.unwrap() {
+                keys.push(row.get::<String>(1).unwrap());
+            }
+            drop(rows);
+            nodes.reset();
+            let key_list = serde_json::to_string(&keys).unwrap();
+            let mut rows = links.query((project, key_list)).await.unwrap();
+            let mut seqs = std::collections::BTreeSet::new();
+            while let Some(row) = rows.next().await.unwrap() {
+                seqs.insert(row.get::<i64>(0).unwrap());
+            }
+            drop(rows);
+            links.reset();
+            let seqs: Vec<i64> = seqs.into_iter().take(100).collect();
+            let mut rows = memories
+                .query([serde_json::to_string(&seqs).unwrap()])
+                .await
+                .unwrap();
+            while rows.next().await.unwrap().is_some() {}
+            drop(rows);
+            memories.reset();
+            times.push(started.elapsed());
+        }
+        times
+    });
+    let mut times = times;
+    eprintln!(
+        "impact synthetic_50k file, SQLite floor: {} targets, p50 {:?}, p99 {:?}",
+        targets.len(),
+        quantile(&mut times, 0.5),
+        quantile(&mut times, 0.99),
+    );
+}
+
 fn quantile(times: &mut [Duration], q: f64) -> Duration {
     times.sort();
     times
@@ -227,6 +331,8 @@ fn synthetic_impact(c: &mut Criterion) {
         .map(|_| symbol_key(rng.below(FILES), rng.below(SYMBOLS_PER_FILE)))
         .collect();
     profile_impact(&rt, &engram, "impact synthetic_50k file", &files);
+    let db = kept.unwrap_or_else(|| dir.path().join("synthetic.db"));
+    profile_impact_floor(&rt, &db, &files);
     profile_impact(&rt, &engram, "impact synthetic_50k symbol", &symbols);
     bench_impact(c, &rt, &engram, "impact/synthetic_50k/file", &files);
     bench_impact(c, &rt, &engram, "impact/synthetic_50k/symbol", &symbols);

@@ -176,6 +176,21 @@ static MEMORIES_BY_SEQ: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The statements [`impact`] runs, in order: the target by key, its seeds, the closure rows
+/// into them, the affected nodes, the memory links, the memories. For the graph bench, which
+/// measures what SQLite alone takes to run them (the floor under `impact`). Not a stable API.
+#[doc(hidden)]
+pub fn statements() -> [&'static str; 6] {
+    [
+        NODE_BY_KEY.as_str(),
+        SEEDS,
+        CLOSURE_INTO_SEEDS,
+        NODES_BY_ID.as_str(),
+        MEMORY_LINKS,
+        MEMORIES_BY_SEQ.as_str(),
+    ]
+}
+
 /// What depends on `target`, and the memories on any of it.
 pub(crate) async fn impact(
     reader: &mut Reader<'_>,
