@@ -236,3 +236,49 @@ async fn a_remote_only_engine_indexes_recalls_and_answers_impact() {
         .collect();
     assert!(affected.iter().any(|k| k.contains("login")), "{affected:?}");
 }
+
+/// Remote-only engines apply no pragmas (`Store::open_remote`): they rely on the server
+/// enforcing foreign keys, so that `memory_links` rows go with their memory (`list` by file
+/// and `impact` read them). Checked on a stream of the server's own.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_enforces_the_foreign_keys_remote_only_engines_rely_on() {
+    let Some(server) = Server::start("the_server_enforces_the_foreign_keys") else {
+        return;
+    };
+    let db = libsql::Builder::new_remote(server.url.clone(), String::new())
+        .build()
+        .await
+        .unwrap();
+    let conn = db.connect().unwrap();
+    let mut rows = conn.query("PRAGMA foreign_keys", ()).await.unwrap();
+    let on: i64 = rows.next().await.unwrap().unwrap().get(0).unwrap();
+    assert_eq!(on, 1, "the server runs with foreign keys off");
+    drop(rows);
+    // And a cascade happens (on tables of this test's own: TEMP tables are refused over the
+    // remote protocol).
+    let suffix = project("fk").replace('-', "_");
+    let (parent, child) = (format!("fk_parent_{suffix}"), format!("fk_child_{suffix}"));
+    for sql in [
+        format!("CREATE TABLE {parent}(id INTEGER PRIMARY KEY)"),
+        format!(
+            "CREATE TABLE {child}(parent_id INTEGER REFERENCES {parent}(id) ON DELETE CASCADE)"
+        ),
+        format!("INSERT INTO {parent} VALUES (1)"),
+        format!("INSERT INTO {child} VALUES (1)"),
+        format!("DELETE FROM {parent} WHERE id = 1"),
+    ] {
+        conn.execute(&sql, ()).await.unwrap();
+    }
+    let mut rows = conn
+        .query(&format!("SELECT count(*) FROM {child}"), ())
+        .await
+        .unwrap();
+    let left: i64 = rows.next().await.unwrap().unwrap().get(0).unwrap();
+    drop(rows);
+    for table in [&child, &parent] {
+        conn.execute(&format!("DROP TABLE {table}"), ())
+            .await
+            .unwrap();
+    }
+    assert_eq!(left, 0, "the child row outlived its parent");
+}
