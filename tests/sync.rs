@@ -96,6 +96,11 @@ async fn an_unreachable_server_never_fails_local_work_and_loses_nothing() {
     }
     let err = e.sync().await.unwrap_err();
     assert_eq!(err.code(), "ENGRAM_SYNC_UNREACHABLE", "{err}");
+    // Named by the connection probe, not after libSQL's three handshake retries (3 s).
+    assert!(
+        err.to_string().contains("connecting to 127.0.0.1:"),
+        "{err}"
+    );
     let status = e.sync_status().await.unwrap();
     // The loop may already be trying again.
     assert!(

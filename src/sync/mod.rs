@@ -545,6 +545,8 @@ impl SyncService {
             }
         }
         if run.replica.is_none() {
+            // Offline, this fails in milliseconds where libSQL's handshake retries take 3 s.
+            replica::probe(&self.url).await?;
             let token = run.token.clone().unwrap_or_default();
             run.replica =
                 Some(Replica::open(&self.replica_path, &self.url, &token, self.mode).await?);

@@ -320,6 +320,62 @@ async fn schema_version(conn: &Connection) -> Result<i64> {
     }
 }
 
+/// How long [`probe`] waits for the server's host to accept a connection.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Fails at once with `ENGRAM_SYNC_UNREACHABLE` when the server's host refuses a TCP
+/// connection, cannot be resolved, or does not accept one within 3 s. libSQL's replicator
+/// retries a failed handshake three times, a second apart, before it reports one: offline,
+/// each run took 3 s to fail, and a `sync()` waited 6 s behind the loop's own run. Meant for
+/// a replica opened afresh (at start, after a failure), so that a working connection pays no
+/// extra round trip.
+pub(crate) async fn probe(url: &str) -> Result<()> {
+    let (host, port) = host_and_port(url)?;
+    let connect = tokio::net::TcpStream::connect((host, port));
+    let failure = match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
+        Ok(Ok(_)) => return Ok(()),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
+    };
+    Err(Error::SyncUnreachable(format!(
+        "connecting to {host}:{port}: {failure}"
+    )))
+}
+
+/// The host and port of a normalised server URL (`http://` or `https://`; see
+/// `sync::normalize_url`), the scheme's port when none is given.
+fn host_and_port(url: &str) -> Result<(&str, u16)> {
+    let (rest, default_port) = match url.strip_prefix("https://") {
+        Some(rest) => (rest, 443),
+        None => (url.strip_prefix("http://").unwrap_or(url), 80),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let bad = || {
+        Error::SyncConfig(format!(
+            "sync url {url:?} has no host and port to connect to"
+        ))
+    };
+    let (host, port) = match authority.strip_prefix('[') {
+        // An IPv6 literal: `[::1]` or `[::1]:8080`.
+        Some(v6) => {
+            let (host, after) = v6.split_once(']').ok_or_else(bad)?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        Some(p) => p.parse().map_err(|_| bad())?,
+        None => default_port,
+    };
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok((host, port))
+}
+
 /// An HTTP 401/403 as libSQL's and hyper's messages print one.
 static AUTH_STATUS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(r"(status[ :=(]*|http error |\()40[13]\b|\b40[13] (unauthorized|forbidden)")
@@ -409,6 +465,31 @@ fn transport_failure(lower: &str, message: &str) -> Option<Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probes_connect_to_the_urls_host_and_port() {
+        assert_eq!(
+            host_and_port("http://127.0.0.1:8080").unwrap(),
+            ("127.0.0.1", 8080)
+        );
+        assert_eq!(
+            host_and_port("https://db-org.turso.io").unwrap(),
+            ("db-org.turso.io", 443)
+        );
+        assert_eq!(
+            host_and_port("http://example.com/x?y").unwrap(),
+            ("example.com", 80)
+        );
+        assert_eq!(host_and_port("http://[::1]:9000/").unwrap(), ("::1", 9000));
+        assert_eq!(host_and_port("https://[::1]").unwrap(), ("::1", 443));
+        for bad in ["http://", "http://host:port", "http://[::1"] {
+            assert_eq!(
+                host_and_port(bad).unwrap_err().code(),
+                "ENGRAM_SYNC_CONFIG",
+                "{bad}"
+            );
+        }
+    }
 
     fn code_of(message: &str) -> &'static str {
         classify(
