@@ -19,13 +19,19 @@ use libsql::{Connection, Statement};
 
 use crate::error::{DbContext, Error, Result};
 
-/// Most statements cached per connection (the hot paths use a handful).
+/// Most statements cached per connection (the hot paths use a handful; a pooled reader serves
+/// every kind of read, ~50 statements across the crate). When full, the one used least
+/// recently goes: clearing them all made a reader that rotates through more than this many
+/// prepare its hot statements again each time.
 const MAX_CACHED: usize = 32;
 
 /// The statements prepared on one connection.
 #[derive(Default)]
 pub(crate) struct StatementCache {
-    statements: HashMap<&'static str, Arc<Entry>>,
+    /// Each statement with the tick of its last use.
+    statements: HashMap<&'static str, (Arc<Entry>, u64)>,
+    /// Counts uses, for choosing the least recently used statement.
+    tick: u64,
     /// Prepare every statement afresh (remote connections).
     uncached: bool,
 }
@@ -41,6 +47,7 @@ impl StatementCache {
     pub(crate) fn new(remote: bool) -> Self {
         StatementCache {
             statements: HashMap::new(),
+            tick: 0,
             uncached: remote,
         }
     }
@@ -55,8 +62,12 @@ impl StatementCache {
                 in_use: AtomicBool::new(true),
             })));
         }
-        let entry = match self.statements.get(sql) {
-            Some(entry) => Arc::clone(entry),
+        self.tick += 1;
+        let entry = match self.statements.get_mut(sql) {
+            Some((entry, used)) => {
+                *used = self.tick;
+                Arc::clone(entry)
+            }
             None => {
                 let statement = conn.prepare(sql).await.ctx("preparing a statement")?;
                 let entry = Arc::new(Entry {
@@ -64,9 +75,9 @@ impl StatementCache {
                     in_use: AtomicBool::new(false),
                 });
                 if self.statements.len() >= MAX_CACHED {
-                    self.statements.clear();
+                    self.evict_least_recently_used();
                 }
-                self.statements.insert(sql, Arc::clone(&entry));
+                self.statements.insert(sql, (Arc::clone(&entry), self.tick));
                 entry
             }
         };
@@ -80,6 +91,24 @@ impl StatementCache {
         }
         entry.statement.reset();
         Ok(Cached(entry))
+    }
+
+    /// Drops the statement used least recently (one in use stays alive with its guard).
+    fn evict_least_recently_used(&mut self) {
+        let oldest = self
+            .statements
+            .iter()
+            .min_by_key(|(_, (_, used))| *used)
+            .map(|(sql, _)| *sql);
+        if let Some(sql) = oldest {
+            self.statements.remove(sql);
+        }
+    }
+
+    /// Whether `sql` is cached (for tests).
+    #[cfg(test)]
+    fn holds(&self, sql: &str) -> bool {
+        self.statements.contains_key(sql)
     }
 }
 
@@ -123,5 +152,31 @@ mod tests {
         let mut rows = statement.query(()).await.unwrap();
         let row = rows.next().await.unwrap().unwrap();
         assert_eq!(row.get::<i64>(0).unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_full_cache_lets_only_the_least_recently_used_statement_go() {
+        let db = libsql::Builder::new_local(":memory:")
+            .build()
+            .await
+            .unwrap();
+        let conn = db.connect().unwrap();
+        let mut cache = StatementCache::default();
+        let sql: Vec<&'static str> = (0..=MAX_CACHED)
+            .map(|i| &*Box::leak(format!("SELECT {i}").into_boxed_str()))
+            .collect();
+        for s in &sql[..MAX_CACHED] {
+            drop(cache.get(&conn, s).await.unwrap());
+        }
+        // The first is used again: the second is now the least recently used.
+        drop(cache.get(&conn, sql[0]).await.unwrap());
+        drop(cache.get(&conn, sql[MAX_CACHED]).await.unwrap());
+        assert!(
+            !cache.holds(sql[1]),
+            "the least recently used statement stayed"
+        );
+        for s in sql.iter().filter(|s| **s != sql[1]) {
+            assert!(cache.holds(s), "{s} went");
+        }
     }
 }
