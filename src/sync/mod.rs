@@ -121,6 +121,8 @@ pub fn normalize_url(url: &str) -> Result<String> {
             "sync url must not carry credentials; pass authToken instead".into(),
         ));
     }
+    // A port that is not a number fails here, once, not at every run.
+    replica::host_and_port(&url)?;
     Ok(url)
 }
 
@@ -444,10 +446,11 @@ impl SyncService {
                 let service = Arc::clone(self);
                 let app = AppSide {
                     engine: Arc::clone(engine),
-                    runtime: engine
-                        .runtime
-                        .clone()
-                        .or_else(|| tokio::runtime::Handle::try_current().ok()),
+                    // The runtime polling this call is alive and driven; the engine's may be
+                    // a current-thread runtime nobody drives now.
+                    runtime: tokio::runtime::Handle::try_current()
+                        .ok()
+                        .or_else(|| engine.runtime.clone()),
                 };
                 let task = rt.spawn(async move {
                     let mut result = service.attempt(&mut run, &app, false).await;
@@ -464,8 +467,9 @@ impl SyncService {
                 let result = AbortOnDrop(task).await;
                 if matches!(&result, Err(Error::Internal(m)) if m.starts_with("a sync run panicked"))
                 {
-                    // Its replica may be half way through something: not reused.
-                    self.run.lock().await.replica = None;
+                    // Its replica may be half way through something: let go of it and of
+                    // what it left on its runtime, as a close does.
+                    self.release_replica().await;
                 }
                 result
             }
@@ -688,8 +692,8 @@ async fn bind_server(app: &AppSide, server_id: &str) -> Result<bool> {
 /// behind a thread that gets a tenth of a busy core (see `thread_priority`).
 pub(crate) struct AppSide {
     engine: Arc<Engine>,
-    /// The runtime the engine was opened on (or the caller's): normal priority. `None` only
-    /// for an engine used outside any tokio runtime, where sections run in place.
+    /// The runtime that called for the run (else the engine's): normal priority. `None` only
+    /// outside any tokio runtime, where a run's writes fail with `ENGRAM_INTERNAL`.
     runtime: Option<tokio::runtime::Handle>,
 }
 
@@ -707,10 +711,12 @@ impl AppSide {
         Fut: std::future::Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
-        let work = section(Arc::clone(&self.engine));
         match &self.runtime {
-            Some(rt) => AbortOnDrop(rt.spawn(work)).await,
-            None => work.await,
+            Some(rt) => AbortOnDrop(rt.spawn(section(Arc::clone(&self.engine)))).await,
+            // Not on the lowered thread: that is the priority inversion this avoids.
+            None => Err(Error::Internal(
+                "sync needs a tokio runtime for its local writes; call sync() from one".into(),
+            )),
         }
     }
 }
@@ -882,7 +888,8 @@ impl<T> std::future::Future for AbortOnDrop<T> {
                         .unwrap_or_default();
                     Err(Error::Internal(format!("a sync run panicked: {message}")))
                 }
-                // Only the replica runtime's shutdown (the engine going) cancels it otherwise.
+                // Otherwise only a runtime's shutdown cancels it: the replica's (the engine
+                // going), or the app's under a write section.
                 Err(_) => Err(Error::Aborted),
             })
     }
@@ -948,6 +955,8 @@ mod tests {
             "127.0.0.1:8080",
             "https://",
             "https://u:p@host",
+            "http://host:",
+            "http://host:port",
         ] {
             let err = normalize_url(bad).unwrap_err();
             assert_eq!(err.code(), "ENGRAM_SYNC_CONFIG", "{bad}");

@@ -323,28 +323,28 @@ async fn schema_version(conn: &Connection) -> Result<i64> {
 /// How long [`probe`] waits for the server's host to accept a connection.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Fails at once with `ENGRAM_SYNC_UNREACHABLE` when the server's host refuses a TCP
-/// connection, cannot be resolved, or does not accept one within 3 s. libSQL's replicator
-/// retries a failed handshake three times, a second apart, before it reports one: offline,
-/// each run took 3 s to fail, and a `sync()` waited 6 s behind the loop's own run. Meant for
-/// a replica opened afresh (at start, after a failure), so that a working connection pays no
-/// extra round trip.
+/// Fails at once with `ENGRAM_SYNC_UNREACHABLE` when the server's host cannot be resolved or
+/// refuses a TCP connection on every address. libSQL's replicator retries a failed handshake
+/// three times, a second apart, before it reports one: offline, each run took 3 s to fail,
+/// and a `sync()` waited 6 s behind the loop's own run. A host that does not answer within
+/// 3 s is left to libSQL: its connector races the addresses (happy eyeballs), where this
+/// tries them in turn, so a dead IPv6 route would stall here but not there. Meant for a
+/// replica opened afresh (a run after a failure, the first run of an engine, after a token
+/// refresh), so that a working connection pays no extra round trip.
 pub(crate) async fn probe(url: &str) -> Result<()> {
     let (host, port) = host_and_port(url)?;
     let connect = tokio::net::TcpStream::connect((host, port));
-    let failure = match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
-        Ok(Ok(_)) => return Ok(()),
-        Ok(Err(e)) => e.to_string(),
-        Err(_) => format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
-    };
-    Err(Error::SyncUnreachable(format!(
-        "connecting to {host}:{port}: {failure}"
-    )))
+    match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
+        Ok(Err(e)) => Err(Error::SyncUnreachable(format!(
+            "connecting to {host}:{port}: {e}"
+        ))),
+        Ok(Ok(_)) | Err(_) => Ok(()),
+    }
 }
 
 /// The host and port of a normalised server URL (`http://` or `https://`; see
 /// `sync::normalize_url`), the scheme's port when none is given.
-fn host_and_port(url: &str) -> Result<(&str, u16)> {
+pub(crate) fn host_and_port(url: &str) -> Result<(&str, u16)> {
     let (rest, default_port) = match url.strip_prefix("https://") {
         Some(rest) => (rest, 443),
         None => (url.strip_prefix("http://").unwrap_or(url), 80),
