@@ -125,20 +125,24 @@ async fn an_unreachable_server_never_fails_local_work_and_loses_nothing() {
     assert_eq!(e.sync_status().await.unwrap().pending, 1000);
 }
 
+/// The nice value in a `/proc/.../stat` line: field 19, counted from the state (field 3),
+/// which follows the parenthesised name.
+#[cfg(target_os = "linux")]
+fn nice_in_stat(stat: &str) -> i64 {
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    after_name.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
 /// The nice value of each thread of this process named `name` (Linux: /proc).
 #[cfg(target_os = "linux")]
 fn nice_of_threads_named(name: &str) -> Vec<i64> {
     let mut out = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim_end() != name {
-            continue;
+        if comm.trim_end() == name {
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            out.push(nice_in_stat(&stat));
         }
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        // Fields after the parenthesised name start at field 3 (state); nice is field 19.
-        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-        let nice = after_name.split(' ').nth(16).unwrap().parse().unwrap();
-        out.push(nice);
     }
     out
 }
@@ -158,13 +162,7 @@ async fn sync_runs_go_on_threads_of_lower_priority_than_the_apps() {
     assert_eq!(err.code(), "ENGRAM_SYNC_UNREACHABLE", "{err}");
     // The run's runtime stays up after a failed run (it goes with the replica). Its threads
     // are 10 nicer than the app's (whose nice this test's thread inherited), at most 19.
-    let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    let own_nice: i64 = own[own.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .nth(16)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let own_nice = nice_in_stat(&std::fs::read_to_string("/proc/thread-self/stat").unwrap());
     let niced = nice_of_threads_named("engram-sync");
     assert!(!niced.is_empty(), "no sync thread found");
     let expected = (own_nice + 10).min(19);

@@ -135,13 +135,19 @@ impl Drop for Cached {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_statement_in_use_is_not_handed_out_again() {
+    /// A connection to a fresh in-memory database (keep the database alive with it).
+    async fn memory_connection() -> (libsql::Database, Connection) {
         let db = libsql::Builder::new_local(":memory:")
             .build()
             .await
             .unwrap();
         let conn = db.connect().unwrap();
+        (db, conn)
+    }
+
+    #[tokio::test]
+    async fn a_statement_in_use_is_not_handed_out_again() {
+        let (_db, conn) = memory_connection().await;
         let mut cache = StatementCache::default();
         let first = cache.get(&conn, "SELECT 1").await.unwrap();
         let again = cache.get(&conn, "SELECT 1").await;
@@ -156,11 +162,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_cache_lets_only_the_least_recently_used_statement_go() {
-        let db = libsql::Builder::new_local(":memory:")
-            .build()
-            .await
-            .unwrap();
-        let conn = db.connect().unwrap();
+        let (_db, conn) = memory_connection().await;
         let mut cache = StatementCache::default();
         let sql: Vec<&'static str> = (0..=MAX_CACHED)
             .map(|i| &*Box::leak(format!("SELECT {i}").into_boxed_str()))
