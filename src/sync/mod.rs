@@ -464,14 +464,17 @@ impl SyncService {
                     }
                     result
                 });
-                let result = AbortOnDrop(task).await;
-                if matches!(&result, Err(Error::Internal(m)) if m.starts_with("a sync run panicked"))
-                {
-                    // Its replica may be half way through something: let go of it and of
-                    // what it left on its runtime, as a close does.
-                    self.release_replica().await;
+                match AbortOnDrop(task).await {
+                    Ok(result) => result,
+                    Err(e) => {
+                        if e.is_panic() {
+                            // Its replica may be half way through something: let go of it
+                            // and of what it left on its runtime, as a close does.
+                            self.release_replica().await;
+                        }
+                        Err(unfinished(e))
+                    }
                 }
-                result
             }
             Err(e) => {
                 drop(run);
@@ -712,7 +715,9 @@ impl AppSide {
         T: Send + 'static,
     {
         match &self.runtime {
-            Some(rt) => AbortOnDrop(rt.spawn(section(Arc::clone(&self.engine)))).await,
+            Some(rt) => AbortOnDrop(rt.spawn(section(Arc::clone(&self.engine))))
+                .await
+                .unwrap_or_else(|e| Err(unfinished(e))),
             // Not on the lowered thread: that is the priority inversion this avoids.
             None => Err(Error::Internal(
                 "sync needs a tokio runtime for its local writes; call sync() from one".into(),
@@ -863,36 +868,35 @@ impl Drop for StopRuntime {
     }
 }
 
-/// A run spawned on the replica's runtime, cancelled when its caller lets go of it (the loop
-/// abandons a run when every handle closes). The run holds the run lock until it is dropped,
-/// so a release that follows waits for the cancellation to take effect.
+/// A run (or a run's write section) spawned on a runtime, cancelled when its caller lets go
+/// of it (the loop abandons a run when every handle closes). The run holds the run lock until
+/// it is dropped, so a release that follows waits for the cancellation to take effect.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<Result<T>>);
 
 impl<T> std::future::Future for AbortOnDrop<T> {
-    type Output = Result<T>;
+    type Output = std::result::Result<Result<T>, tokio::task::JoinError>;
 
     fn poll(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0)
-            .poll(cx)
-            .map(|joined| match joined {
-                Ok(result) => result,
-                Err(e) if e.is_panic() => {
-                    let panic = e.into_panic();
-                    let message = panic
-                        .downcast_ref::<&str>()
-                        .map(|m| (*m).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_default();
-                    Err(Error::Internal(format!("a sync run panicked: {message}")))
-                }
-                // Otherwise only a runtime's shutdown cancels it: the replica's (the engine
-                // going), or the app's under a write section.
-                Err(_) => Err(Error::Aborted),
-            })
+        std::pin::Pin::new(&mut self.0).poll(cx)
     }
+}
+
+/// The error of a spawned run or section that did not finish: its panic, or its runtime
+/// shutting down (the replica's when the engine goes, the app's under a write section).
+fn unfinished(e: tokio::task::JoinError) -> Error {
+    if !e.is_panic() {
+        return Error::Aborted;
+    }
+    let panic = e.into_panic();
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|m| (*m).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    Error::Internal(format!("a sync run panicked: {message}"))
 }
 
 impl<T> Drop for AbortOnDrop<T> {
