@@ -212,58 +212,41 @@ fn profile_impact_floor(rt: &tokio::runtime::Runtime, db: &Path, targets: &[Stri
         let mut times = Vec::with_capacity(targets.len());
         for target in targets {
             let started = Instant::now();
-            let mut rows = by_key.query((project, target.as_str())).await.unwrap();
-            let target_id: i64 = rows.next().await.unwrap().unwrap().get(0).unwrap();
-            drop(rows);
-            by_key.reset();
-            let mut rows = seeds.query((target_id, 20_000)).await.unwrap();
+            let mut target_id = 0i64;
+            each_row(&by_key, (project, target.as_str()), |row| {
+                target_id = row.get(0).unwrap();
+            })
+            .await;
             let (mut seed_ids, mut keys) = (Vec::new(), Vec::new());
-            while let Some(row) = rows.next().await.unwrap() {
+            each_row(&seeds, (target_id, 20_000), |row| {
                 seed_ids.push(row.get::<i64>(0).unwrap());
                 keys.push(row.get::<String>(1).unwrap());
-            }
-            drop(rows);
-            seeds.reset();
+            })
+            .await;
             let seed_list = serde_json::to_string(&seed_ids).unwrap();
-            let mut rows = closure
-                .query(libsql::params![seed_list, 4, libsql::Value::Null])
-                .await
-                .unwrap();
             let mut affected = std::collections::BTreeSet::new();
-            while let Some(row) = rows.next().await.unwrap() {
+            let closure_params = libsql::params![seed_list, 4, libsql::Value::Null];
+            each_row(&closure, closure_params, |row| {
                 let ancestor: i64 = row.get(0).unwrap();
                 if !seed_ids.contains(&ancestor) {
                     affected.insert(ancestor);
                 }
-            }
-            drop(rows);
-            closure.reset();
+            })
+            .await;
             let affected: Vec<i64> = affected.into_iter().take(500).collect();
-            let mut rows = nodes
-                .query([serde_json::to_string(&affected).unwrap()])
-                .await
-                .unwrap();
-            while let Some(row) = rows.next().await.unwrap() {
-                keys.push(row.get::<String>(1).unwrap());
-            }
-            drop(rows);
-            nodes.reset();
+            let affected_list = [serde_json::to_string(&affected).unwrap()];
+            each_row(&nodes, affected_list, |row| {
+                keys.push(row.get::<String>(1).unwrap())
+            })
+            .await;
             let key_list = serde_json::to_string(&keys).unwrap();
-            let mut rows = links.query((project, key_list)).await.unwrap();
             let mut seqs = std::collections::BTreeSet::new();
-            while let Some(row) = rows.next().await.unwrap() {
+            each_row(&links, (project, key_list), |row| {
                 seqs.insert(row.get::<i64>(0).unwrap());
-            }
-            drop(rows);
-            links.reset();
+            })
+            .await;
             let seqs: Vec<i64> = seqs.into_iter().take(100).collect();
-            let mut rows = memories
-                .query([serde_json::to_string(&seqs).unwrap()])
-                .await
-                .unwrap();
-            while rows.next().await.unwrap().is_some() {}
-            drop(rows);
-            memories.reset();
+            each_row(&memories, [serde_json::to_string(&seqs).unwrap()], |_| {}).await;
             times.push(started.elapsed());
         }
         times
@@ -275,6 +258,20 @@ fn profile_impact_floor(rt: &tokio::runtime::Runtime, db: &Path, targets: &[Stri
         quantile(&mut times, 0.5),
         quantile(&mut times, 0.99),
     );
+}
+
+/// Runs a prepared statement, hands each row to `f`, and resets it for the next use.
+async fn each_row(
+    statement: &libsql::Statement,
+    params: impl libsql::params::IntoParams,
+    mut f: impl FnMut(&libsql::Row),
+) {
+    let mut rows = statement.query(params).await.unwrap();
+    while let Some(row) = rows.next().await.unwrap() {
+        f(&row);
+    }
+    drop(rows);
+    statement.reset();
 }
 
 fn quantile(times: &mut [Duration], q: f64) -> Duration {
