@@ -154,9 +154,25 @@ test('errors carry a cause from the underlying layer', async (t) => {
 
 test('every ErrorCode is exported at runtime', () => {
   assert.deepEqual(Object.values(addon.ErrorCode).sort(), [
-    'ENGRAM_ABORTED', 'ENGRAM_CALLBACK', 'ENGRAM_CLOSED', 'ENGRAM_CONFLICT', 'ENGRAM_CORRUPT', 'ENGRAM_CYCLE', 'ENGRAM_DB', 'ENGRAM_EMBEDDING',
+    'ENGRAM_ABORTED', 'ENGRAM_CALLBACK', 'ENGRAM_CLOSED', 'ENGRAM_CONFLICT', 'ENGRAM_CORRUPT', 'ENGRAM_CYCLE', 'ENGRAM_DB', 'ENGRAM_DOWNLOAD', 'ENGRAM_EMBEDDING',
     'ENGRAM_INTERNAL', 'ENGRAM_INVALID_ARG', 'ENGRAM_IO', 'ENGRAM_MODEL_UNAVAILABLE', 'ENGRAM_NOT_FOUND', 'ENGRAM_RERANK',
     'ENGRAM_SCHEMA_TOO_NEW', 'ENGRAM_SQLITE_BUSY', 'ENGRAM_SYNC', 'ENGRAM_SYNC_AUTH', 'ENGRAM_SYNC_CONFIG',
     'ENGRAM_SYNC_UNREACHABLE', 'ENGRAM_SYNC_UNSUPPORTED',
   ])
+})
+
+test('the ErrorCode value declared in index.d.ts is the object the addon exports', () => {
+  // The declaration is hand-written (scripts/dts-header.d.ts) because napi-rs types a string
+  // enum as a union only: this keeps it from drifting from the Rust enum.
+  const dts = readFileSync(new URL('../index.d.ts', import.meta.url), 'utf8')
+  const block = dts.match(/export declare const ErrorCode: \{([^}]*)\}/)
+  assert.ok(block, 'index.d.ts declares ErrorCode as a value')
+  const declared = Object.fromEntries([...block[1].matchAll(/readonly (\w+): '(\w+)'/g)].map((m) => [m[1], m[2]]))
+  assert.deepEqual(declared, { ...addon.ErrorCode })
+})
+
+test('internal hooks stay off the public surface', () => {
+  const names = Object.keys(addon)
+  assert.ok(!names.some((n) => n.startsWith('__') && n !== '__napiBindingTarget'), names.join(', '))
+  assert.equal(typeof addon.__panicForTests, 'function', 'still reachable for engram\'s own tests')
 })

@@ -14,7 +14,7 @@ import {
   Engram,
   type CodeHit,
   type EmbeddingsOptions,
-  type ErrorCode,
+  ErrorCode,
   type GraphNode,
   type Impact,
   type IndexSummary,
@@ -50,6 +50,16 @@ export async function quickStart(): Promise<SearchHit[]> {
 
 export function isClosedError(err: unknown): boolean {
   const code: ErrorCode = 'ENGRAM_CLOSED'
+  return err instanceof Error && (err as Error & { code?: string }).code === code
+}
+
+export function isNotFound(err: unknown): boolean {
+  // ErrorCode is a value too: its members have the literal types of the codes.
+  const code: ErrorCode = ErrorCode.NotFound
+  const literal: 'ENGRAM_NOT_FOUND' = ErrorCode.NotFound
+  void literal
+  // @ts-expect-error: no such member
+  void ErrorCode.NoSuchCode
   return err instanceof Error && (err as Error & { code?: string }).code === code
 }
 

@@ -13,7 +13,7 @@ step "clippy (node binding and core, all targets)"
 cargo clippy --all-targets -- -D warnings
 
 step "build the addon (release)"
-npx napi build --platform --release --no-const-enum
+npm run --silent build
 
 if [ -n "${ENGRAM_MODEL_WHEEL:-}" ]; then
   step "install the embedding model from $ENGRAM_MODEL_WHEEL"
@@ -22,8 +22,8 @@ fi
 
 step "generated bindings match the checked-in ones"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  git diff --exit-code -- index.d.ts index.js || {
-    echo "index.d.ts / index.js drifted from the Rust sources: run 'npm run build' and commit them" >&2
+  git diff --exit-code -- index.d.ts binding.js || {
+    echo "index.d.ts / binding.js drifted from the Rust sources: run 'npm run build' and commit them" >&2
     exit 1
   }
 fi
@@ -34,5 +34,11 @@ npx tsc -p __test__/tsconfig.json
 step "Rust tests (no Node)"
 cargo test --no-default-features
 
-step "JS tests against the built addon"
+step "pack the installable tarballs once for the package tests (root, platform, model)"
+ENGRAM_TARBALLS_DIR="$(mktemp -d)"
+export ENGRAM_TARBALLS_DIR
+trap 'rm -rf "$ENGRAM_TARBALLS_DIR"' EXIT
+node scripts/pack.mjs --out "$ENGRAM_TARBALLS_DIR" ${ENGRAM_MODEL_WHEEL:+--model "$ENGRAM_MODEL_WHEEL"} >/dev/null
+
+step "JS tests against the built addon and the packed tarballs"
 node --test --test-concurrency=1 __test__/

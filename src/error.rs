@@ -121,6 +121,10 @@ pub enum Error {
     /// Any other failure while syncing (the server answered with an error).
     #[error("sync failed: {0}")]
     Sync(String),
+    /// Downloading the built-in model failed: the network, an HTTP status, or a file whose
+    /// SHA-256 did not match the pinned one. What was fully received is kept for the next run.
+    #[error("model download failed: {0}")]
+    Download(String),
     /// A bug: an invariant broke or a panic was caught. Please report it.
     #[error("internal error: {0}")]
     Internal(String),
@@ -150,6 +154,7 @@ impl Error {
             Error::SyncConfig(_) => "ENGRAM_SYNC_CONFIG",
             Error::SyncUnsupported(_) => "ENGRAM_SYNC_UNSUPPORTED",
             Error::Sync(_) => "ENGRAM_SYNC",
+            Error::Download(_) => "ENGRAM_DOWNLOAD",
             Error::Internal(_) => "ENGRAM_INTERNAL",
         }
     }

