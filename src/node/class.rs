@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
 use super::args::{optional, optional_object, required, required_object};
@@ -17,6 +16,7 @@ use super::code_types::{
 use super::derive;
 use super::error::{promise, rejected};
 use super::json::{promise_json, promise_json_inline_first, JsonText};
+use super::reporter::{CallbackFailure, Reporter};
 use super::types::{
     ListFilter, Memory, MemoryPatch, MemoryVersion, OpenOptions, RememberInput, RememberResult,
     SearchHit, SearchOptions, Stats,
@@ -487,7 +487,9 @@ impl Engram {
     /// other text by sections and paragraphs. Honours `.gitignore`, the default ignore list and
     /// `options.ignore`; skips unchanged files; parses on worker threads. `onProgress` receives
     /// progress reports (throttled, best effort); aborting `signal` rejects with
-    /// `ENGRAM_ABORTED` and keeps what was committed, so the next run continues.
+    /// `ENGRAM_ABORTED` and keeps what was committed, so the next run continues. An
+    /// `onProgress` that throws or rejects stops the run the same way, rejecting with
+    /// `ENGRAM_CALLBACK` (its error is in the message); it never reaches the process.
     /// `deriveRelations` (see `deriveRelations()`) is then asked about the modules the run
     /// changed; its outcome is in `summary.derivedRelations`, or its failure in
     /// `summary.derivedRelationsError` (the index itself stays committed).
@@ -514,20 +516,25 @@ impl Engram {
             // SAFETY: checked to be an object handle of this scope.
             let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
             arg!(env, watch_signal(env, &options, &cancel));
-            progress = arg!(env, weak_callback::<IndexProgress>(&options, "onProgress"));
+            progress = arg!(
+                env,
+                Reporter::<IndexProgress>::option(&options, "onProgress")
+            )
+            .map(|r| r.stop_on_failure(cancel.clone()));
             deriver = arg!(env, derive::deriver_option(&options, "deriveRelations"));
         }
+        let failure = progress.as_ref().map(Reporter::failure);
         let work = async move {
             let report = move |p: &crate::code::IndexProgress| {
                 if let Some(callback) = &progress {
                     // Progress is best effort: a full queue drops a report instead of blocking.
-                    callback.call(
-                        IndexProgress::from(p),
-                        ThreadsafeFunctionCallMode::NonBlocking,
-                    );
+                    callback.report(IndexProgress::from(p));
                 }
             };
-            let summary = handle.index(&core_options, &report, &cancel).await?;
+            let summary = handle
+                .index(&core_options, &report, &cancel)
+                .await
+                .map_err(|e| explain(&failure, e))?;
             let modules = summary.graph.modules_changed.clone();
             let derived = match deriver {
                 Some(deriver) if !modules.is_empty() => {
@@ -584,7 +591,8 @@ impl Engram {
     /// the tree has been quiet for `debounceMs` (default 500), new directories are followed,
     /// deleted and renamed paths removed, `.gitignore` edits re-checked. Directories the index
     /// ignores (node_modules/, target/...) are not watched. `onEvent` receives each update
-    /// that changed the index and each failure (best effort, like progress). Stop with
+    /// that changed the index and each failure (best effort, like progress; a handler that
+    /// throws is called again for the next update, and never reaches the process). Stop with
     /// `unwatch()` or `close()`. Run `index()` first: the watcher only follows changes. One
     /// watch per handle: a second call rejects with `ENGRAM_CONFLICT`.
     ///
@@ -611,7 +619,8 @@ impl Engram {
         if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {
             // SAFETY: checked to be an object handle of this scope.
             let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
-            callback = arg!(env, weak_callback::<WatchEvent>(&options, "onEvent"));
+            // A handler that throws is not stopped on: later events still reach it.
+            callback = arg!(env, Reporter::<WatchEvent>::option(&options, "onEvent"));
         }
         let already =
             || CoreError::Conflict("this handle is already watching; call unwatch() first".into());
@@ -627,10 +636,7 @@ impl Engram {
         let work = async move {
             let on_event: crate::code::OnWatchEvent = Arc::new(move |event| {
                 if let Some(callback) = &callback {
-                    callback.call(
-                        WatchEvent::from(event),
-                        ThreadsafeFunctionCallMode::NonBlocking,
-                    );
+                    callback.report(WatchEvent::from(event));
                 }
             });
             // Adding a watch per directory walks the tree: off the JS thread.
@@ -708,38 +714,12 @@ impl Engram {
 /// `EventTarget.prototype.addEventListener(type, listener)`.
 type AddEventListener<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>, ()>;
 
-/// A weak (it never keeps the process alive), bounded threadsafe function: reports are best
-/// effort, a full queue drops one instead of blocking.
-pub(super) type WeakCallback<T> = ThreadsafeFunction<T, (), T, Status, false, true, 64>;
-
-/// `options[name]` as a [`WeakCallback`], if it is a function.
-pub(super) fn weak_callback<T: ToNapiValue + 'static>(
-    options: &Object,
-    name: &str,
-) -> std::result::Result<Option<WeakCallback<T>>, CoreError> {
-    let value: Unknown = options
-        .get_named_property(name)
-        .map_err(|e| CoreError::invalid(format!("options.{name}: {}", e.reason)))?;
-    match value.get_type() {
-        Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
-        Ok(ValueType::Function) => {}
-        _ => {
-            return Err(CoreError::invalid(format!(
-                "options.{name} must be a function"
-            )))
-        }
+/// `err`, or `ENGRAM_CALLBACK` when the run stopped because the app's callback failed.
+pub(super) fn explain(failure: &Option<CallbackFailure>, err: CoreError) -> CoreError {
+    match failure {
+        Some(failure) => failure.explain(err),
+        None => err,
     }
-    let function: Function<T, ()> = options
-        .get_named_property(name)
-        .map_err(|e| CoreError::invalid(format!("options.{name}: {}", e.reason)))?;
-    function
-        .build_threadsafe_function()
-        .weak::<true>()
-        .callee_handled::<false>()
-        .max_queue_size::<64>()
-        .build()
-        .map(Some)
-        .map_err(|e| CoreError::Internal(format!("options.{name}: {}", e.reason)))
 }
 
 /// Raises `cancel` when `options.signal` (an AbortSignal) is or becomes aborted.

@@ -6,12 +6,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
 use super::args::{optional_object, required};
-use super::class::{watch_signal, weak_callback, Engram};
+use super::class::{explain, watch_signal, Engram};
 use super::error::{promise, rejected, to_js_error};
+use super::reporter::Reporter;
 use crate::embed::download::HubSource;
 use crate::error::Error as CoreError;
 
@@ -191,7 +191,8 @@ pub struct BuiltinModelFile {
 /// With no `from`, downloads it from the model hub at a pinned revision: each file's size and
 /// SHA-256 are checked, `onProgress` receives progress (throttled, best effort), `HTTPS_PROXY`
 /// is honoured, and an interrupted or aborted download resumes where it stopped on the next
-/// call. Aborting `signal` rejects with `ENGRAM_ABORTED`; network failures, HTTP errors and
+/// call. Aborting `signal` rejects with `ENGRAM_ABORTED` (an `onProgress` that throws stops
+/// it with `ENGRAM_CALLBACK`); network failures, HTTP errors and
 /// checksum mismatches reject with `ENGRAM_DOWNLOAD`. With `from`, copies a local copy (a
 /// directory or a downloaded wheel) instead. The model is staged and renamed into place, so no
 /// engine ever sees half a model. The older form `installModel(from, dest?)` still works.
@@ -231,8 +232,9 @@ pub fn install_model<'env>(
                 arg!(env, watch_signal(env, &object, &cancel));
                 progress = arg!(
                     env,
-                    weak_callback::<ModelDownloadProgress>(&object, "onProgress")
-                );
+                    Reporter::<ModelDownloadProgress>::option(&object, "onProgress")
+                )
+                .map(|r| r.stop_on_failure(cancel.clone()));
             }
             parsed.unwrap_or_default()
         }
@@ -255,6 +257,7 @@ pub fn install_model<'env>(
         .is_none()
         .then(|| HubSource::builtin(hub_url.as_deref()));
     let downloaded = source.as_ref().map(|s| s.total_bytes());
+    let failure = progress.as_ref().map(Reporter::failure);
     promise(
         env,
         async move {
@@ -263,10 +266,7 @@ pub fn install_model<'env>(
                 (None, Some(source)) => {
                     let report = |p: &crate::embed::download::DownloadProgress| {
                         if let Some(callback) = &progress {
-                            callback.call(
-                                ModelDownloadProgress::from(p),
-                                ThreadsafeFunctionCallMode::NonBlocking,
-                            );
+                            callback.report(ModelDownloadProgress::from(p));
                         }
                     };
                     crate::embed::download::download_model(&source, &dest, &report, &cancel)
@@ -275,6 +275,7 @@ pub fn install_model<'env>(
             })
             .await
             .map_err(|e| CoreError::Internal(format!("install task failed: {e}")))?
+            .map_err(|e| explain(&failure, e))
         },
         move |files| InstalledModel {
             dir: files.dir.display().to_string(),

@@ -38,6 +38,7 @@ mod observer;
 mod panel;
 mod panel_types;
 mod recall;
+mod reporter;
 mod rerank_options;
 mod sync;
 mod synthesis;
@@ -85,8 +86,8 @@ pub enum ErrorCode {
     /// Cancelled through an AbortSignal.
     #[napi(value = "ENGRAM_ABORTED")]
     Aborted,
-    /// A function you passed (e.g. `deriveRelations`) threw, rejected, or returned something
-    /// of the wrong shape; the message says which.
+    /// A function you passed (`deriveRelations`, an `onProgress`, an `embed` function) threw,
+    /// rejected, or returned something of the wrong shape; the message says which.
     #[napi(value = "ENGRAM_CALLBACK")]
     Callback,
     /// No embedding model is available (not installed, files missing, unsupported); the engine

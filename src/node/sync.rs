@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
 use super::class::Engram;
 use super::error::promise;
+use super::reporter::Reporter;
 use crate::error::Error as CoreError;
 use crate::sync as core;
 
@@ -326,9 +327,6 @@ impl From<&core::SyncEvent> for SyncEvent {
     }
 }
 
-/// A weak, bounded listener: events are best effort (a full queue drops one).
-type SyncListener = ThreadsafeFunction<SyncEvent, (), SyncEvent, Status, false, true, 64>;
-
 #[napi]
 impl Engram {
     /// Syncs now (after a running sync, if any: two never overlap) and resolves with what it
@@ -356,7 +354,8 @@ impl Engram {
     /// Calls `listener` after every sync of this file's engine (from the loop, from `sync()`,
     /// from any handle): `{ type: 'synced', report }` or `{ type: 'failed', error,
     /// consecutiveFailures, retryInMs }`. Returns an id for `offSyncEvent`; `close()` removes
-    /// this handle's listeners. The listener never keeps the process alive.
+    /// this handle's listeners. The listener never keeps the process alive, and one that
+    /// throws keeps being called (its error never reaches the process).
     /// `ENGRAM_SYNC_CONFIG` when the file was opened without `sync`.
     #[napi(ts_args_type = "listener: (event: SyncEvent) => void")]
     pub fn on_sync_event(&self, env: &Env, listener: Unknown<'_>) -> Result<u32> {
@@ -367,19 +366,12 @@ impl Engram {
             return Err(to_js(CoreError::invalid("listener must be a function")));
         }
         // SAFETY: checked to be a function handle of this scope.
-        let function: Function<SyncEvent, ()> =
+        let function: Function<SyncEvent, Unknown<'static>> =
             unsafe { Function::from_napi_value(env.raw(), listener.raw()) }?;
-        let tsfn: SyncListener = function
-            .build_threadsafe_function()
-            .weak::<true>()
-            .callee_handled::<false>()
-            .max_queue_size::<64>()
-            .build()?;
+        // A listener that throws keeps being called: a later sync may concern it.
+        let listener = Reporter::new(function, "the sync listener").map_err(to_js)?;
         let id = service.subscribe(Arc::new(move |event: &core::SyncEvent| {
-            tsfn.call(
-                SyncEvent::from(event),
-                ThreadsafeFunctionCallMode::NonBlocking,
-            );
+            listener.report(SyncEvent::from(event));
         }));
         self.remember_sync_listener(id);
         Ok(id as u32)

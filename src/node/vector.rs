@@ -5,12 +5,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 
 use super::args::{optional_object, required};
-use super::class::{watch_signal, weak_callback, Engram};
+use super::class::{explain, watch_signal, Engram};
 use super::error::promise;
+use super::reporter::Reporter;
 use crate::error::Error as CoreError;
 use crate::vector::{DenseQuery, ItemKind};
 
@@ -101,7 +101,8 @@ impl Engram {
     /// (or its `maxTokens`) makes everything pending again. Chunks whose text was embedded
     /// before (an undo, a branch switch) take the stored vector without running the model.
     /// `onProgress` is called after every step (about a second of work); aborting `signal`
-    /// rejects with `ENGRAM_ABORTED`. Await it when everything must be searchable (benchmarks,
+    /// rejects with `ENGRAM_ABORTED`; an `onProgress` that throws or rejects stops the run with
+    /// `ENGRAM_CALLBACK`. Await it when everything must be searchable (benchmarks,
     /// the CLI). Rejects with `ENGRAM_MODEL_UNAVAILABLE` without a model.
     ///
     /// ```ts
@@ -127,26 +128,31 @@ impl Engram {
                 // SAFETY: checked to be an object handle of this scope.
                 let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
                 arg!(env, watch_signal(env, &options, &cancel));
-                progress = arg!(env, weak_callback::<EmbedProgress>(&options, "onProgress"));
+                progress = arg!(
+                    env,
+                    Reporter::<EmbedProgress>::option(&options, "onProgress")
+                )
+                .map(|r| r.stop_on_failure(cancel.clone()));
             }
             _ => {
                 return super::error::rejected(env, CoreError::invalid("options must be an object"))
             }
         }
+        let failure = progress.as_ref().map(Reporter::failure);
         let work = async move {
             let report = move |p: crate::vector::EmbedProgress| {
                 if let Some(callback) = &progress {
-                    callback.call(
-                        EmbedProgress {
-                            kind: p.kind.as_str().to_owned(),
-                            done: clamp_u32(p.done),
-                            total: clamp_u32(p.total),
-                        },
-                        ThreadsafeFunctionCallMode::NonBlocking,
-                    );
+                    callback.report(EmbedProgress {
+                        kind: p.kind.as_str().to_owned(),
+                        done: clamp_u32(p.done),
+                        total: clamp_u32(p.total),
+                    });
                 }
             };
-            handle.embed_pending(report, &cancel).await
+            handle
+                .embed_pending(report, &cancel)
+                .await
+                .map_err(|e| explain(&failure, e))
         };
         promise(env, work, |r| EmbedReport {
             model: r.model.key(),

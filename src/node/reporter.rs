@@ -1,0 +1,197 @@
+//! Functions an app passes to be told things (`onProgress`, `onEvent`, sync listeners), called
+//! from any thread through a threadsafe function that is weak (it never keeps the process
+//! alive) and bounded (a full queue drops a report instead of blocking).
+//!
+//! Why a wrapper: napi-rs calls such a function with no one to catch what it throws, so a throw
+//! (or a returned promise that rejects) became an uncaught exception that ended the host: an
+//! Electron main process included. Here every call is made with a return handler that takes the
+//! exception off the env, and a returned promise gets a rejection handler. The first failure is
+//! kept as a [`CallbackFailure`]; an operation that asked for it ([`Reporter::stop_on_failure`])
+//! is cancelled and rejects with `ENGRAM_CALLBACK` naming the callback and its error.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::JsValue;
+
+use crate::error::Error as CoreError;
+
+type Tsfn<T> = ThreadsafeFunction<T, Unknown<'static>, T, Status, false, true, 64>;
+
+/// The first failure of a callback: shared by the calls in flight and the operation.
+#[derive(Clone)]
+pub(super) struct CallbackFailure {
+    /// Where the callback came from, e.g. `options.onProgress`.
+    name: String,
+    first: Arc<Mutex<Option<String>>>,
+    /// Raised on the first failure when the operation stops on it.
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+impl CallbackFailure {
+    fn record(&self, what: String) {
+        let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
+        if first.is_none() {
+            *first = Some(what);
+            if let Some(cancel) = &self.cancel {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn happened(&self) -> bool {
+        self.first
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// The operation's error, told apart: a run stopped because its callback failed rejects
+    /// with `ENGRAM_CALLBACK` (not `ENGRAM_ABORTED`, which is for the app's own signal).
+    pub(super) fn explain(&self, err: CoreError) -> CoreError {
+        match (
+            &err,
+            self.first.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        ) {
+            (CoreError::Aborted, Some(what)) => CoreError::Callback(format!(
+                "{} {what}; the run stopped there and what it committed is kept",
+                self.name
+            )),
+            _ => err,
+        }
+    }
+}
+
+/// A callback of the app, safe to call from any thread, any number of times.
+pub(super) struct Reporter<T: ToNapiValue + 'static> {
+    tsfn: Tsfn<T>,
+    failure: CallbackFailure,
+}
+
+impl<T: ToNapiValue + 'static> Reporter<T> {
+    /// `options[name]` as a reporter, if it is a function (`undefined`/`null`: none).
+    pub(super) fn option(
+        options: &Object,
+        name: &str,
+    ) -> std::result::Result<Option<Self>, CoreError> {
+        let value: Unknown = options
+            .get_named_property(name)
+            .map_err(|e| CoreError::invalid(format!("options.{name}: {}", e.reason)))?;
+        match value.get_type() {
+            Ok(ValueType::Undefined | ValueType::Null) => return Ok(None),
+            Ok(ValueType::Function) => {}
+            _ => {
+                return Err(CoreError::invalid(format!(
+                    "options.{name} must be a function"
+                )))
+            }
+        }
+        let function: Function<T, Unknown<'static>> = options
+            .get_named_property(name)
+            .map_err(|e| CoreError::invalid(format!("options.{name}: {}", e.reason)))?;
+        Self::new(function, &format!("options.{name}")).map(Some)
+    }
+
+    /// A reporter calling `function`; `name` says where it came from in error messages.
+    pub(super) fn new(
+        function: Function<T, Unknown<'static>>,
+        name: &str,
+    ) -> std::result::Result<Self, CoreError> {
+        let tsfn = function
+            .build_threadsafe_function()
+            .weak::<true>()
+            .callee_handled::<false>()
+            .max_queue_size::<64>()
+            .build()
+            .map_err(|e| CoreError::Internal(format!("{name}: {}", e.reason)))?;
+        Ok(Self {
+            tsfn,
+            failure: CallbackFailure {
+                name: name.to_owned(),
+                first: Arc::default(),
+                cancel: None,
+            },
+        })
+    }
+
+    /// Makes the first failure raise `cancel`, so the operation stops at its next check (and,
+    /// through [`CallbackFailure::explain`], rejects with `ENGRAM_CALLBACK`). A callback that
+    /// failed is not called again.
+    pub(super) fn stop_on_failure(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.failure.cancel = Some(cancel);
+        self
+    }
+
+    /// What the operation needs to tell its callback's failure from other errors.
+    pub(super) fn failure(&self) -> CallbackFailure {
+        self.failure.clone()
+    }
+
+    /// Calls the function with `value` on its JS thread; best effort (a full queue drops it).
+    pub(super) fn report(&self, value: T) {
+        if self.failure.cancel.is_some() && self.failure.happened() {
+            return;
+        }
+        let failure = self.failure.clone();
+        self.tsfn.call_with_return_value(
+            value,
+            ThreadsafeFunctionCallMode::NonBlocking,
+            move |returned, env| {
+                match returned {
+                    Err(thrown) => failure.record(format!("threw: {}", thrown.reason)),
+                    Ok(value) => catch_rejection(&env, value, failure),
+                }
+                // Never an error: napi-rs would hand it to napi_fatal_exception.
+                Ok(())
+            },
+        );
+    }
+}
+
+/// Gives a returned promise a rejection handler that records the reason, so that an `async`
+/// callback which throws is a failure of that callback, not an unhandled rejection.
+fn catch_rejection(env: &Env, value: Unknown<'static>, failure: CallbackFailure) {
+    if !value.is_promise().unwrap_or(false) {
+        return;
+    }
+    let attach = || -> Result<()> {
+        // SAFETY: checked to be a promise, which is an object, of this env's current scope.
+        let promise = unsafe { Object::from_napi_value(env.raw(), value.raw()) }?;
+        let catch: Function<Function<Unknown, ()>, Unknown> =
+            promise.get_named_property("catch")?;
+        let on_rejected = env.create_function_from_closure("onRejected", move |ctx| {
+            let reason = ctx
+                .get::<Unknown>(0)
+                .map(|r| describe(&r))
+                .unwrap_or_else(|_| "a rejection".to_owned());
+            failure.record(format!("rejected: {reason}"));
+            Ok(())
+        })?;
+        catch.apply(promise, on_rejected)?;
+        Ok(())
+    };
+    // A promise whose `catch` cannot be reached is left as it is: nothing better can be done.
+    let _ = attach();
+}
+
+/// A rejection reason as text, without running user code where avoidable: an object's own
+/// `message`, a string as it is, anything else by its type.
+fn describe(reason: &Unknown) -> String {
+    match reason.get_type() {
+        Ok(ValueType::String) => {
+            // SAFETY: checked to be a string of this scope.
+            unsafe { String::from_napi_value(reason.env(), reason.raw()) }
+                .unwrap_or_else(|_| "a string".to_owned())
+        }
+        Ok(ValueType::Object) => {
+            // SAFETY: checked to be an object of this scope.
+            unsafe { Object::from_napi_value(reason.env(), reason.raw()) }
+                .and_then(|o| o.get_named_property::<String>("message"))
+                .unwrap_or_else(|_| "an object without a message".to_owned())
+        }
+        Ok(other) => format!("a {other:?} value"),
+        Err(_) => "an unknown value".to_owned(),
+    }
+}
