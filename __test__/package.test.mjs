@@ -174,6 +174,27 @@ test('a script opens, remembers, indexes a small tree, recalls and closes', () =
   }
 })
 
+test('engram mcp runs from the installed package and lists its tools to an SDK client', () => {
+  // The SDK is one of engram's dependencies, so the project can reach it too.
+  writeFileSync(join(project, 'mcp-client.mjs'), `
+    import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+    import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['node_modules/engram/bin/engram.js', 'mcp', '--no-index', '--root', 'tree', '--db', 'mcp.db'],
+      stderr: 'ignore',
+    })
+    const client = new Client({ name: 'package-test', version: '1.0.0' })
+    await client.connect(transport)
+    const { tools } = await client.listTools()
+    console.log(tools.map((t) => t.name).sort().join(','))
+    await client.close()
+  `)
+  mkdirSync(join(project, 'tree'), { recursive: true })
+  const names = runNode(['mcp-client.mjs']).trim().split(',')
+  assert.ok(names.includes('recall') && names.includes('remember'), names.join(','))
+})
+
 test('without its platform package, require names the package to install', () => {
   const bare = freshProject('bare')
   try {

