@@ -209,7 +209,15 @@ fn installed() -> Option<&'static Installed> {
             let lines = lines.map(|f| (f, Box::new(std::io::stderr()) as Box<_>));
             let (subscriber, sink_filter) = subscriber(lines, off());
             match tracing::subscriber::set_global_default(subscriber) {
-                Ok(()) => Some(Installed { sink_filter }),
+                Ok(()) => {
+                    // The privacy filter compiles its patterns on first use (milliseconds):
+                    // do it now, beside the host's startup, rather than inside the first event
+                    // (a migration line in the middle of `open`).
+                    let _ = std::thread::Builder::new()
+                        .name("engram-log-warmup".into())
+                        .spawn(|| drop(redact("")));
+                    Some(Installed { sink_filter })
+                }
                 Err(_) => None,
             }
         })
