@@ -465,16 +465,14 @@ fn push_timestamp(out: &mut String, at: SystemTime) {
     );
 }
 
+/// Test support: lines captured in memory instead of stderr, through the same layers.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
 
-    const GITHUB: &str = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
-    const OPENAI: &str = "sk-proj-4fG7hJ9kL2mN5pQ8rS1tU3vW6xY0zA2bC4dE6fG8hJ0kL2mN";
-
-    /// A `Write` whose bytes the test reads back.
+    /// What a capturing subscriber wrote.
     #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
+    pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
     impl std::io::Write for Captured {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -488,19 +486,36 @@ mod tests {
     }
 
     impl Captured {
-        fn text(&self) -> String {
+        /// The lines written so far.
+        pub(crate) fn text(&self) -> String {
             String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
         }
     }
 
-    /// Runs `f` under a subscriber of its own (never the global one) writing lines through
-    /// `filter`, and returns what it wrote.
-    fn lines_of(filter: &str, f: impl FnOnce()) -> String {
+    /// A subscriber writing lines through `filter` (which must parse) into memory: install
+    /// it for a scope with `tracing::dispatcher::with_default` or `set_default`, never
+    /// globally.
+    pub(crate) fn capture(filter: &str) -> (tracing::Dispatch, Captured) {
         let out = Captured::default();
         let (filter, warnings) = parse_filter(filter);
         assert!(warnings.is_empty(), "{warnings:?}");
         let (subscriber, _) = subscriber(Some((filter.unwrap(), Box::new(out.clone()))), off());
-        tracing::subscriber::with_default(subscriber, f);
+        (tracing::Dispatch::new(subscriber), out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GITHUB: &str = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+    const OPENAI: &str = "sk-proj-4fG7hJ9kL2mN5pQ8rS1tU3vW6xY0zA2bC4dE6fG8hJ0kL2mN";
+
+    /// Runs `f` under a subscriber of its own (never the global one) writing lines through
+    /// `filter`, and returns what it wrote.
+    fn lines_of(filter: &str, f: impl FnOnce()) -> String {
+        let (dispatch, out) = testing::capture(filter);
+        tracing::dispatcher::with_default(&dispatch, f);
         out.text()
     }
 

@@ -469,3 +469,54 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_write_and_a_slow_read_are_logged_with_their_caller() {
+        let (dispatch, out) = crate::log::testing::capture("engram::store=warn");
+        // The test's body runs on this thread, and so do the guards' drops.
+        let _scope = tracing::dispatcher::set_default(&dispatch);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("slow.db"), &StoreOptions::default())
+            .await
+            .unwrap();
+        let slow = crate::log::slow_threshold() + Duration::from_millis(20);
+        drop(store.writer().await);
+        drop(store.reader().await);
+        assert_eq!(out.text(), "", "quick uses are not logged");
+
+        let write_line = line!() + 1;
+        let writer = store.writer().await;
+        tokio::time::sleep(slow).await;
+        drop(writer);
+        let read_line = line!() + 1;
+        let mut reader = store.reader().await;
+        reader.query_integer("SELECT   1\n  + 1", ()).await.unwrap();
+        tokio::time::sleep(slow).await;
+        drop(reader);
+
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].contains("WARN engram::store: slow write:"),
+            "{text}"
+        );
+        assert!(
+            lines[0].contains(&format!(" at=src/store/mod.rs:{write_line}:")),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("WARN engram::store: slow read:"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains(&format!(" at=src/store/mod.rs:{read_line}:")),
+            "{text}"
+        );
+        assert!(lines[1].contains(" sql=\"SELECT 1 + 1\""), "{text}");
+    }
+}
