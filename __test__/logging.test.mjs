@@ -146,6 +146,40 @@ test('a filter picks targets; bad arguments throw ENGRAM_INVALID_ARG', async (t)
   invalid(() => Engram.setLogger(() => {}, 'debug'))
 })
 
+test('a full queue drops lines and a later warn line says how many', async (t) => {
+  const dir = tempDir(t)
+  const root = join(dir, 'many')
+  mkdirSync(root)
+  // One debug line per file (a syntax error each): more than the queue holds.
+  for (let i = 0; i < 3000; i++) writeFileSync(join(root, `f${i}.py`), 'def f(:\n')
+  const lines = []
+  Engram.setLogger((level, target, message, fields) => lines.push({ level, target, message, fields }), {
+    filter: 'engram=debug',
+  })
+  t.after(() => Engram.setLogger(null))
+  const db = await Engram.open({ path: join(dir, 'memory.db'), projectRoot: root })
+  t.after(() => db.close())
+  const run = db.index()
+  // Keep the JS thread busy while the run logs: nothing is delivered, the queue fills.
+  const end = Date.now() + 4000
+  while (Date.now() < end);
+  const summary = await run
+  assert.equal(summary.filesIndexed, 3000)
+  await settle()
+  const problems = lines.filter((l) => l.message === 'file indexed with a problem').length
+  assert.ok(problems < 3000, `${problems} problem lines arrived: the queue never filled`)
+  // The next line finds room and reports the drops first.
+  await (await Engram.open({ path: join(dir, 'other.db') })).close()
+  await until(() => lines.some((l) => l.target === 'engram::log'), 'the drop report')
+  const reports = lines.filter((l) => l.target === 'engram::log')
+  for (const report of reports) {
+    assert.equal(report.level, 'warn')
+    assert.match(report.message, /^\d+ log lines were dropped: the logger's queue was full$/)
+  }
+  const dropped = reports.reduce((sum, r) => sum + r.fields.dropped, 0)
+  assert.ok(dropped >= 3000 - problems, `${dropped} dropped, ${problems} of 3000 delivered`)
+})
+
 test('ENGRAM_LOG writes redacted lines to stderr, at debug and at trace', () => {
   for (const level of ['debug', 'trace']) {
     const { code, stdout, stderr } = child(
