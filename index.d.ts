@@ -454,6 +454,35 @@ export declare class Engram {
    */
   deleteAll(options: DeleteAllOptions): Promise<number>
   /**
+   * Sends engram's log lines to `logger` (for every engine and thread of this process), or
+   * stops sending them with `null`. One logger per process: a second call replaces the
+   * first. Off by default; independent of `ENGRAM_LOG`, which writes lines to stderr.
+   *
+   * Calls arrive asynchronously on the JS thread that set the logger, as
+   * `(level, target, message, fields)`: `target` is the Rust module that logged
+   * (`engram::sync`, `engram::code::indexer`, `engram::store::migrations`,
+   * `engram::store` for slow statements...), `fields` a plain object of strings, numbers and
+   * booleans. Every message and string field passed engram's privacy filter first: no
+   * secret reaches a logger. A logger that throws loses that line, never crashes the
+   * process; up to 1,024 lines wait for the JS thread, more are dropped and counted in a
+   * later `warn` line. The logger never keeps the process alive; when the thread that set
+   * it ends (a worker exiting), it is removed.
+   *
+   * `options.level` (default `'info'`) or `options.filter` (`ENGRAM_LOG`'s syntax) choose
+   * what is sent; `info` is quiet in steady state (index runs, migrations, model loads,
+   * sync recoveries), `warn` has failures and slow statements, `debug` every sync and
+   * index update. `ENGRAM_INVALID_ARG` for a level or filter that does not parse.
+   *
+   * ```ts
+   * Engram.setLogger((level, target, message, fields) => {
+   *   appLog[level === 'trace' ? 'debug' : level]({ target, ...fields }, message)
+   * }, { filter: 'info,engram::sync=debug' })
+   * // later
+   * Engram.setLogger(null)
+   * ```
+   */
+  static setLogger(logger: ((level: 'error' | 'warn' | 'info' | 'debug' | 'trace', target: string, message: string, fields: Record<string, string | number | boolean>) => void) | null, options?: LoggerOptions): void
+  /**
    * The step limit for a task of `baseMaxSteps` planned steps in `options.module` (a
    * directory such as `'src/auth/'`): scaled by the module's measured overrun (the
    * step-overrun signal's mean ratio of steps run to steps planned, once 3 finalized
@@ -1778,6 +1807,20 @@ export interface ListFilter {
   limit?: number
   /** Rows to skip. */
   offset?: number
+}
+
+/** Options of `Engram.setLogger`. */
+export interface LoggerOptions {
+  /**
+   * The finest level delivered (default `info`), for every target. Ignored when `filter`
+   * is given.
+   */
+  level?: 'error' | 'warn' | 'info' | 'debug' | 'trace'
+  /**
+   * A filter in the syntax of `ENGRAM_LOG` (tracing's `EnvFilter`): comma-separated
+   * `level` or `target=level` directives, e.g. `'warn,engram::sync=debug'`.
+   */
+  filter?: string
 }
 
 /** Options of `markUsed`. */

@@ -265,3 +265,19 @@ export async function agentFilesAndConsolidation(memory: Engram, signal: AbortSi
   const bases: Array<'meaning' | 'words'> = report.groups.map((g) => g.basis)
   return files.reduce((n, f) => n + f.created.length + f.edited.length, 0) + out.memoryIds.length + bases.length
 }
+
+/** Logging: a JS logger with a level or a filter, and turning it off. */
+export function loggingExample(lines: string[]): void {
+  Engram.setLogger(
+    (level, target, message, fields) => {
+      const severe: boolean = level === 'error' || level === 'warn'
+      const ms = fields.ms
+      lines.push(`${severe ? '!' : ' '} ${target}: ${message} ${typeof ms === 'number' ? ms : ''}`)
+    },
+    { level: 'debug' },
+  )
+  Engram.setLogger(() => {}, { filter: 'info,engram::sync=debug' })
+  // @ts-expect-error levels are the five names
+  Engram.setLogger(() => {}, { level: 'verbose' })
+  Engram.setLogger(null)
+}

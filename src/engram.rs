@@ -180,6 +180,11 @@ impl Engram {
     /// # }
     /// ```
     pub fn close(self) -> Closing {
+        tracing::debug!(
+            path = %self.engine.path().display(),
+            project = &*self.project_id,
+            "closing a handle"
+        );
         let closing = Closing {
             lifetime: Arc::clone(self.lease.lifetime()),
         };

@@ -15,6 +15,7 @@ mod engram;
 pub mod error;
 pub mod graph;
 pub mod lifecycle;
+pub mod log;
 pub mod memory;
 pub mod observer;
 pub mod retrieval;

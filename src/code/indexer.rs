@@ -178,6 +178,24 @@ pub(crate) async fn index(
     cancel: &Arc<AtomicBool>,
 ) -> Result<IndexSummary> {
     let started = Instant::now();
+    tracing::debug!(
+        root = %ctx.root.display(),
+        project = ctx.project_id,
+        "index run started"
+    );
+    let result = index_all(ctx, options, on_progress, cancel, started).await;
+    log_run("index run", ctx, &result, started, tracing::Level::INFO);
+    result
+}
+
+/// [`index`] without its log lines.
+async fn index_all(
+    ctx: &IndexCtx<'_>,
+    options: &IndexOptions,
+    on_progress: &(dyn Fn(&IndexProgress) + Send + Sync),
+    cancel: &Arc<AtomicBool>,
+    started: Instant,
+) -> Result<IndexSummary> {
     on_progress(&IndexProgress {
         phase: IndexPhase::Scanning,
         files_done: 0,
@@ -210,6 +228,27 @@ pub(crate) async fn update_paths(
     cancel: &Arc<AtomicBool>,
 ) -> Result<IndexSummary> {
     let started = Instant::now();
+    tracing::debug!(
+        root = %ctx.root.display(),
+        project = ctx.project_id,
+        paths = paths.len(),
+        "index update started"
+    );
+    let result = update_listed(ctx, options, rules, paths, cancel, started).await;
+    // Watch updates are the steady state: debug only.
+    log_run("index update", ctx, &result, started, tracing::Level::DEBUG);
+    result
+}
+
+/// [`update_paths`] without its log lines.
+async fn update_listed(
+    ctx: &IndexCtx<'_>,
+    options: &IndexOptions,
+    rules: &Arc<PathRules>,
+    paths: &[String],
+    cancel: &Arc<AtomicBool>,
+    started: Instant,
+) -> Result<IndexSummary> {
     let root = ctx.root.to_path_buf();
     let (rules_for_scan, paths_for_scan) = (rules.clone(), paths.to_vec());
     let scan =
@@ -231,6 +270,59 @@ pub(crate) async fn update_paths(
     // Known files under the event paths that the scan did not find are gone (or ignored now).
     let plan = Plan::new(scan.files, known, project, options);
     run(ctx, options, plan, &|_| {}, cancel, started).await
+}
+
+/// Logs how a run ended: `level` when it finished (with what it did), `debug` when it was
+/// cancelled, `warn` when it failed.
+fn log_run(
+    what: &'static str,
+    ctx: &IndexCtx<'_>,
+    result: &Result<IndexSummary>,
+    started: Instant,
+    level: tracing::Level,
+) {
+    let root = ctx.root.display();
+    let ms = crate::log::ms(started.elapsed());
+    match result {
+        Ok(s) => {
+            macro_rules! finished {
+                ($level:expr) => {
+                    tracing::event!(
+                        $level,
+                        root = %root,
+                        project = ctx.project_id,
+                        files_seen = s.files_seen,
+                        files_changed = s.files_indexed,
+                        files_unchanged = s.files_unchanged,
+                        files_failed = s.files_skipped,
+                        files_removed = s.files_removed,
+                        problems = s.problems.len() as u64,
+                        chunks = s.chunks,
+                        ms,
+                        "{what} finished"
+                    )
+                };
+            }
+            if level == tracing::Level::INFO {
+                finished!(tracing::Level::INFO);
+            } else {
+                finished!(tracing::Level::DEBUG);
+            }
+        }
+        Err(Error::Aborted) => {
+            tracing::debug!(root = %root, project = ctx.project_id, ms, "{what} cancelled");
+        }
+        Err(e) => {
+            tracing::warn!(
+                root = %root,
+                project = ctx.project_id,
+                code = e.code(),
+                error = %e,
+                ms,
+                "{what} failed"
+            );
+        }
+    }
 }
 
 /// What a run will do: the files to read and the file ids to remove.
@@ -432,6 +524,12 @@ fn tally(summary: &mut IndexSummary, record: &FileRecord) {
         summary.bytes += record.size_bytes as u64;
     }
     for &issue in &a.issues {
+        tracing::debug!(
+            path = %record.path,
+            issue = issue.as_str(),
+            skipped = issue.skips_file(),
+            "file indexed with a problem"
+        );
         if summary.problems.len() < MAX_LISTED {
             summary.problems.push(FileProblem {
                 path: record.path.clone(),

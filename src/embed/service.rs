@@ -132,9 +132,29 @@ fn shared_local_model(
     // Held across the load so that concurrent first uses load once, not twice.
     let mut models = loaded_models().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(model) = models.get(&key).and_then(Weak::upgrade) {
+        tracing::debug!(dir = %dir.display(), "reusing the loaded local model");
         return Ok((model, dir));
     }
-    let model = Arc::new(LocalEmbedder::load(&files, options)?);
+    let started = std::time::Instant::now();
+    let model = match LocalEmbedder::load(&files, options) {
+        Ok(model) => Arc::new(model),
+        Err(e) => {
+            tracing::warn!(
+                dir = %dir.display(),
+                code = e.code(),
+                error = %e,
+                "loading the local model failed"
+            );
+            return Err(e);
+        }
+    };
+    tracing::info!(
+        dir = %dir.display(),
+        max_tokens = options.max_tokens as u64,
+        threads = options.threads as u64,
+        ms = crate::log::ms(started.elapsed()),
+        "loaded the local model"
+    );
     models.retain(|_, weak| weak.strong_count() > 0);
     models.insert(key, Arc::downgrade(&model));
     Ok((model, dir))
@@ -280,13 +300,37 @@ impl EmbeddingService {
                 )));
             }
         }
+        let started = std::time::Instant::now();
         match load(&self.provider) {
             Ok((embedder, dir)) => {
+                tracing::debug!(
+                    provider = %self.provider.name(),
+                    model = %embedder.id().key(),
+                    ms = crate::log::ms(started.elapsed()),
+                    "embedding provider ready"
+                );
                 *last_failure = None;
                 *loaded = Some((embedder.clone(), dir));
                 Ok(embedder)
             }
             Err(error) => {
+                // A local model that is not installed is an expected state, asked about on
+                // every dense call until it is: debug. Anything else is worth a warning
+                // (a remote provider is asked again after 15 s at the earliest).
+                if remote || !matches!(error, Error::ModelUnavailable(_)) {
+                    tracing::warn!(
+                        provider = %self.provider.name(),
+                        code = error.code(),
+                        error = %error,
+                        "the embedding provider is unavailable"
+                    );
+                } else {
+                    tracing::debug!(
+                        provider = %self.provider.name(),
+                        error = %error,
+                        "no embedding model"
+                    );
+                }
                 if remote {
                     let reason = match &error {
                         Error::ModelUnavailable(why) => why.clone(),

@@ -261,6 +261,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        tracing::debug!(path = %self.path.display(), "closed the engine (no handle or call holds it)");
         // The loop drops the replica and ends its hold; the registry forgets this engine when
         // the last hold ends (see `lifetime`).
         if let Some(sync) = &self.sync {

@@ -52,6 +52,7 @@ pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engi
         _ => canonical_db_path(path)?,
     };
     if let Some(engine) = live(&key) {
+        tracing::trace!(path = %key.display(), "joining the open engine");
         return join(engine, &options);
     }
     let _creating = loop {
@@ -71,7 +72,25 @@ pub(super) async fn open(path: &Path, options: EngineOptions) -> Result<Arc<Engi
         }
     };
     let runtime = tokio::runtime::Handle::try_current().ok();
-    let engine = Arc::new(Engine::create(key.clone(), options).await?);
+    let started = std::time::Instant::now();
+    let mode = match &options.sync {
+        _ if crate::sync::remote::url_of(&key).is_some() => "remote",
+        Some(_) => "sync",
+        None => "local",
+    };
+    let engine = match Engine::create(key.clone(), options).await {
+        Ok(engine) => Arc::new(engine),
+        Err(e) => {
+            tracing::debug!(path = %key.display(), mode, code = e.code(), error = %e, "opening the engine failed");
+            return Err(e);
+        }
+    };
+    tracing::debug!(
+        path = %key.display(),
+        mode,
+        ms = crate::log::ms(started.elapsed()),
+        "opened the engine"
+    );
     if let Some(sync) = &engine.sync {
         sync.start(Arc::downgrade(&engine), &engine.lifetime, runtime);
     }

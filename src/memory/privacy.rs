@@ -7,7 +7,7 @@
 //! `TOKEN_TTL=3600`) survive. The unit tests hold a table of real-looking secrets and of
 //! look-alikes that must not be touched.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 
@@ -231,17 +231,17 @@ fn looks_like_code(value: &str) -> bool {
             && value.chars().next().is_some_and(|c| c.is_alphabetic()))
 }
 
+/// The set of every rule, compiled on first use (~2 ms); each rule's own regex only when a
+/// text first matches the set (~3 ms for all of them): most processes redact only text without
+/// secrets, and the first log line or memory should not pay for the rest.
 struct Compiled {
     any: RegexSet,
-    rules: Vec<(&'static Rule, Regex)>,
+    rules: Vec<(&'static Rule, OnceLock<Regex>)>,
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
     any: RegexSet::new(RULES.iter().map(|r| r.pattern)).expect("privacy patterns compile"),
-    rules: RULES
-        .iter()
-        .map(|r| (r, Regex::new(r.pattern).expect("privacy pattern compiles")))
-        .collect(),
+    rules: RULES.iter().map(|r| (r, OnceLock::new())).collect(),
 });
 
 /// Replaces every secret in `text` with [`REDACTED`].
@@ -261,6 +261,7 @@ pub fn redact(text: &str) -> Redacted {
     let mut count = 0;
     let mut kinds = Vec::new();
     for (rule, re) in &compiled.rules {
+        let re = re.get_or_init(|| Regex::new(rule.pattern).expect("privacy pattern compiles"));
         let mut replaced = String::with_capacity(out.len());
         let mut last = 0;
         let mut hits = 0;

@@ -34,6 +34,7 @@ mod graph_types;
 mod json;
 mod lifecycle;
 mod lifecycle_types;
+mod logging;
 mod observer;
 mod panel;
 mod panel_types;

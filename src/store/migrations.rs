@@ -194,6 +194,12 @@ pub(crate) async fn migrate(conn: &Connection, homes: &[Home]) -> Result<Vec<Sch
     for &home in homes {
         let found = current_version(conn, home).await?;
         if found > home.latest() {
+            tracing::warn!(
+                home = home.name(),
+                found,
+                supported = home.latest(),
+                "the file's schema is newer than this build knows; refusing it untouched"
+            );
             return Err(Error::SchemaTooNew {
                 home: home.name(),
                 found,
@@ -201,9 +207,32 @@ pub(crate) async fn migrate(conn: &Connection, homes: &[Home]) -> Result<Vec<Sch
             });
         }
         let mut applied = 0;
+        let started = std::time::Instant::now();
         for m in home.migrations().iter().filter(|m| m.version > found) {
+            let step = std::time::Instant::now();
             apply(conn, home, m).await?;
+            tracing::debug!(
+                home = home.name(),
+                version = m.version,
+                name = m.name,
+                ms = crate::log::ms(step.elapsed()),
+                "applied migration {} v{} ({})",
+                home.name(),
+                m.version,
+                m.name
+            );
             applied += 1;
+        }
+        if applied > 0 {
+            tracing::info!(
+                home = home.name(),
+                from = found,
+                to = found + applied,
+                ms = crate::log::ms(started.elapsed()),
+                "migrated schema home {} from v{found} to v{}",
+                home.name(),
+                found + applied
+            );
         }
         out.push(SchemaStatus {
             home: home.name(),

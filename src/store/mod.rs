@@ -245,19 +245,28 @@ impl Store {
     }
 
     /// Waits for the single writer connection. Hold the guard only for the duration of one
-    /// write transaction: every other writer in the process queues behind it.
-    pub async fn writer(&self) -> Writer<'_> {
-        debug_assert_not_lowered();
-        Writer {
-            conn: Some(Arc::clone(&self.writer).lock_owned().await),
-            written: &self.written,
-            released: &self.released,
-            remote: self.remote,
+    /// write transaction: every other writer in the process queues behind it. A wait or a
+    /// hold longer than `ENGRAM_SLOW_MS` is logged with the caller's location.
+    #[track_caller]
+    pub fn writer(&self) -> impl std::future::Future<Output = Writer<'_>> + '_ {
+        let site = std::panic::Location::caller();
+        async move {
+            debug_assert_not_lowered();
+            let held = Held::asked(site);
+            let conn = Arc::clone(&self.writer).lock_owned().await;
+            Writer {
+                conn: Some(conn),
+                written: &self.written,
+                released: &self.released,
+                remote: self.remote,
+                held: held.taken(),
+            }
         }
     }
 
     /// The writer, if it is free and has been for at least `idle` (for background work that
     /// must not delay a burst of writes); otherwise how long to wait before asking again.
+    #[track_caller]
     pub(crate) fn writer_if_idle(
         &self,
         idle: Duration,
@@ -273,6 +282,7 @@ impl Store {
                 written: &self.written,
                 released: &self.released,
                 remote: self.remote,
+                held: Held::asked(std::panic::Location::caller()),
             }),
             Err(_) => Err(idle),
         }
@@ -281,6 +291,7 @@ impl Store {
     /// The writer, if it is free and nobody has taken it since it was released for the
     /// `count`th time (see [`Store::writer_releases`]): background work that yields the
     /// writer between short passes goes on at once when no write came in between.
+    #[track_caller]
     pub(crate) fn writer_if_unused_since(&self, count: u64) -> Option<Writer<'_>> {
         debug_assert_not_lowered();
         let conn = Arc::clone(&self.writer).try_lock_owned().ok()?;
@@ -294,6 +305,7 @@ impl Store {
             written: &self.written,
             released: &self.released,
             remote: self.remote,
+            held: Held::asked(std::panic::Location::caller()),
         })
     }
 
@@ -307,9 +319,12 @@ impl Store {
         self.written.clone()
     }
 
-    /// Takes a pooled read connection (waits when all are busy).
-    pub async fn reader(&self) -> Reader<'_> {
-        self.readers.get().await
+    /// Takes a pooled read connection (waits when all are busy). A wait or a hold longer than
+    /// `ENGRAM_SLOW_MS` is logged with the caller's location.
+    #[track_caller]
+    pub fn reader(&self) -> impl std::future::Future<Output = Reader<'_>> + '_ {
+        let site = std::panic::Location::caller();
+        async move { self.readers.get(Held::asked(site)).await }
     }
 }
 
@@ -319,6 +334,57 @@ struct WriterConn {
     statements: StatementCache,
 }
 
+/// When a connection was asked for and taken, and by whom: a slow wait or hold is logged
+/// (`engram::store`, warn) when the connection goes back.
+pub(crate) struct Held {
+    site: &'static std::panic::Location<'static>,
+    asked: std::time::Instant,
+    waited: Duration,
+}
+
+impl Held {
+    /// Asked for now, by the code at `site`.
+    fn asked(site: &'static std::panic::Location<'static>) -> Held {
+        Held {
+            site,
+            asked: std::time::Instant::now(),
+            waited: Duration::ZERO,
+        }
+    }
+
+    /// Taken now: the time since it was asked for was a wait.
+    pub(crate) fn taken(mut self) -> Held {
+        self.waited = self.asked.elapsed();
+        self
+    }
+
+    /// Logs the use if it was slow; `what` names the connection, `sql` the slowest statement
+    /// known to have run on it.
+    pub(crate) fn end(&self, what: &'static str, sql: Option<&'static str>) {
+        let total = self.asked.elapsed();
+        let threshold = crate::log::slow_threshold();
+        if total < threshold {
+            return;
+        }
+        let held = total.saturating_sub(self.waited);
+        tracing::warn!(
+            at = %self.site,
+            waited_ms = crate::log::ms(self.waited),
+            held_ms = crate::log::ms(held),
+            sql = sql.map(collapse_whitespace),
+            "slow {what}: {} ms (over {} ms)",
+            total.as_millis(),
+            threshold.as_millis()
+        );
+    }
+}
+
+/// `sql` on one line, at most 200 bytes (for log lines).
+fn collapse_whitespace(sql: &str) -> String {
+    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::clip_bytes(&one_line, 200).to_owned()
+}
+
 /// The writer connection, held exclusively (see [`Store::writer`]).
 pub struct Writer<'a> {
     /// Always present until drop (taken there to hand a remote rollback to a task).
@@ -326,6 +392,7 @@ pub struct Writer<'a> {
     written: &'a tokio::sync::Notify,
     released: &'a Releases,
     remote: bool,
+    held: Held,
 }
 
 impl Writer<'_> {
@@ -381,6 +448,7 @@ impl Drop for Writer<'_> {
             }
         }
         self.written.notify_waiters();
+        self.held.end("write", None);
     }
 }
 
@@ -399,5 +467,56 @@ impl Error {
             },
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_write_and_a_slow_read_are_logged_with_their_caller() {
+        let (dispatch, out) = crate::log::testing::capture("engram::store=warn");
+        // The test's body runs on this thread, and so do the guards' drops.
+        let _scope = tracing::dispatcher::set_default(&dispatch);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("slow.db"), &StoreOptions::default())
+            .await
+            .unwrap();
+        let slow = crate::log::slow_threshold() + Duration::from_millis(20);
+        drop(store.writer().await);
+        drop(store.reader().await);
+        assert_eq!(out.text(), "", "quick uses are not logged");
+
+        let write_line = line!() + 1;
+        let writer = store.writer().await;
+        tokio::time::sleep(slow).await;
+        drop(writer);
+        let read_line = line!() + 1;
+        let mut reader = store.reader().await;
+        reader.query_integer("SELECT   1\n  + 1", ()).await.unwrap();
+        tokio::time::sleep(slow).await;
+        drop(reader);
+
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].contains("WARN engram::store: slow write:"),
+            "{text}"
+        );
+        assert!(
+            lines[0].contains(&format!(" at=src/store/mod.rs:{write_line}:")),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("WARN engram::store: slow read:"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains(&format!(" at=src/store/mod.rs:{read_line}:")),
+            "{text}"
+        );
+        assert!(lines[1].contains(" sql=\"SELECT 1 + 1\""), "{text}");
     }
 }

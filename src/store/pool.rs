@@ -9,6 +9,7 @@ use libsql::{Connection, Row};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::statements::StatementCache;
+use super::Held;
 use crate::error::{DbContext, Result};
 
 /// A read connection and the statements prepared on it.
@@ -39,7 +40,7 @@ impl ReaderPool {
         }
     }
 
-    pub(crate) async fn get(&self) -> Reader<'_> {
+    pub(crate) async fn get(&self, held: Held) -> Reader<'_> {
         // The semaphore is never closed, so acquire cannot fail.
         let permit = self.permits.acquire().await.expect("reader pool closed");
         let conn = self
@@ -52,6 +53,8 @@ impl ReaderPool {
             conn: Some(conn),
             pool: self,
             _permit: permit,
+            held: held.taken(),
+            slowest: None,
         }
     }
 }
@@ -61,6 +64,10 @@ pub struct Reader<'a> {
     conn: Option<PooledConn>,
     pool: &'a ReaderPool,
     _permit: SemaphorePermit<'a>,
+    held: Held,
+    /// The slowest cached statement run through this borrow, and its time (named when the
+    /// borrow was slow).
+    slowest: Option<(&'static str, std::time::Duration)>,
 }
 
 impl Deref for Reader<'_> {
@@ -84,6 +91,7 @@ impl Reader<'_> {
         params: impl IntoParams,
         mut map: impl FnMut(&Row) -> Result<T>,
     ) -> Result<Vec<T>> {
+        let started = std::time::Instant::now();
         let pooled = self.conn.as_mut().expect("present until drop");
         // Declared before the rows, so dropped (and reset) after them.
         let statement = pooled.statements.get(&pooled.conn, sql).await?;
@@ -91,6 +99,10 @@ impl Reader<'_> {
         let mut rows = statement.query(params).await.ctx("running a read")?;
         while let Some(row) = rows.next().await.ctx("reading a row")? {
             out.push(map(&row)?);
+        }
+        let took = started.elapsed();
+        if self.slowest.is_none_or(|(_, slowest)| took > slowest) {
+            self.slowest = Some((sql, took));
         }
         Ok(out)
     }
@@ -115,6 +127,7 @@ impl Reader<'_> {
 
 impl Drop for Reader<'_> {
     fn drop(&mut self) {
+        self.held.end("read", self.slowest.map(|(sql, _)| sql));
         if let Some(conn) = self.conn.take() {
             // Push before the permit is released (fields drop after this body runs).
             self.pool

@@ -241,6 +241,13 @@ impl SyncService {
         tx.commit().await.ctx("committing sync setup")?;
         drop(writer);
 
+        tracing::debug!(
+            url = %url,
+            device_id = %device_id,
+            mode = options.mode.as_str(),
+            interval_ms = options.interval.as_millis() as u64,
+            "sync set up"
+        );
         let mut status = SyncStatus::disabled();
         status.state = SyncState::Idle;
         status.url = Some(url.clone());
@@ -435,6 +442,7 @@ impl SyncService {
         let mut run = Arc::clone(&self.run).lock_owned().await;
         let started_at = clock.now_ms();
         let t0 = Instant::now();
+        tracing::debug!(url = %self.url, mode = self.mode.as_str(), "sync started");
         {
             let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
             status.state = SyncState::Syncing;
@@ -493,12 +501,13 @@ impl SyncService {
                     status.state = SyncState::Idle;
                     status.last_success_at = Some(ended_at);
                     status.last_report = Some(*report);
-                    status.consecutive_failures = 0;
                     status.totals.syncs += 1;
                     status.totals.frames += report.frames;
                     status.totals.pushed += report.pushed;
                     status.totals.pulled += report.pulled;
                     status.next_attempt_at = Some(ended_at + self.interval.as_millis() as i64);
+                    let after_failures = std::mem::take(&mut status.consecutive_failures);
+                    log_synced(report, after_failures);
                     SyncEvent::Synced { report: *report }
                 }
                 Err(e) => {
@@ -517,6 +526,7 @@ impl SyncService {
                     status.last_error = Some(failure.clone());
                     let retry = self.backoff(status.consecutive_failures);
                     status.next_attempt_at = Some(ended_at + retry.as_millis() as i64);
+                    log_failed(e, status.consecutive_failures, retry, t0.elapsed(), pending);
                     SyncEvent::Failed {
                         error: failure,
                         consecutive_failures: status.consecutive_failures,
@@ -547,6 +557,7 @@ impl SyncService {
         let (store, clock) = (app.store(), &*app.engine.clock);
         if let Some(source) = &self.token_source {
             if refresh_token || run.token.is_none() {
+                tracing::debug!(refresh = refresh_token, "asking getAuthToken for a token");
                 run.token = Some(source.token(refresh_token).await?);
                 run.replica = None;
             }
@@ -554,6 +565,11 @@ impl SyncService {
         if run.replica.is_none() {
             // Offline, this fails in milliseconds where libSQL's handshake retries take 3 s.
             replica::probe(&self.url).await?;
+            tracing::debug!(
+                url = %self.url,
+                replica = %self.replica_path.display(),
+                "opening the embedded replica"
+            );
             let token = run.token.clone().unwrap_or_default();
             run.replica =
                 Some(Replica::open(&self.replica_path, &self.url, &token, self.mode).await?);
@@ -585,6 +601,10 @@ impl SyncService {
             let recorded = state_value(&*store.reader().await, "server_id").await?;
             if recorded.is_some() && id != recorded {
                 // Another database answers at this URL: the replica mirrors the old one.
+                tracing::warn!(
+                    url = %self.url,
+                    "another database answers at the sync URL; replacing the replica"
+                );
                 let stale = run.replica.take().expect("opened above");
                 stale.discard(&self.replica_path)?;
                 let fresh = Replica::open(&self.replica_path, &self.url, &token, self.mode).await?;
@@ -666,6 +686,57 @@ impl SyncService {
 /// Records the server's identity on first contact. A different one later means the database
 /// behind the URL was recreated: the pull mark is reset and every shareable row is queued
 /// again, so the new server gets everything this device has. Returns whether that happened.
+/// A successful run: `debug` (a run per write burst and per interval is the steady state),
+/// `info` when it ends a run of failures.
+fn log_synced(report: &SyncReport, after_failures: u32) {
+    macro_rules! synced {
+        ($level:expr, $message:expr) => {
+            tracing::event!(
+                $level,
+                pushed = report.pushed,
+                pushed_rows = report.pushed_rows,
+                pulled = report.pulled,
+                pulled_rows = report.pulled_rows,
+                frames = report.frames,
+                duplicates = report.duplicates,
+                pending = report.pending,
+                ms = (report.duration_ms * 100.0).round() / 100.0,
+                after_failures,
+                $message
+            )
+        };
+    }
+    if after_failures > 0 {
+        synced!(tracing::Level::INFO, "sync recovered");
+    } else {
+        synced!(tracing::Level::DEBUG, "synced");
+    }
+}
+
+/// A failed run: `warn` for the first of a streak, `debug` for the retries that follow (the
+/// back-off grows to 5 minutes; `syncStatus()` has the count).
+fn log_failed(e: &Error, failures: u32, retry: Duration, took: Duration, pending: u64) {
+    macro_rules! failed {
+        ($level:expr) => {
+            tracing::event!(
+                $level,
+                code = e.code(),
+                error = %e,
+                consecutive_failures = failures,
+                retry_in_ms = retry.as_millis() as u64,
+                ms = crate::log::ms(took),
+                pending,
+                "sync failed"
+            )
+        };
+    }
+    if failures <= 1 {
+        failed!(tracing::Level::WARN);
+    } else {
+        failed!(tracing::Level::DEBUG);
+    }
+}
+
 async fn bind_server(app: &AppSide, server_id: &str) -> Result<bool> {
     let recorded = state_value(&*app.store().reader().await, "server_id").await?;
     if recorded.as_deref() == Some(server_id) {
