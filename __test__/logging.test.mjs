@@ -188,11 +188,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 const dir = mkdtempSync(join(tmpdir(), 'engram-log-'))
 // The secrets are in what is remembered, in the database's path, the project root and a file
-// name (so they are in log fields), and in the file's content. (Separated by '-': the privacy
-// filter's vendor patterns start at a word boundary, so 'token_ghp_…' is not recognised.)
+// name (so they are in log fields, one glued to a name by '_'), and in the file's content.
 const root = join(dir, 'checkout-${OPENAI}')
 mkdirSync(join(root, 'src'), { recursive: true })
-writeFileSync(join(root, 'src', 'token-${GITHUB}.py'), 'def f(:\\n  token = "${GITHUB}"\\n')
+writeFileSync(join(root, 'src', 'token_${GITHUB}.py'), 'def f(:\\n  token = "${GITHUB}"\\n')
 const db = await Engram.open({ path: join(dir, 'memory-${GITHUB}.db'), projectRoot: root })
 await db.remember({ type: 'gotcha', content: 'the CI token is ${GITHUB} and the key ${OPENAI}' })
 await db.index()
@@ -206,7 +205,7 @@ console.log('done')`,
     assert.equal(stdout.trim(), 'done')
     assert.match(stderr, /INFO engram::store::migrations: migrated schema home main from v0 to v\d+ home=main from=0/)
     assert.match(stderr, /INFO engram::code::indexer: index run finished .*files_changed=1/)
-    assert.match(stderr, /DEBUG engram::code::indexer: file indexed with a problem path=src\/token-\[REDACTED\]\.py/)
+    assert.match(stderr, /DEBUG engram::code::indexer: file indexed with a problem path=src\/token_\[REDACTED\]\.py/)
     assert.match(stderr, /DEBUG engram::engine::registry: opened the engine path=\S*memory-\[REDACTED\]\.db mode=local/)
     for (const secret of [GITHUB, OPENAI, 'ghp_', 'sk-proj']) {
       assert.ok(!stderr.includes(secret), `${secret} reached stderr at ${level}:\n${stderr}`)

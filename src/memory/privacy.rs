@@ -240,9 +240,21 @@ struct Compiled {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
-    any: RegexSet::new(RULES.iter().map(|r| r.pattern)).expect("privacy patterns compile"),
+    any: RegexSet::new(RULES.iter().map(|r| effective_pattern(r.pattern)))
+        .expect("privacy patterns compile"),
     rules: RULES.iter().map(|r| (r, OnceLock::new())).collect(),
 });
+
+/// A vendor format anchored at a word boundary (`\bghp_...`) also starts after an underscore,
+/// so a token glued to a name (`token_ghp_...`, `KEY_sk-ant-...`) is found: `_` is a word
+/// character, so `\b` alone misses it. Only the token is replaced (the `s` group), so the name
+/// before it stays readable.
+fn effective_pattern(pattern: &'static str) -> std::borrow::Cow<'static, str> {
+    match pattern.strip_prefix(r"\b") {
+        Some(rest) if !pattern.contains("(?P<s>") => format!(r"(?:\b|_)(?P<s>{rest})").into(),
+        _ => pattern.into(),
+    }
+}
 
 /// Replaces every secret in `text` with [`REDACTED`].
 ///
@@ -261,7 +273,9 @@ pub fn redact(text: &str) -> Redacted {
     let mut count = 0;
     let mut kinds = Vec::new();
     for (rule, re) in &compiled.rules {
-        let re = re.get_or_init(|| Regex::new(rule.pattern).expect("privacy pattern compiles"));
+        let re = re.get_or_init(|| {
+            Regex::new(&effective_pattern(rule.pattern)).expect("privacy pattern compiles")
+        });
         let mut replaced = String::with_capacity(out.len());
         let mut last = 0;
         let mut hits = 0;
@@ -395,6 +409,26 @@ mod tests {
     fn private_key_block_is_removed_whole() {
         let r = redact(SECRETS[0].1);
         assert_eq!(r.text, "key:\n[REDACTED]\nend");
+    }
+
+    #[test]
+    fn tokens_glued_to_a_name_by_an_underscore_are_found() {
+        for (text, kept) in [
+            (
+                "file token_ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8.txt",
+                "token_",
+            ),
+            (
+                "KEY_sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+                "KEY_",
+            ),
+            ("cfg_hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567 set", "cfg_"),
+            ("old_AKIAIOSFODNN7EXAMPLE", "old_"),
+        ] {
+            let r = redact(text);
+            assert_eq!(r.count, 1, "{text} -> {}", r.text);
+            assert!(r.text.contains(&format!("{kept}{REDACTED}")), "{}", r.text);
+        }
     }
 
     #[test]
