@@ -152,6 +152,37 @@ pub fn download_model(
     progress: &dyn Fn(&DownloadProgress),
     cancel: &AtomicBool,
 ) -> Result<ModelFiles> {
+    let started = std::time::Instant::now();
+    tracing::info!(
+        hub = %source.base_url,
+        repo = %source.repo,
+        revision = %source.revision,
+        dest = %dest.display(),
+        "downloading the model"
+    );
+    let result = download_into(source, dest, progress, cancel);
+    match &result {
+        Ok(_) => tracing::info!(
+            dest = %dest.display(),
+            bytes = source.total_bytes(),
+            ms = crate::log::ms(started.elapsed()),
+            "model downloaded and installed"
+        ),
+        Err(err) => tracing::warn!(
+            code = err.code(),
+            error = %err,
+            "model download stopped; what was fully received is kept for the next run"
+        ),
+    }
+    result
+}
+
+fn download_into(
+    source: &HubSource,
+    dest: &Path,
+    progress: &dyn Fn(&DownloadProgress),
+    cancel: &AtomicBool,
+) -> Result<ModelFiles> {
     let work_dir = download_dir(source, dest)?;
     fs::create_dir_all(&work_dir)
         .map_err(|e| Error::io(format!("creating {}", work_dir.display()), e))?;
