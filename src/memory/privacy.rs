@@ -92,7 +92,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "slack_token",
-        pattern: r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        pattern: r"\b(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}",
         accept: always,
     },
     Rule {
@@ -142,7 +142,8 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "url_credentials",
-        pattern: r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<s>[^\s@/]+)@",
+        // The user may be empty (`redis://:password@host`).
+        pattern: r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<s>[^\s@/]+)@",
         accept: always,
     },
     Rule {
@@ -156,14 +157,102 @@ const RULES: &[Rule] = &[
         accept: always,
     },
     Rule {
+        kind: "discord_bot_token",
+        pattern: r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "shopify_token",
+        pattern: r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "docker_pat",
+        pattern: r"\bdckr_pat_[A-Za-z0-9_-]{20,}",
+        accept: always,
+    },
+    Rule {
+        kind: "mailgun_key",
+        pattern: r"\bkey-[0-9a-f]{32}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "age_secret_key",
+        pattern: r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b",
+        accept: always,
+    },
+    Rule {
+        kind: "square_token",
+        pattern: r"\bsq0(?:atp|csp)-[0-9A-Za-z_-]{22,60}",
+        accept: always,
+    },
+    // Passwords on command lines: `mysql -pPW`, `curl -u user:PW`, `docker login -p PW`.
+    Rule {
+        kind: "cli_password",
+        pattern: r#"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<s>[^\s'"-][^\s'"]*)"#,
+        accept: not_a_placeholder,
+    },
+    Rule {
+        kind: "cli_password",
+        pattern: r#"\bcurl\b[^\n]*?\s(?:-u|--user)\s+['"]?[^\s:'"]+:(?P<s>[^\s'"]+)"#,
+        accept: not_a_placeholder,
+    },
+    Rule {
+        kind: "cli_password",
+        pattern: r#"\b(?:docker|podman|helm)\s+(?:registry\s+)?login\b[^\n]*?\s(?:-p|--password)(?:\s+|=)['"]?(?P<s>[^\s'"]+)"#,
+        accept: not_a_placeholder,
+    },
+    // Prose: "the root password on staging is Tr0ub4dor".
+    Rule {
+        kind: "password_in_prose",
+        pattern: r#"(?i)\b(?:password|passphrase|passwd|pin code)\b[^\n.:=]{0,40}?\b(?:is|was)\s+['"`]?(?P<s>[^\s'"`,;]{4,})"#,
+        accept: credential_shaped,
+    },
+    Rule {
         kind: "secret_assignment",
         pattern: r#"(?i)(?P<k>\b[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)(?:[_.-][A-Za-z0-9_]+)*)["']?[ \t]*[:=][ \t]*(?P<s>"[^"\n]*"|'[^'\n]*'|[^\s,;'"`)]+)"#,
         accept: secret_value,
     },
 ];
 
+/// A value given on a command line, unless it is a variable or placeholder (`$PASS`, `<pw>`).
+fn not_a_placeholder(value: &str, _: bool, _: &str) -> bool {
+    !is_placeholder(value)
+}
+
+/// A word in prose that reads like a credential: not a plain lowercase word ("changed",
+/// "required"), but something with digits, symbols or mixed case.
+fn credential_shaped(raw: &str, _: bool, _: &str) -> bool {
+    let value = raw.trim_end_matches(['.', '!', '?', ')']);
+    let has_digit = value.chars().any(|c| c.is_ascii_digit());
+    let has_upper = value.chars().any(|c| c.is_ascii_uppercase());
+    let has_lower = value.chars().any(|c| c.is_ascii_lowercase());
+    let has_symbol = value.chars().any(|c| !c.is_alphanumeric());
+    value.len() >= 4
+        && !is_placeholder(value)
+        && (has_digit || has_symbol || (has_upper && has_lower))
+}
+
+/// Last parts of a key name that say the value is *about* a secret, not the secret:
+/// `password_reset_url`, `private_key_path`, `api_key_header_name`, `token_type`, `SECRET_NAME`.
+const DESCRIPTIVE_KEY_ENDINGS: &[&str] = &[
+    "url", "uri", "path", "file", "dir", "name", "type", "header", "length", "len", "ttl",
+    "expiry", "expires", "prefix", "field", "env", "var", "hint", "policy", "format",
+];
+
+fn key_describes_a_secret(key: &str) -> bool {
+    key.rsplit(['_', '.', '-']).next().is_some_and(|last| {
+        DESCRIPTIVE_KEY_ENDINGS
+            .iter()
+            .any(|ending| last.eq_ignore_ascii_case(ending))
+    }) && key.contains(['_', '.', '-'])
+}
+
 /// Judges the value of a `key = value` whose key names a secret.
 fn secret_value(raw: &str, quoted: bool, key: &str) -> bool {
+    if key_describes_a_secret(key) {
+        return false;
+    }
     let value = raw.trim_matches(|c| c == '"' || c == '\'');
     if value.is_empty() || value == REDACTED || is_placeholder(value) {
         return false;
@@ -352,6 +441,18 @@ mod tests {
         ("secret_assignment", "client_secret: 'Zr8!kq'"),
         ("secret_assignment", "the admin password: hunter2 works"),
         ("secret_assignment", "SECRET_KEY=django-insecure-abcdefghijkl"),
+        ("slack_token", "SLACK_APP=xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef"),
+        ("url_credentials", "REDIS_URL=redis://:Zq9wX2vB7n@cache.internal:6379/0"),
+        ("cli_password", "mysql -h db -u root -pS3cretPw9 app"),
+        ("cli_password", "curl -u deploy:Hx7!mQ2pLz https://ci.example.com/api"),
+        ("cli_password", "docker login -u bot -p Dk8sPw2xQ registry.example.com"),
+        ("discord_bot_token", "DISCORD=MTA4NjQ5NzQ1NjA1MjM1NzI0OA.GhXyZ1.abcDEF123ghiJKL456mnoPQR789stuVW"),
+        ("shopify_token", "shpat_0123456789abcdef0123456789abcdef"),
+        ("docker_pat", "dckr_pat_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr"),
+        ("mailgun_key", "MAILGUN key-0123456789abcdef0123456789abcdef"),
+        ("age_secret_key", "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"),
+        ("square_token", "sq0atp-AbCdEfGhIjKlMnOpQrStUv12"),
+        ("password_in_prose", "the root password on staging is Tr0ub4dor&3 so be careful"),
     ];
 
     /// Text that mentions secrets without containing one: must come back unchanged.
@@ -377,6 +478,15 @@ mod tests {
         "passwordHash = bcrypt(password)",
         "secret: process.env.SECRET",
         "Access token expiry is configured in auth.ts",
+        r#"password_reset_url = "/account/reset""#,
+        r#"private_key_path = "~/.ssh/id_rsa""#,
+        r#"api_key_header_name = "X-API-Key""#,
+        r#"token_type: "bearer""#,
+        "SECRET_NAME=prod/db/credentials",
+        "the password is changed every month",
+        "mysql -p app (it prompts for the password)",
+        "docker login --password-stdin < token.txt",
+        "curl -u \"$USER:$PASS\" https://x",
     ];
 
     #[test]
