@@ -3,8 +3,10 @@
 //! a content host, `Range` requests answered with 206), and misbehaves on demand: a connection
 //! cut mid-file, a `Range` ignored, bytes that do not match the pinned SHA-256, a missing file.
 
+mod common;
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -74,27 +76,13 @@ fn serve(
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut stream = stream;
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some((path, headers)) = common::read_head(&mut reader) else {
             return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-        let mut range = None;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("range") {
-                    range = Some(value.trim().to_owned());
-                }
-            }
-        }
+        };
+        let range = headers
+            .into_iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("range"))
+            .map(|(_, value)| value);
         log.lock().unwrap().push(Seen {
             path: path.clone(),
             range: range.clone(),

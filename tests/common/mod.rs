@@ -88,27 +88,38 @@ impl Server {
     }
 }
 
+/// Reads one HTTP/1.1 request's line and headers: the path and the headers as sent, or `None`
+/// when the client closed the connection.
+pub fn read_head(reader: &mut impl BufRead) -> Option<(String, Vec<(String, String)>)> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            return Some((path, headers));
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+    }
+}
+
 /// Serves one connection: requests until the client closes it.
 fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, handler: &Handler) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut stream = stream;
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        let Some((path, headers)) = read_head(&mut reader) else {
             return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-        let mut headers = Vec::new();
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).unwrap();
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let (name, value) = header.split_once(':').unwrap();
-            headers.push((name.trim().to_owned(), value.trim().to_owned()));
-        }
+        };
         let length: usize = headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
