@@ -132,7 +132,11 @@ test('the download goes through HTTPS_PROXY', async (t) => {
   })
   await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
   t.after(() => new Promise((resolve) => proxy.close(resolve)))
-  const env = { HTTPS_PROXY: `http://127.0.0.1:${proxy.address().port}`, NO_PROXY: '', no_proxy: '', ENGRAM_HUB_URL: '' }
+  // ALL_PROXY would win over HTTPS_PROXY: cleared, so the test says what it means anywhere.
+  const env = {
+    HTTPS_PROXY: `http://127.0.0.1:${proxy.address().port}`,
+    ALL_PROXY: '', all_proxy: '', https_proxy: '', NO_PROXY: '', no_proxy: '', ENGRAM_HUB_URL: '',
+  }
   const result = await run(['model', 'install', '--dest', join(tempDir(t), 'model')], env)
   assert.equal(result.status, 1, result.stderr)
   assert.match(result.stderr, /ENGRAM_DOWNLOAD/)
@@ -144,4 +148,11 @@ test('installModel rejects bad arguments by code', async (t) => {
   await rejectsWithCode(assert, installModel({ hubUrl: 5 }), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, installModel({ onProgress: 'no', dest: join(tempDir(t), 'm') }), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, installModel({ from: join(tempDir(t), 'missing.whl'), dest: join(tempDir(t), 'm') }), 'ENGRAM_INVALID_ARG')
+  // dest belongs in the options object when there is one: a second argument is not ignored.
+  await rejectsWithCode(assert, installModel({ hubUrl: 'http://127.0.0.1:9' }, join(tempDir(t), 'm')), 'ENGRAM_INVALID_ARG')
+  // A destination that cannot take the model fails before anything is fetched.
+  await rejectsWithCode(assert, installModel({ hubUrl: 'http://127.0.0.1:9', dest: '.' }), 'ENGRAM_INVALID_ARG')
+  // An aborted signal is honoured on every path, a local copy included.
+  const aborted = AbortSignal.abort()
+  await rejectsWithCode(assert, installModel({ from: join(tempDir(t), 'x.whl'), dest: join(tempDir(t), 'm'), signal: aborted }), 'ENGRAM_ABORTED')
 })

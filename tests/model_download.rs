@@ -27,6 +27,10 @@ struct Faults {
     ignore_range: bool,
     /// Serve weights whose bytes differ from the manifest's.
     corrupt_weights: bool,
+    /// Send this many body bytes of the first weights request, then go quiet (connection open).
+    stall_weights_after: Option<usize>,
+    /// Answer a `Range` request with 206 from byte 0 (and a `Content-Range` saying so).
+    wrong_range: bool,
 }
 
 /// One request as the hub saw it: path and `Range` header.
@@ -121,7 +125,13 @@ fn serve(
             .filter(|_| !faults.ignore_range)
             .and_then(|r| r.strip_prefix("bytes="))
             .and_then(|r| r.strip_suffix('-'))
-            .map(|n| n.parse::<usize>().unwrap());
+            .map(|n| {
+                if faults.wrong_range {
+                    0
+                } else {
+                    n.parse::<usize>().unwrap()
+                }
+            });
         let (status, body, extra) = match start {
             Some(s) if s >= content.len() => ("416 Range Not Satisfiable", Vec::new(), vec![]),
             Some(s) => (
@@ -136,6 +146,18 @@ fn serve(
         };
         let first_weights =
             name == "model.safetensors" && weights_requests.fetch_add(1, Ordering::SeqCst) == 0;
+        if let Some(stall) = faults.stall_weights_after.filter(|_| first_weights) {
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body[..stall]);
+            let _ = stream.flush();
+            // Longer than any test waits: only the client's read timeout ends this request.
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            return;
+        }
         match faults.cut_weights_after.filter(|_| first_weights) {
             Some(cut) => {
                 // Announce the whole body, send part of it, hang up.
@@ -189,6 +211,7 @@ fn source(hub: &Hub, files: &HashMap<String, Vec<u8>>) -> HubSource {
         repo: REPO.to_owned(),
         revision: REVISION.to_owned(),
         files: manifest,
+        read_timeout: std::time::Duration::from_millis(400),
     }
 }
 
@@ -324,6 +347,80 @@ fn a_server_that_ignores_range_still_gives_a_correct_file() {
         .0
         .unwrap();
     assert_installed(&dest, &files);
+    // The second run asked for the rest; the server sent the whole file, written afresh.
+    assert!(hub.requests().iter().any(|s| s.range.is_some()));
+}
+
+#[test]
+fn a_range_answered_from_another_offset_restarts_the_file() {
+    let files = model_files();
+    let hub = Hub::start(
+        files.clone(),
+        Faults {
+            cut_weights_after: Some(700_000),
+            wrong_range: true,
+            ..Faults::default()
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("model");
+    let source = source(&hub, &files);
+    assert!(download(&source, &dest, &AtomicBool::new(false), None)
+        .0
+        .is_err());
+    download(&source, &dest, &AtomicBool::new(false), None)
+        .0
+        .unwrap();
+    assert_installed(&dest, &files);
+}
+
+#[test]
+fn a_stalled_server_times_out_and_a_second_install_meanwhile_is_refused() {
+    let files = model_files();
+    let hub = Hub::start(
+        files.clone(),
+        Faults {
+            stall_weights_after: Some(900_000),
+            ..Faults::default()
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("model");
+    let source = source(&hub, &files);
+    let first = std::thread::scope(|scope| {
+        let first = scope.spawn(|| download(&source, &dest, &AtomicBool::new(false), None).0);
+        // Wait until the first install holds the download, then try a second one.
+        while !hub.requests().iter().any(|s| s.path == "/cdn/weights") {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let second = download(&source, &dest, &AtomicBool::new(false), None).0;
+        assert_eq!(second.unwrap_err().code(), "ENGRAM_CONFLICT");
+        first.join().unwrap()
+    });
+    // The read timeout ends the first one with a coded error, not the server's hang-up.
+    let err = first.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_DOWNLOAD", "{err}");
+    assert!(err.to_string().contains("timeout"), "{err}");
+    download(&source, &dest, &AtomicBool::new(false), None)
+        .0
+        .unwrap();
+    assert_installed(&dest, &files);
+}
+
+#[test]
+fn a_destination_that_cannot_take_the_model_fails_before_downloading() {
+    let files = model_files();
+    let hub = Hub::start(files.clone(), Faults::default());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let (result, _) = download(
+        &source(&hub, &files),
+        dir.path(),
+        &AtomicBool::new(false),
+        None,
+    );
+    assert_eq!(result.unwrap_err().code(), "ENGRAM_INVALID_ARG");
+    assert!(hub.requests().is_empty(), "nothing was fetched");
 }
 
 #[test]

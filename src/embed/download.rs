@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::embed::install::install_model;
+use crate::embed::install::{check_destination, install_model};
 use crate::embed::model_files::ModelFiles;
 use crate::error::{Error, Result};
 
@@ -63,13 +63,21 @@ pub struct HubSource {
     pub revision: String,
     /// The files, each with its expected size and SHA-256.
     pub files: Vec<HubFile>,
+    /// How long a read of a response may wait for bytes before the download fails (and is
+    /// kept for resuming): a stalled connection must not hang an install, nor its
+    /// cancellation, which is checked between reads. Default [`READ_TIMEOUT`].
+    pub read_timeout: Duration,
 }
+
+/// Default of [`HubSource::read_timeout`].
+pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl HubSource {
     /// The built-in model at its pinned revision, from `base_url` or else `ENGRAM_HUB_URL`, else
     /// the public hub.
     pub fn builtin(base_url: Option<&str>) -> Self {
         let base_url = base_url
+            .filter(|v| !v.is_empty())
             .map(str::to_owned)
             .or_else(|| std::env::var(HUB_URL_ENV).ok().filter(|v| !v.is_empty()))
             .unwrap_or_else(|| DEFAULT_HUB_URL.to_owned());
@@ -78,6 +86,7 @@ impl HubSource {
             repo: MODEL_REPO.to_owned(),
             revision: MODEL_REVISION.to_owned(),
             files: builtin_files(),
+            read_timeout: READ_TIMEOUT,
         }
     }
 
@@ -183,15 +192,32 @@ fn download_into(
     progress: &dyn Fn(&DownloadProgress),
     cancel: &AtomicBool,
 ) -> Result<ModelFiles> {
+    // Before 91 MB arrive: a destination that cannot take the model fails now.
+    check_destination(dest)?;
     let work_dir = download_dir(source, dest)?;
     fs::create_dir_all(&work_dir)
         .map_err(|e| Error::io(format!("creating {}", work_dir.display()), e))?;
-    let agent = http_agent();
+    // One download per directory at a time, across processes (two app windows, the CLI and an
+    // app): two writers appending to one `.part` would interleave bytes. The OS releases the
+    // lock when a process dies, so a crash never leaves it held.
+    let lock_path = work_dir.join(".lock");
+    let lock = File::create(&lock_path)
+        .map_err(|e| Error::io(format!("creating {}", lock_path.display()), e))?;
+    if lock.try_lock().is_err() {
+        return Err(Error::Conflict(format!(
+            "another install is downloading the model into {} now; wait for it",
+            dest.display()
+        )));
+    }
+    let agent = http_agent(source.read_timeout);
     let total = source.total_bytes();
     let mut done_before = 0u64;
     // Bytes of finished files that earlier runs fetched; read by the progress closure.
     let resumed = std::cell::Cell::new(0u64);
     for file in &source.files {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Aborted);
+        }
         let target = safe_join(&work_dir, &file.path)?;
         if let Some(dir) = target.parent() {
             fs::create_dir_all(dir)
@@ -219,6 +245,7 @@ fn download_into(
         done_before += file.bytes;
     }
     let files = install_model(&work_dir, dest)?;
+    drop(lock);
     let _ = fs::remove_dir_all(&work_dir);
     Ok(files)
 }
@@ -249,13 +276,14 @@ fn safe_join(base: &Path, relative: &str) -> Result<PathBuf> {
     Ok(base.join(rel))
 }
 
-/// An HTTP agent with the environment's proxy, bounded connect and header timeouts, and HTTP
-/// statuses returned as responses (so 206, 416 and 404 are told apart here).
-fn http_agent() -> ureq::Agent {
+/// An HTTP agent with the environment's proxy, bounded connect, header and per-read timeouts,
+/// and HTTP statuses returned as responses (so 206, 416 and 404 are told apart here).
+fn http_agent(read_timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .proxy(ureq::Proxy::try_from_env())
         .timeout_connect(Some(Duration::from_secs(30)))
         .timeout_recv_response(Some(Duration::from_secs(60)))
+        .timeout_per_read(Some(read_timeout))
         .http_status_as_error(false)
         .user_agent(concat!("engram/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -290,7 +318,13 @@ fn fetch_one(
         .map_err(|e| Error::Download(format!("{url}: {e}")))?;
     let status = response.status().as_u16();
     let resumed = match status {
-        206 if have > 0 => have,
+        206 if have > 0 && range_start(&response) == Some(have) => have,
+        // A range from another offset (a proxy's cache), or a range "not satisfiable" for a part
+        // shorter than the file (a part from another server): start the file afresh, once.
+        206 | 416 if have > 0 && have < file.bytes => {
+            let _ = fs::remove_file(&part);
+            return fetch_one(agent, source, file, target, report, cancel);
+        }
         200 => {
             have = 0;
             0
@@ -373,6 +407,13 @@ fn fetch_one(
         .map_err(|e| Error::io(format!("moving {} into place", part.display()), e))?;
     report(have, resumed);
     Ok(resumed)
+}
+
+/// The first byte of a 206 answer (`Content-Range: bytes <start>-<end>/<size>`).
+fn range_start(response: &ureq::http::Response<ureq::Body>) -> Option<u64> {
+    let value = response.headers().get("content-range")?.to_str().ok()?;
+    let range = value.trim().strip_prefix("bytes")?.trim_start();
+    range.split('-').next()?.trim().parse().ok()
 }
 
 fn part_path(target: &Path) -> PathBuf {

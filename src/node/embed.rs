@@ -223,6 +223,16 @@ pub fn install_model<'env>(
             }
         }
         _ => {
+            if dest.as_ref().is_some_and(|d| {
+                !matches!(d.get_type(), Ok(ValueType::Undefined | ValueType::Null))
+            }) {
+                return rejected(
+                    env,
+                    CoreError::invalid(
+                        "dest goes with installModel(from, dest); with an options object, pass options.dest",
+                    ),
+                );
+            }
             let parsed: Option<InstallModelOptions> =
                 arg!(env, optional_object(env, options.as_ref(), "options"));
             if let Some(object) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object)))
@@ -262,6 +272,9 @@ pub fn install_model<'env>(
         env,
         async move {
             tokio::task::spawn_blocking(move || match (from, source) {
+                (Some(_), _) if cancel.load(std::sync::atomic::Ordering::Relaxed) => {
+                    Err(CoreError::Aborted)
+                }
                 (Some(from), _) => crate::embed::install_model(Path::new(&from), &dest),
                 (None, Some(source)) => {
                     let report = |p: &crate::embed::download::DownloadProgress| {
