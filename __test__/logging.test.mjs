@@ -241,9 +241,11 @@ test('a logger that throws never crashes the process', () => {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 let calls = 0
-Engram.setLogger(() => {
+// Every third call is async and rejects: an unhandled rejection would end the process too.
+Engram.setLogger((level) => {
   calls++
-  if (calls % 2) throw new Error('the logger broke')
+  if (calls % 3 === 0) return Promise.reject(new Error('the async logger broke'))
+  if (calls % 3 === 1) throw new Error('the logger broke')
   throw 'a string thrown by the logger'
 }, { level: 'trace' })
 const dir = mkdtempSync(join(tmpdir(), 'engram-log-'))
@@ -261,6 +263,7 @@ console.log('finished after ' + (calls > 5 ? 'many' : calls) + ' calls')`,
   assert.equal(code, 0, stderr)
   assert.equal(stdout.trim(), 'finished after many calls')
   assert.ok(!stderr.includes('the logger broke'), stderr)
+  assert.ok(!stderr.includes('the async logger broke'), stderr)
 })
 
 test('a worker that sets a logger and exits leaves the process well', { timeout: 30_000 }, async (t) => {

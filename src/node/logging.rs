@@ -15,9 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{
-    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
-};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::CleanupEnvHook;
 use napi_derive::napi;
 
@@ -32,7 +30,7 @@ const QUEUE: usize = 1024;
 type Args = FnArgs<(&'static str, &'static str, String, Fields)>;
 
 /// The JS logger, weak and bounded.
-type LoggerFn = ThreadsafeFunction<Args, UnknownReturnValue, Args, Status, false, true, QUEUE>;
+type LoggerFn = ThreadsafeFunction<Args, Unknown<'static>, Args, Status, false, true, QUEUE>;
 
 /// Options of `Engram.setLogger`.
 #[napi(object, object_to_js = false)]
@@ -93,7 +91,7 @@ impl Engram {
         }
         let filter = filter_of(options).map_err(to_js)?;
         // SAFETY: checked to be a function handle of this scope.
-        let function: Function<Args, UnknownReturnValue> =
+        let function: Function<Args, Unknown<'static>> =
             unsafe { Function::from_napi_value(env.raw(), logger.raw()) }?;
         let tsfn: LoggerFn = function
             .build_threadsafe_function()
@@ -164,9 +162,18 @@ impl JsLogger {
             Fields(record.fields),
         ));
         // With a return-value callback napi takes what the function threw out of the env and
-        // hands it here, where it is let go: a logger's failure is not the app's.
-        self.tsfn
-            .call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, |_, _| Ok(()))
+        // hands it here, where it is let go: a logger's failure is not the app's. An async
+        // logger's rejection is caught the same way (never an unhandled rejection).
+        self.tsfn.call_with_return_value(
+            args,
+            ThreadsafeFunctionCallMode::NonBlocking,
+            |returned, env| {
+                if let Ok(value) = returned {
+                    super::reporter::on_rejection(&env, value, |_| {});
+                }
+                Ok(())
+            },
+        )
     }
 }
 

@@ -32,6 +32,8 @@ pub(super) struct CallbackFailure {
 
 impl CallbackFailure {
     fn record(&self, what: String) {
+        // Seen also when the operation has already settled (its result then stands).
+        tracing::warn!(callback = %self.name, "an app callback failed: {what}");
         let mut first = self.first.lock().unwrap_or_else(|p| p.into_inner());
         if first.is_none() {
             *first = Some(what);
@@ -141,7 +143,9 @@ impl<T: ToNapiValue + 'static> Reporter<T> {
             move |returned, env| {
                 match returned {
                     Err(thrown) => failure.record(format!("threw: {}", thrown.reason)),
-                    Ok(value) => catch_rejection(&env, value, failure),
+                    Ok(value) => on_rejection(&env, value, move |reason| {
+                        failure.record(format!("rejected: {reason}"))
+                    }),
                 }
                 // Never an error: napi-rs would hand it to napi_fatal_exception.
                 Ok(())
@@ -150,9 +154,10 @@ impl<T: ToNapiValue + 'static> Reporter<T> {
     }
 }
 
-/// Gives a returned promise a rejection handler that records the reason, so that an `async`
-/// callback which throws is a failure of that callback, not an unhandled rejection.
-fn catch_rejection(env: &Env, value: Unknown<'static>, failure: CallbackFailure) {
+/// Gives a returned promise a rejection handler that passes the reason to `handler`, so that
+/// an `async` callback which throws is a failure of that callback, not an unhandled rejection
+/// (which ends a Node process by default).
+pub(super) fn on_rejection(env: &Env, value: Unknown<'static>, handler: impl Fn(String) + 'static) {
     if !value.is_promise().unwrap_or(false) {
         return;
     }
@@ -166,14 +171,27 @@ fn catch_rejection(env: &Env, value: Unknown<'static>, failure: CallbackFailure)
                 .get::<Unknown>(0)
                 .map(|r| describe(&r))
                 .unwrap_or_else(|_| "a rejection".to_owned());
-            failure.record(format!("rejected: {reason}"));
+            // Whatever describing it left pending must not make this handler throw (that
+            // would be an unhandled rejection of the promise `catch` returns).
+            clear_pending_exception(ctx.env);
+            handler(reason);
             Ok(())
         })?;
         catch.apply(promise, on_rejected)?;
         Ok(())
     };
-    // A promise whose `catch` cannot be reached is left as it is: nothing better can be done.
-    let _ = attach();
+    // A promise whose `catch` cannot be reached (a subclass that throws) is left as it is,
+    // with no exception left pending in the env.
+    if attach().is_err() {
+        clear_pending_exception(env);
+    }
+}
+
+/// Takes a pending JS exception (if any) off the env, so that returning to JS does not throw it.
+fn clear_pending_exception(env: &Env) {
+    let mut exception = std::ptr::null_mut();
+    // SAFETY: a valid env of the current JS thread; the call only reads and clears its state.
+    unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
 }
 
 /// A rejection reason as text, without running user code where avoidable: an object's own
