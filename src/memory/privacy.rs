@@ -173,7 +173,8 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "mailgun_key",
-        pattern: r"\bkey-[0-9a-f]{32}\b",
+        // `key-<32 hex>` alone is also how cache keys look: only next to the vendor's name.
+        pattern: r"(?i)\bmailgun\b[^\n]{0,60}?\b(?P<s>key-[0-9a-f]{32})\b",
         accept: always,
     },
     Rule {
@@ -189,7 +190,8 @@ const RULES: &[Rule] = &[
     // Passwords on command lines: `mysql -pPW`, `curl -u user:PW`, `docker login -p PW`.
     Rule {
         kind: "cli_password",
-        pattern: r#"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<s>[^\s'"-][^\s'"]*)"#,
+        // The span stops at a pipe or a command separator: `mysqldump app | ssh -p2222 host`.
+        pattern: r#"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p(?P<s>'[^'\n]*'|"[^"\n]*"|[^\s'"-][^\s'"]*)"#,
         accept: not_a_placeholder,
     },
     Rule {
@@ -205,7 +207,9 @@ const RULES: &[Rule] = &[
     // Prose: "the root password on staging is Tr0ub4dor".
     Rule {
         kind: "password_in_prose",
-        pattern: r#"(?i)\b(?:password|passphrase|passwd|pin code)\b[^\n.:=]{0,40}?\b(?:is|was)\s+['"`]?(?P<s>[^\s'"`,;]{4,})"#,
+        // Only "password is X" or "password on|for|of|to|at|in <place> is X": "password hashing
+        // is Argon2id" describes a design, not a secret.
+        pattern: r#"(?i)\b(?:password|passphrase|passwd)(?:\s+(?:on|for|of|to|at|in)\s+[^\n.,:;=]{1,30}?)?\s+(?:is|was)\s+['"`]?(?P<s>[^\s'"`,;]{4,})"#,
         accept: credential_shaped,
     },
     Rule {
@@ -225,12 +229,13 @@ fn not_a_placeholder(value: &str, _: bool, _: &str) -> bool {
 fn credential_shaped(raw: &str, _: bool, _: &str) -> bool {
     let value = raw.trim_end_matches(['.', '!', '?', ')']);
     let has_digit = value.chars().any(|c| c.is_ascii_digit());
-    let has_upper = value.chars().any(|c| c.is_ascii_uppercase());
-    let has_lower = value.chars().any(|c| c.is_ascii_lowercase());
-    let has_symbol = value.chars().any(|c| !c.is_alphanumeric());
-    value.len() >= 4
-        && !is_placeholder(value)
-        && (has_digit || has_symbol || (has_upper && has_lower))
+    let has_alpha = value.chars().any(|c| c.is_ascii_alphabetic());
+    // Hyphens, slashes, dots and underscores join words ("bcrypt-hashed"); other symbols are
+    // what passwords are told to contain.
+    let has_symbol = value
+        .chars()
+        .any(|c| !c.is_alphanumeric() && !matches!(c, '-' | '/' | '.' | '_'));
+    value.len() >= 4 && !is_placeholder(value) && ((has_digit && has_alpha) || has_symbol)
 }
 
 /// Last parts of a key name that say the value is *about* a secret, not the secret:
@@ -444,6 +449,7 @@ mod tests {
         ("slack_token", "SLACK_APP=xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef"),
         ("url_credentials", "REDIS_URL=redis://:Zq9wX2vB7n@cache.internal:6379/0"),
         ("cli_password", "mysql -h db -u root -pS3cretPw9 app"),
+        ("cli_password", "mysql -u root -p'S3cr3t!' app"),
         ("cli_password", "curl -u deploy:Hx7!mQ2pLz https://ci.example.com/api"),
         ("cli_password", "docker login -u bot -p Dk8sPw2xQ registry.example.com"),
         ("discord_bot_token", "DISCORD=MTA4NjQ5NzQ1NjA1MjM1NzI0OA.GhXyZ1.abcDEF123ghiJKL456mnoPQR789stuVW"),
@@ -453,6 +459,7 @@ mod tests {
         ("age_secret_key", "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"),
         ("square_token", "sq0atp-AbCdEfGhIjKlMnOpQrStUv12"),
         ("password_in_prose", "the root password on staging is Tr0ub4dor&3 so be careful"),
+        ("password_in_prose", "FYI the password is hunter22"),
     ];
 
     /// Text that mentions secrets without containing one: must come back unchanged.
@@ -487,6 +494,15 @@ mod tests {
         "mysql -p app (it prompts for the password)",
         "docker login --password-stdin < token.txt",
         "curl -u \"$USER:$PASS\" https://x",
+        "Our password hashing is Argon2id",
+        "The password is bcrypt-hashed before insert",
+        "password storage is SHA-256",
+        "The Password field is Required",
+        "password reset flow is handled/owned by AuthService",
+        "password length is 12, which is Configurable",
+        "mysqldump app | ssh -p2222 backup@host",
+        "docker run -d mysql:8 && mkdir -pv /data",
+        "cache: user-profile-key-d41d8cd98f00b204e9800998ecf8427e",
     ];
 
     #[test]
