@@ -2,9 +2,23 @@
 // engram command-line tool: try the memory from a shell, script it with --json.
 'use strict'
 
-const { readFileSync } = require('node:fs')
-const { resolve } = require('node:path')
+const { existsSync, readFileSync, writeFileSync } = require('node:fs')
+const { isAbsolute, join, relative, resolve, sep } = require('node:path')
 const { parseArgs } = require('node:util')
+
+const MEMORY_TYPES = [
+  'gotcha', 'decision', 'preference', 'pattern', 'requirement', 'error_pattern', 'module_insight',
+  'prefetch_pattern', 'work_state', 'causal_dependency', 'task_calibration', 'e2e_observation',
+  'dead_end', 'work_unit_outcome', 'workflow_recipe', 'context_cost',
+]
+const PHASES = ['define', 'implement', 'validate', 'refine', 'explore', 'reflect']
+const KINDS = ['chunk', 'memory']
+const FORMATS = ['json', 'markdown']
+const ON_CONFLICT = ['skip', 'replace']
+const COMMANDS = [
+  'remember', 'search', 'list', 'get', 'forget', 'stats', 'health', 'sessions', 'export', 'import', 'prune',
+  'agent-files', 'sync', 'index', 'watch', 'search-code', 'impact', 'embed', 'dense', 'recall', 'model', 'mcp',
+]
 
 const HELP = `engram: persistent memory for AI coding agents
 
@@ -16,9 +30,33 @@ Usage:
   engram get <id>
   engram forget <id> [--reason text]
   engram stats
-  engram index [dir] [--ignore 'gen/,*.pb.go']   index the code under dir (default: --root)
+  engram health                             memory health: score 0-100 and what it is made of
+  engram sessions [id] [--limit 10]         trust level and recent sessions (what they learned and
+                                            used); with an id, that session's summary
+  engram export [--format json|markdown] [--out file] [--include-forgotten]
+                                            the project's memories (json: lossless; to stdout
+                                            without --out)
+  engram import <file> [--format json|markdown] [--on-conflict skip|replace]
+                                            memories from an export (format from the extension)
+  engram prune [--dry-run] [--grace-days 30]
+                                            forget what went unused, delete what was forgotten
+                                            long ago
+  engram agent-files import [file...]       import CLAUDE.md, AGENTS.md, .cursorrules (or the files
+                                            given) under --root as pinned, user-taught memories
+  engram agent-files export [--file CLAUDE.md] [--limit 30] [--dry-run]
+                                            write the best memories into the agent file's
+                                            generated section (--dry-run: print it instead)
+  engram sync status                        where sync stands (the server: env ENGRAM_SYNC_URL and
+                                            ENGRAM_SYNC_TOKEN)
+  engram sync now                           sync with the server now
+  engram index [dir] [--ignore 'gen/,*.pb.go']
+                                            index the code under dir (default: --root); adds
+                                            .engram/ to dir's .gitignore when the database is in dir
   engram watch [dir] [--ignore a/,b/]       index, then keep the index current until Ctrl-C
-  engram search-code <query> [--limit 10]    keyword search over indexed code
+  engram search-code <query> [--limit 10]   keyword search over indexed code
+  engram impact <file|file:Symbol> [--depth 4] [--limit 50]
+                                            what depends on it, and the memories attached to any of
+                                            it (after index)
   engram embed                              give every indexed chunk and memory a vector (resumable)
   engram dense <query> [--limit 10] [--kind chunk|memory] [--type gotcha]
                                             search chunks and memories by meaning (after embed)
@@ -41,7 +79,8 @@ Usage:
                                             (docs/AGENTS.md)
 
 Options:
-  --db <path>        database file (default: .engram/memory.db under the current directory)
+  --db <path>        database file (default: .engram/memory.db under --root, or under the dir
+                     given to index and watch)
   --project <id>     project id inside the file (default: "default")
   --root <dir>       project root for file paths (default: the current directory)
   --provider <name>  embedder: local (default), ollama, openai or none (env ENGRAM_EMBED_PROVIDER)
@@ -49,9 +88,13 @@ Options:
   --base-url <url>   the provider's server (env ENGRAM_EMBED_URL); the API key of an openai
                      server comes from ENGRAM_EMBED_API_KEY (or OPENAI_API_KEY for OpenAI itself)
   --dimensions <n>   vector width to ask the server for
-  --json             machine-readable output
+  --json             machine-readable output: one JSON document on stdout
+  --version          the version of engram
   -h, --help         this help
 
+Memory types (--type): gotcha, decision, preference, pattern, requirement, error_pattern,
+  module_insight, prefetch_pattern, work_state, causal_dependency, task_calibration,
+  e2e_observation, dead_end, work_unit_outcome, workflow_recipe, context_cost.
 Exit codes: 0 ok, 1 engram error (code printed), 2 usage error.`
 
 const OPTIONS = {
@@ -81,6 +124,14 @@ const OPTIONS = {
   context: { type: 'boolean', default: false },
   'no-index': { type: 'boolean', default: false },
   'no-watch': { type: 'boolean', default: false },
+  format: { type: 'string' },
+  out: { type: 'string' },
+  'include-forgotten': { type: 'boolean', default: false },
+  'on-conflict': { type: 'string' },
+  'dry-run': { type: 'boolean', default: false },
+  'grace-days': { type: 'string' },
+  depth: { type: 'string' },
+  version: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 }
 
@@ -97,10 +148,74 @@ function number(value, name) {
   return n
 }
 
+/** `value` if it is one of `valid` (or undefined), else a usage error listing them. */
+function oneOf(value, valid, name) {
+  if (value === undefined || valid.includes(value)) return value
+  throw new UsageError(`--${name} must be one of: ${valid.join(', ')} (got "${value}")`)
+}
+
+/** Writes one JSON document on stdout. */
+function printJson(value) {
+  console.log(JSON.stringify(value))
+}
+
+const date = (ms) => (ms ? new Date(ms).toISOString().replace('T', ' ').slice(0, 19) : '-')
+
+/** The `sync` open option from ENGRAM_SYNC_URL / ENGRAM_SYNC_TOKEN (undefined when unset). */
+function syncOption() {
+  const url = process.env.ENGRAM_SYNC_URL
+  if (!url) return undefined
+  return { url, authToken: process.env.ENGRAM_SYNC_TOKEN || undefined }
+}
+
+const SYNC_HINT = 'this database was opened without sync: set ENGRAM_SYNC_URL (and ENGRAM_SYNC_TOKEN) to sync it'
+
+/**
+ * Adds `.engram/` (or the database's own path) to `<root>/.gitignore` when the database lies
+ * inside `root`: created if missing, never duplicated. Returns the line added, or null.
+ */
+function ignoreDatabase(root, dbPath) {
+  const rel = relative(root, dbPath)
+  if (!rel || rel.startsWith('..') || isAbsolute(rel)) return null
+  const parts = rel.split(sep)
+  const entry = parts[0] === '.engram' ? '.engram/' : `/${parts.join('/')}*`
+  const file = join(root, '.gitignore')
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : ''
+  const bare = entry.replace(/^\//, '').replace(/\/$/, '')
+  const present = text.split(/\r?\n/).some((line) => {
+    const l = line.trim()
+    return l === entry || l.replace(/^\//, '').replace(/\/$/, '') === bare
+  })
+  if (present) return null
+  const eol = text.includes('\r\n') ? '\r\n' : '\n'
+  const sepLine = text && !text.endsWith('\n') ? eol : ''
+  writeFileSync(file, `${text}${sepLine}${entry}${eol}`)
+  return entry
+}
+
+/** Tells stderr when no code is indexed for this project (search-code, recall). */
+async function warnIfNothingIndexed(db, root) {
+  const g = await db.graphStats()
+  if (g.nodesByLayer[0] > 0) return false
+  console.error(`engram: no code indexed under ${root}: run \`engram index\``)
+  return true
+}
+
 function printMemory(m) {
   const tags = m.tags.length ? `  [${m.tags.join(', ')}]` : ''
   const files = m.relatedFiles.length ? `\n    files: ${m.relatedFiles.join(', ')}` : ''
   console.log(`${m.id}  ${m.type}  conf ${m.confidence.toFixed(2)}${tags}\n    ${m.content}${files}`)
+}
+
+function printSession(s, full) {
+  const state = s.endedAt ? `ended ${date(s.endedAt)}` : 'open'
+  console.log(
+    `${s.sessionId}  ${state}: ${s.learned.length} learned, ${s.used.length} used, ` +
+      `${s.corrections} corrections, ~${s.tokensSavedEstimate} tokens saved`,
+  )
+  if (!full) return
+  for (const l of s.learned) console.log(`  learned ${l.citation}`)
+  for (const u of s.used) console.log(`  used    ${u.citation} (x${u.uses})`)
 }
 
 function progress(done, total, unit = '') {
@@ -193,6 +308,12 @@ async function installModelCommand(values, installModel, defaultModelDir) {
 async function main(argv) {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true })
   const [command, ...rest] = positionals
+  if (values.version) {
+    const { version } = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8'))
+    if (values.json) printJson({ version })
+    else console.log(version)
+    return 0
+  }
   if (values.help || !command) {
     console.log(HELP)
     return command || values.help ? 0 : 2
@@ -215,13 +336,31 @@ async function main(argv) {
     })
     return 0
   }
+  // Usage errors come before the database is opened (or created).
+  if (!COMMANDS.includes(command)) throw new UsageError(`unknown command "${command}" (see engram --help)`)
+  oneOf(values.type, MEMORY_TYPES, 'type')
+  oneOf(values.phase, PHASES, 'phase')
+  oneOf(values.kind, KINDS, 'kind')
+  oneOf(values.format, FORMATS, 'format')
+  oneOf(values['on-conflict'], ON_CONFLICT, 'on-conflict')
+  const sub = rest[0]
+  if (command === 'sync' && !['status', 'now'].includes(sub)) throw new UsageError('sync takes "status" or "now"')
+  if (command === 'agent-files' && !['import', 'export'].includes(sub)) {
+    throw new UsageError('agent-files takes "import" or "export"')
+  }
+  if (command === 'import' && !rest[0]) throw new UsageError('import needs the file to import')
+  if (command === 'impact' && !rest[0]) throw new UsageError('impact needs a file or file:Symbol')
   const takesDir = command === 'index' || command === 'watch'
+  if (takesDir && rest.length > 1) throw new UsageError(`${command} takes one directory`)
   const root = resolve(takesDir && rest[0] ? rest[0] : values.root ?? process.cwd())
+  const dbPath = resolve(values.db ?? resolve(root, '.engram', 'memory.db'))
+  const sync = syncOption()
   const db = await Engram.open({
-    path: resolve(values.db ?? resolve(root, '.engram', 'memory.db')),
+    path: dbPath,
     projectRoot: root,
     projectId: values.project,
     embeddings: embeddingsOption(values),
+    sync,
   })
   try {
     const json = values.json
@@ -281,6 +420,8 @@ async function main(argv) {
         return 0
       }
       case 'index': {
+        const added = ignoreDatabase(root, dbPath)
+        if (added) console.error(`engram: added ${added} to ${join(root, '.gitignore')} (the database is inside the project)`)
         const controller = new AbortController()
         process.once('SIGINT', () => controller.abort())
         const summary = await db.index({
@@ -305,6 +446,8 @@ async function main(argv) {
         return 0
       }
       case 'watch': {
+        const added = ignoreDatabase(root, dbPath)
+        if (added) console.error(`engram: added ${added} to ${join(root, '.gitignore')} (the database is inside the project)`)
         const ignore = list(values.ignore)
         const first = await db.index({ ignore })
         console.error(`indexed ${first.filesIndexed} files (${first.filesUnchanged} unchanged); watching ${root} (Ctrl-C stops)`)
@@ -330,6 +473,7 @@ async function main(argv) {
         const query = rest.join(' ')
         if (!query) throw new UsageError('search-code needs a query')
         const hits = await db.searchCode(query, { limit: values.limit ? number(values.limit, 'limit') : 10 })
+        if (!hits.length) await warnIfNothingIndexed(db, root)
         if (json) console.log(JSON.stringify(hits))
         else for (const h of hits) {
           const c = h.chunk
@@ -358,9 +502,6 @@ async function main(argv) {
       case 'dense': {
         const query = rest.join(' ')
         if (!query) throw new UsageError('dense needs a query')
-        if (values.kind && values.kind !== 'chunk' && values.kind !== 'memory') {
-          throw new UsageError('--kind must be chunk or memory')
-        }
         const hits = await db.denseSearch(query, {
           limit: values.limit ? number(values.limit, 'limit') : 10,
           kinds: values.kind ? [values.kind] : undefined,
@@ -379,9 +520,6 @@ async function main(argv) {
       case 'recall': {
         const query = rest.join(' ')
         if (!query) throw new UsageError('recall needs a query')
-        if (values.kind && values.kind !== 'chunk' && values.kind !== 'memory') {
-          throw new UsageError('--kind must be chunk or memory')
-        }
         const result = await db.recall(query, {
           phase: values.phase,
           recentFiles: list(values.recent),
@@ -389,6 +527,7 @@ async function main(argv) {
           limit: number(values.limit, 'limit'),
           filters: { kinds: values.kind ? [values.kind] : undefined, types },
         })
+        if (!result.items.some((item) => item.kind === 'chunk')) await warnIfNothingIndexed(db, root)
         if (json) console.log(JSON.stringify(result))
         else if (values.context) console.log(result.context || '(nothing found)')
         else {
@@ -428,6 +567,166 @@ async function main(argv) {
         }
         return 0
       }
+      case 'impact': {
+        const target = rest.join(' ')
+        const impact = await db.impact(target, {
+          maxDepth: number(values.depth, 'depth'),
+          limit: number(values.limit, 'limit'),
+        })
+        if (json) printJson(impact)
+        else {
+          const t = impact.target
+          const lines = t.startLine ? `:${t.startLine}-${t.endLine}` : ''
+          console.log(`${t.kind} ${t.key}${t.filePath && t.kind !== 'file' ? `  (${t.filePath}${lines})` : ''}`)
+          if (!impact.affected.length) console.log('nothing depends on it')
+          else console.log(`${impact.affected.length}${impact.truncated ? '+' : ''} affected, nearest first:`)
+          for (const a of impact.affected) console.log(`  ${String(a.depth).padStart(2)}  ${a.node.kind.padEnd(9)} ${a.node.key}`)
+          if (!impact.memories.length) console.log('no memories attached')
+          else console.log(`${impact.memories.length} memories attached:`)
+          for (const a of impact.memories) {
+            console.log(`  ${a.memory.id}  ${a.memory.type}  on ${a.nodeKey} (${a.role}, depth ${a.depth})\n      ${a.memory.content}`)
+          }
+        }
+        return 0
+      }
+      case 'export': {
+        if (rest.length) throw new UsageError('export takes no arguments (--format, --out)')
+        const result = await db.exportMemories({
+          format: values.format ?? 'json',
+          path: values.out ? resolve(values.out) : undefined,
+          includeForgotten: values['include-forgotten'] || undefined,
+        })
+        if (json) printJson(result)
+        else if (result.path) console.log(`exported ${result.memories} memories (${result.bytes} bytes) to ${result.path}`)
+        else process.stdout.write(result.text.endsWith('\n') ? result.text : `${result.text}\n`)
+        return 0
+      }
+      case 'import': {
+        if (rest.length > 1) throw new UsageError('import takes one file')
+        const path = resolve(rest[0])
+        const format = values.format ?? (/\.(md|markdown)$/i.test(path) ? 'markdown' : 'json')
+        const report = await db.importMemories({ format, path, onConflict: values['on-conflict'] })
+        if (json) printJson(report)
+        else {
+          console.log(
+            `${report.imported} imported, ${report.updated} updated, ${report.skipped} skipped, ` +
+              `${report.duplicates} duplicates (${report.versions} versions, ${report.events} events)`,
+          )
+        }
+        return 0
+      }
+      case 'prune': {
+        if (rest.length) throw new UsageError('prune takes no arguments (--dry-run, --grace-days)')
+        const r = await db.prune({ dryRun: values['dry-run'], graceDays: number(values['grace-days'], 'grace-days') })
+        if (json) printJson(r)
+        else {
+          console.log(
+            `${r.dryRun ? 'dry run (nothing changed): would have ' : ''}${r.expired} expired, ${r.deleted} deleted ` +
+              `(${r.keptVerified} kept: verified), ${r.orphanNodes} orphan nodes, ${r.vectorsEvicted} vectors evicted` +
+              `${r.compacted ? ', keyword index compacted' : ''} in ${r.durationMs.toFixed(0)} ms`,
+          )
+        }
+        return 0
+      }
+      case 'agent-files': {
+        if (sub === 'import') {
+          const files = rest.slice(1)
+          const report = await db.importAgentFiles(files.length ? { files } : undefined)
+          if (json) printJson(report)
+          else {
+            const found = report.files.filter((f) => f.found)
+            if (!found.length) console.log(`no agent file found under ${root} (CLAUDE.md, AGENTS.md, .cursorrules)`)
+            for (const f of found) {
+              console.log(
+                `${f.path}: ${f.rules} rules, ${f.created.length} new, ${f.unchanged} unchanged, ${f.edited.length} edited, ` +
+                  `${f.removed.length} removed${f.skipped.length ? `, ${f.skipped.length} skipped` : ''}`,
+              )
+            }
+          }
+          return 0
+        }
+        if (rest.length > 1) throw new UsageError('agent-files export takes no file argument: use --file')
+        const out = await db.exportAgentFile({
+          file: values.file,
+          limit: number(values.limit, 'limit'),
+          write: !values['dry-run'],
+        })
+        if (json) printJson(out)
+        else if (values['dry-run']) process.stdout.write(out.text)
+        else if (out.changed) console.log(`wrote ${out.memoryIds.length} memories into ${out.path}`)
+        else console.log(`${out.path} is up to date (${out.memoryIds.length} memories)`)
+        return 0
+      }
+      case 'sync': {
+        if (sub === 'now') {
+          const report = await db.sync().catch((err) => {
+            if (!sync && err.code === 'ENGRAM_SYNC_CONFIG') err.message = SYNC_HINT
+            throw err
+          })
+          if (json) printJson(report)
+          else {
+            console.log(
+              `synced in ${report.durationMs.toFixed(0)} ms: ${report.pushed} pushed, ${report.pulled} pulled, ` +
+                `${report.frames} frames, ${report.pending} still pending`,
+            )
+          }
+          return 0
+        }
+        const s = await db.syncStatus()
+        if (json) printJson(s)
+        else if (s.state === 'disabled') console.log(`sync: disabled (${SYNC_HINT})`)
+        else {
+          console.log(`sync: ${s.state}${s.url ? ` with ${s.url}` : ''}${s.mode ? ` (${s.mode})` : ''}`)
+          console.log(`pending: ${s.pending}; last success: ${date(s.lastSuccessAt)}; next: ${date(s.nextAttemptAt)}`)
+          if (s.lastError) console.log(`last error: ${s.lastError.code}: ${s.lastError.message} (${date(s.lastError.at)})`)
+          console.log(`totals: ${s.totals.syncs} syncs, ${s.totals.failures} failures, ${s.totals.pushed} pushed, ${s.totals.pulled} pulled`)
+        }
+        return 0
+      }
+      case 'health': {
+        if (rest.length) throw new UsageError('health takes no arguments')
+        const h = await db.health()
+        if (json) printJson(h)
+        else {
+          const pct = (x) => `${Math.round(x * 100)}%`
+          console.log(`health ${h.score}/100: reviewed ${pct(h.parts.reviewed)}, fresh ${pct(h.parts.fresh)}, used ${pct(h.parts.used)}, agreed ${pct(h.parts.agreed)}`)
+          console.log(
+            `memories: ${h.active} active (${h.activeLast30Days} used in 30 days), ${h.needsReview} need review, ` +
+              `${h.stale} stale, ${h.disputed} disputed, ${h.superseded} superseded, ${h.forgotten} forgotten`,
+          )
+          console.log(`open memory gaps: ${h.openGaps}`)
+        }
+        return 0
+      }
+      case 'sessions': {
+        if (rest.length > 1) throw new UsageError('sessions takes at most one session id')
+        if (rest[0]) {
+          const s = await db.sessionSummary(rest[0])
+          if (json) printJson(s)
+          else printSession(s, true)
+          return 0
+        }
+        // There is no session list in the API: the sessions are those of the memories most
+        // recently written (created or reinforced), newest first.
+        const limit = number(values.limit, 'limit') ?? 10
+        const trust = await db.trust()
+        const memories = await db.list({ orderBy: 'updated', includeForgotten: true, limit: 1000 })
+        const ids = []
+        for (const m of memories) {
+          for (const id of [m.sessionId, ...m.provenanceSessionIds]) {
+            if (id && !ids.includes(id) && ids.length < limit) ids.push(id)
+          }
+        }
+        const sessions = []
+        for (const id of ids) sessions.push(await db.sessionSummary(id))
+        if (json) printJson({ trust, sessions })
+        else {
+          console.log(`trust level ${trust.level} (${trust.levelName}): ${trust.sessions} sessions ended, injection threshold ${trust.injectionThreshold}`)
+          if (!sessions.length) console.log('no sessions recorded yet')
+          for (const s of sessions) printSession(s, false)
+        }
+        return 0
+      }
       default:
         throw new UsageError(`unknown command "${command}" (see engram --help)`)
     }
@@ -439,7 +738,7 @@ async function main(argv) {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    if (err instanceof UsageError || err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    if (err instanceof UsageError || String(err.code).startsWith('ERR_PARSE_ARGS')) {
       console.error(`engram: ${err.message}`)
       process.exit(2)
     }
