@@ -30,7 +30,7 @@ function child(dir, body) {
 
 const smallTree = `
   const fs = require('node:fs'), path = require('node:path')
-  for (let i = 0; i < 30; i++) fs.writeFileSync(path.join(dir, 'm' + i + '.py'), 'def f' + i + '(x):\\n    return x\\n')
+  for (let i = 0; i < 120; i++) fs.writeFileSync(path.join(dir, 'm' + i + '.py'), 'def f' + i + '(x):\\n    return x\\n')
   const db = await engram.Engram.open({ path: path.join(dir, '.engram', 'm.db'), projectRoot: dir })
 `
 
@@ -49,7 +49,7 @@ for (const [label, callback, expected] of [
     `)
     assert.equal(out.error?.code, 'ENGRAM_CALLBACK', JSON.stringify(out))
     assert.match(out.error.message, expected)
-    assert.equal(out.again, 30)
+    assert.equal(out.again, 120)
   })
 }
 

@@ -531,10 +531,10 @@ impl Engram {
                     callback.report(IndexProgress::from(p));
                 }
             };
-            let summary = handle
-                .index(&core_options, &report, &cancel)
-                .await
-                .map_err(|e| explain(&failure, e))?;
+            let summary = settle(
+                &failure,
+                handle.index(&core_options, &report, &cancel).await,
+            )?;
             let modules = summary.graph.modules_changed.clone();
             let derived = match deriver {
                 Some(deriver) if !modules.is_empty() => {
@@ -714,11 +714,14 @@ impl Engram {
 /// `EventTarget.prototype.addEventListener(type, listener)`.
 type AddEventListener<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>, ()>;
 
-/// `err`, or `ENGRAM_CALLBACK` when the run stopped because the app's callback failed.
-pub(super) fn explain(failure: &Option<CallbackFailure>, err: CoreError) -> CoreError {
+/// `result`, or `ENGRAM_CALLBACK` when the app's callback failed during the run.
+pub(super) fn settle<T>(
+    failure: &Option<CallbackFailure>,
+    result: std::result::Result<T, CoreError>,
+) -> std::result::Result<T, CoreError> {
     match failure {
-        Some(failure) => failure.explain(err),
-        None => err,
+        Some(failure) => failure.settle(result),
+        None => result,
     }
 }
 

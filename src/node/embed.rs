@@ -9,7 +9,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::args::{optional_object, required};
-use super::class::{explain, watch_signal, Engram};
+use super::class::{settle, watch_signal, Engram};
 use super::error::{promise, rejected, to_js_error};
 use super::reporter::Reporter;
 use crate::embed::download::HubSource;
@@ -271,7 +271,7 @@ pub fn install_model<'env>(
     promise(
         env,
         async move {
-            tokio::task::spawn_blocking(move || match (from, source) {
+            let installed = tokio::task::spawn_blocking(move || match (from, source) {
                 (Some(_), _) if cancel.load(std::sync::atomic::Ordering::Relaxed) => {
                     Err(CoreError::Aborted)
                 }
@@ -287,8 +287,8 @@ pub fn install_model<'env>(
                 (None, None) => unreachable!("a source is built whenever from is absent"),
             })
             .await
-            .map_err(|e| CoreError::Internal(format!("install task failed: {e}")))?
-            .map_err(|e| explain(&failure, e))
+            .map_err(|e| CoreError::Internal(format!("install task failed: {e}")))?;
+            settle(&failure, installed)
         },
         move |files| InstalledModel {
             dir: files.dir.display().to_string(),

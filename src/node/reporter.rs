@@ -50,18 +50,26 @@ impl CallbackFailure {
             .is_some()
     }
 
-    /// The operation's error, told apart: a run stopped because its callback failed rejects
+    /// The operation's result, told apart: a run stopped because its callback failed rejects
     /// with `ENGRAM_CALLBACK` (not `ENGRAM_ABORTED`, which is for the app's own signal).
-    pub(super) fn explain(&self, err: CoreError) -> CoreError {
-        match (
-            &err,
-            self.first.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-        ) {
-            (CoreError::Aborted, Some(what)) => CoreError::Callback(format!(
+    ///
+    /// A run that finished while its callback's failure was already known rejects the same
+    /// way, so the app hears of its callback's bug whether or not the run got to stop.
+    pub(super) fn settle<T>(
+        &self,
+        result: std::result::Result<T, CoreError>,
+    ) -> std::result::Result<T, CoreError> {
+        let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match (result, first) {
+            (Err(CoreError::Aborted), Some(what)) => Err(CoreError::Callback(format!(
                 "{} {what}; the run stopped there and what it committed is kept",
                 self.name
-            )),
-            _ => err,
+            ))),
+            (Ok(_), Some(what)) => Err(CoreError::Callback(format!(
+                "{} {what}; the run finished and what it did is kept",
+                self.name
+            ))),
+            (result, _) => result,
         }
     }
 }

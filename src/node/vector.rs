@@ -8,7 +8,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::args::{optional_object, required};
-use super::class::{explain, watch_signal, Engram};
+use super::class::{settle, watch_signal, Engram};
 use super::error::promise;
 use super::reporter::Reporter;
 use crate::error::Error as CoreError;
@@ -149,10 +149,7 @@ impl Engram {
                     });
                 }
             };
-            handle
-                .embed_pending(report, &cancel)
-                .await
-                .map_err(|e| explain(&failure, e))
+            settle(&failure, handle.embed_pending(report, &cancel).await)
         };
         promise(env, work, |r| EmbedReport {
             model: r.model.key(),
