@@ -65,3 +65,25 @@ test('importMemories refuses a directory as ENGRAM_INVALID_ARG', (t) => {
   assert.equal(out.code, 'ENGRAM_INVALID_ARG', JSON.stringify(out))
   assert.match(out.message, /is a directory, not a regular file/)
 })
+
+test('an embed function that never settles makes embed() reject with ENGRAM_CALLBACK after timeoutMs', (t) => {
+  const open = `{ embeddings: { model: 'never-v1', timeoutMs: 300, embed: () => new Promise(() => {}) } }`
+  const out = settle(tempDir(t), `db.embed(['hello'])`, { open })
+  assert.equal(out.code, 'ENGRAM_CALLBACK', JSON.stringify(out))
+  assert.match(out.message, /timed out after 300 ms/)
+  assert.ok(out.ms < 4000, `took ${out.ms} ms`)
+})
+
+test('a deriveRelations function that never settles rejects with ENGRAM_CALLBACK after timeoutMs', (t) => {
+  const dir = tempDir(t)
+  const call = `(async () => {
+    const fs = require('node:fs')
+    fs.mkdirSync(path.join(dir, 'src', 'billing'), { recursive: true })
+    fs.writeFileSync(path.join(dir, 'src', 'billing', 'pay.py'), 'def pay(x):\\n    return x\\n')
+    await db.index()
+    return db.deriveRelations(() => new Promise(() => {}), { timeoutMs: 300 })
+  })()`
+  const out = settle(dir, call, { open: `{ projectRoot: dir }` })
+  assert.equal(out.code, 'ENGRAM_CALLBACK', JSON.stringify(out))
+  assert.match(out.message, /deriveRelations timed out after 300 ms/)
+})
