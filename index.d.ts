@@ -92,9 +92,12 @@ export declare class Engram {
    * Opens the memory database at `options.path` (created if missing) for one project, or,
    * with `sync.url` and no `path`, the database on that server (remote-only).
    *
-   * Rejects with `ENGRAM_CORRUPT` for a file that is not an engram database,
+   * Rejects with `ENGRAM_CORRUPT` for a file that is not a database,
    * `ENGRAM_SCHEMA_TOO_NEW` for a file written by a newer engram, `ENGRAM_IO` when the file
-   * cannot be opened, `ENGRAM_INVALID_ARG` for bad options.
+   * cannot be opened, `ENGRAM_INVALID_ARG` for bad options and for another application's
+   * SQLite database (it has tables but is not engram's: "not an engram database (it has
+   * tables: ...)"). Each of these files is left untouched: nothing is written to it, not
+   * even the switch to WAL. An empty SQLite file is engram's to fill.
    */
   static open(options: OpenOptions): Promise<Engram>
   /**
@@ -365,7 +368,7 @@ export declare class Engram {
    * }))
    * ```
    */
-  deriveRelations(deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: { modules?: string[] }): Promise<DerivedSummary>
+  deriveRelations(deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: DeriveOptions): Promise<DerivedSummary>
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
   /**
@@ -445,7 +448,9 @@ export declare class Engram {
    * already here is skipped, or replaced with `onConflict: 'replace'`); Markdown updates
    * the memories whose id it names and remembers the others as new. Everything passes the
    * privacy filter and the input limits again; one invalid memory fails the call before
-   * anything is written.
+   * anything is written. A `path` must name a regular file of at most 256 MiB: a FIFO, a
+   * device (`/dev/zero`), a directory or a larger file fails with `ENGRAM_INVALID_ARG`
+   * at once, without blocking.
    */
   importMemories(options: ImportOptions): Promise<ImportReport>
   /**
@@ -1066,6 +1071,11 @@ export interface DerivedSummary {
 export interface DeriveOptions {
   /** Module keys to ask about (default: every module). */
   modules?: Array<string>
+  /**
+   * How long one call of the deriver may take, in ms (default 300000): past it the call
+   * rejects with `ENGRAM_CALLBACK` ("timed out").
+   */
+  timeoutMs?: number
 }
 
 /** What `dispute`, `comment` or `resolveDispute` did. */
@@ -1140,7 +1150,11 @@ export interface EmbeddingsOptions {
    * model: ~2000), which otherwise answer 400 to long chunks.
    */
   maxTextBytes?: number
-  /** Whole-request timeout of the HTTP providers in ms (default 60000). */
+  /**
+   * Whole-request timeout of the HTTP providers, and how long one call of the `embed`
+   * function may take before it fails with `ENGRAM_CALLBACK` ("timed out"), in ms
+   * (default 60000).
+   */
   timeoutMs?: number
   /**
    * Retries of an HTTP request answered 408, 429, 500, 502, 503 or 504, after the wait the server asks
@@ -1150,8 +1164,8 @@ export interface EmbeddingsOptions {
   /**
    * `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
    * width, normalised for you). Called with at most `batchSize` texts at a time, from the
-   * thread that opened the engine. A throw or rejection fails the embedding with
-   * `ENGRAM_CALLBACK`.
+   * thread that opened the engine. A throw, a rejection or a promise that does not settle
+   * within `timeoutMs` fails the embedding with `ENGRAM_CALLBACK`.
    */
   embed?: (texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>
   /**
@@ -1621,7 +1635,10 @@ export interface ImportOptions {
   format: 'json' | 'markdown'
   /** The document. */
   text?: string
-  /** A file holding the document. */
+  /**
+   * A file holding the document: a regular file of at most 256 MiB (a FIFO, a device or a
+   * directory is refused with `ENGRAM_INVALID_ARG` without being opened).
+   */
   path?: string
   /**
    * JSON only: what to do with a memory whose id this project already has: `skip` (the

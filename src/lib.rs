@@ -13,6 +13,7 @@ pub mod embed;
 pub mod engine;
 mod engram;
 pub mod error;
+mod file_read;
 pub mod graph;
 pub mod lifecycle;
 pub mod log;

@@ -270,3 +270,52 @@ async fn the_watcher_follows_edits_renames_deletes_and_new_directories_until_sto
         "no events once stopped"
     );
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_named_go_mod_does_not_block_index_paths() {
+    // Opening a FIFO for reading waits for a writer, which may never come: the search for a Go
+    // file's go.mod must pass over it, not hang the re-index.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join("cmd")).unwrap();
+    std::fs::write(root.join("cmd/main.go"), "package main\n\nfunc main() {}\n").unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("go.mod"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.project_root = Some(root);
+    let e = Engram::open(options).await.unwrap();
+    // A regression blocks a thread in open(): after 10 s, a writer comes and goes (a
+    // non-blocking open, which fails harmlessly when no reader waits), so the test then fails
+    // on the time taken instead of hanging.
+    let fifo = dir.path().join("repo/go.mod");
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(10));
+        let mut writer = std::fs::OpenOptions::new();
+        writer.write(true);
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut writer, libc_o_nonblock());
+        drop(writer.open(&fifo));
+    });
+    let started = Instant::now();
+    let (paths, index_options) = (["cmd/main.go".to_owned()], IndexOptions::default());
+    let summary = e.index_paths(&paths, &index_options).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "index_paths blocked on the FIFO for {:?}",
+        started.elapsed()
+    );
+    assert_eq!(summary.files_indexed, 1);
+}
+
+/// `O_NONBLOCK` (Linux, then macOS and the BSDs).
+#[cfg(unix)]
+fn libc_o_nonblock() -> i32 {
+    if cfg!(target_os = "linux") {
+        0o4000
+    } else {
+        0x0004
+    }
+}

@@ -608,3 +608,27 @@ async fn a_callback_that_never_answers_times_out() {
     assert_eq!(err.code(), "ENGRAM_CALLBACK");
     assert!(err.to_string().contains("200 ms"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callback_that_never_answers_its_first_call_is_a_callback_error() {
+    // The first call is the probe that learns the width: a function that never settles there
+    // is still the app's function failing (ENGRAM_CALLBACK, saying it timed out), not a model
+    // that is missing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = CallbackOptions::new(
+        "silent-from-the-start",
+        Arc::new(|_texts: Vec<String>| {
+            Box::pin(async move {
+                futures::future::pending::<()>().await;
+                Ok(Vec::new())
+            })
+        }),
+    );
+    options.timeout = Duration::from_millis(200);
+    let e = open(&dir, EmbeddingProvider::Callback(options)).await;
+    let started = std::time::Instant::now();
+    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(err.code(), "ENGRAM_CALLBACK", "{err}");
+    assert!(err.to_string().contains("timed out after 200 ms"), "{err}");
+}

@@ -264,3 +264,113 @@ async fn writes_that_never_pause_still_let_the_wal_start_over() {
     );
     assert_eq!(e.stats().await.unwrap().active, 1200);
 }
+
+/// Runs a Python program with `sqlite3` (another application's SQLite) against `path`; its
+/// stdout.
+fn python_sqlite(path: &std::path::Path, program: &str) -> String {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\n{program}"
+        ))
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The file as another application sees it: journal mode and tables, read by Python's sqlite3.
+fn seen_by_python(path: &std::path::Path) -> String {
+    python_sqlite(
+        path,
+        "print(db.execute('PRAGMA journal_mode').fetchone()[0])\n\
+         print([r[0] for r in db.execute(\"SELECT name FROM sqlite_master WHERE type='table' ORDER BY name\")])",
+    )
+}
+
+/// Opens another application's database with engram: refused with ENGRAM_INVALID_ARG naming its
+/// tables, and the file is exactly as it was (bytes, rollback journal, tables; no WAL file).
+async fn assert_foreign_refused(setup: &str, tables: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    python_sqlite(&path, &format!("{setup}\ndb.commit()\ndb.close()"));
+    let bytes = std::fs::read(&path).unwrap();
+    let before = seen_by_python(&path);
+    assert!(before.starts_with("delete\n"), "{before}");
+
+    let err = Engram::open(OpenOptions::new(&path)).await.unwrap_err();
+    assert_eq!(err.code(), "ENGRAM_INVALID_ARG", "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!(
+            "is not an engram database (it has tables: {tables}): engram refuses to modify it; \
+             pass a new path"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("app.db"), "{message}");
+
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the file's bytes changed"
+    );
+    assert_eq!(seen_by_python(&path), before);
+    assert!(
+        !dir.path().join("app.db-wal").exists(),
+        "a WAL file was left"
+    );
+    // Refused again, the same way (nothing half-done by the first attempt).
+    let again = Engram::open(OpenOptions::new(&path)).await.unwrap_err();
+    assert_eq!(again.code(), "ENGRAM_INVALID_ARG", "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_applications_database_is_refused_untouched() {
+    assert_foreign_refused(
+        "db.execute('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)')\n\
+         db.executemany('INSERT INTO customers(name) VALUES (?)', [('ada',), ('grace',)])",
+        "customers",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_applications_memories_table_is_refused_untouched() {
+    // Same table name as engram's own: still not engram's file.
+    assert_foreign_refused(
+        "db.execute('CREATE TABLE memories (id TEXT PRIMARY KEY, body TEXT)')\n\
+         db.execute(\"INSERT INTO memories VALUES ('1', 'theirs')\")\n\
+         db.execute('CREATE TABLE notes (id INTEGER PRIMARY KEY)')",
+        "memories, notes",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_sqlite_file_is_engrams_to_fill() {
+    let dir = tempfile::tempdir().unwrap();
+    // A database with no tables (another tool made it, or it is a 0-byte file).
+    let made = dir.path().join("made.db");
+    python_sqlite(&made, "db.execute('PRAGMA user_version = 7')\ndb.commit()");
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    for path in [made, empty] {
+        let e = Engram::open(OpenOptions::new(&path)).await.unwrap();
+        e.remember(RememberInput::new(MemoryType::Decision, "mine now"))
+            .await
+            .unwrap();
+        e.close().await;
+        // An engram file reopens (its tables are engram's).
+        Engram::open(OpenOptions::new(&path))
+            .await
+            .unwrap()
+            .close()
+            .await;
+    }
+}

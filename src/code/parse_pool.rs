@@ -159,7 +159,9 @@ fn process(
         record.analysis.issues.push(FileIssue::TooLarge);
         return record;
     }
-    let bytes = match std::fs::read(&file.abs) {
+    // Only a regular file, never past the cap: the walk saw one, but it may have been replaced
+    // since by a FIFO (whose open would block this thread) or grown.
+    let bytes = match crate::file_read::read_regular(&file.abs, options.max_file_bytes, "a file") {
         Ok(bytes) => bytes,
         Err(_) => {
             record.analysis.issues.push(FileIssue::Unreadable);

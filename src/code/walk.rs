@@ -138,7 +138,7 @@ fn add_file(root: &Path, rel: &Path, scanned: &mut Scanned, seen: &mut HashSet<S
     };
     let abs = root.join(rel);
     if rel.file_name().is_some_and(|n| n == "go.mod") {
-        if let Ok(text) = std::fs::read_to_string(&abs) {
+        if let Some(text) = read_go_mod(&abs) {
             scanned.go_mods.push((rel_str.clone(), text));
         }
     }
@@ -153,6 +153,16 @@ fn add_file(root: &Path, rel: &Path, scanned: &mut Scanned, seen: &mut HashSet<S
     }
 }
 
+/// Largest `go.mod` read (a real one is a few KiB).
+const MAX_GO_MOD_BYTES: u64 = 1024 * 1024;
+
+/// A `go.mod`'s text, if it is a readable regular UTF-8 file of at most [`MAX_GO_MOD_BYTES`]:
+/// a FIFO named `go.mod` must not block the scan (opening it for reading waits for a writer).
+fn read_go_mod(path: &Path) -> Option<String> {
+    let bytes = crate::file_read::read_regular(path, MAX_GO_MOD_BYTES, "go.mod").ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// The nearest `go.mod` above a Go file (for resolving its imports without a full walk).
 fn find_go_mod(root: &Path, rel: &Path, scanned: &mut Scanned) {
     let mut dir = rel.parent();
@@ -162,7 +172,7 @@ fn find_go_mod(root: &Path, rel: &Path, scanned: &mut Scanned) {
         if scanned.go_mods.iter().any(|(p, _)| *p == rel_str) {
             return;
         }
-        if let Ok(text) = std::fs::read_to_string(root.join(&candidate)) {
+        if let Some(text) = read_go_mod(&root.join(&candidate)) {
             scanned.go_mods.push((rel_str, text));
             return;
         }

@@ -89,7 +89,8 @@ impl Backend for Callback {
                 .block_on(tokio::time::timeout(self.0.timeout, answer))
                 .unwrap_or_else(|_| {
                     Err(Error::Callback(format!(
-                        "the embed callback did not answer within {} ms",
+                        "embeddings.embed timed out after {} ms without settling \
+                         (embeddings.timeoutMs)",
                         self.0.timeout.as_millis()
                     )))
                 }),

@@ -44,7 +44,8 @@ pub struct RemoteEmbedder {
 
 impl RemoteEmbedder {
     /// Connects: one probe call learns the width (and proves the provider answers).
-    /// `ENGRAM_MODEL_UNAVAILABLE` when it does not. Blocking.
+    /// `ENGRAM_MODEL_UNAVAILABLE` when it does not (`ENGRAM_CALLBACK` when the app's function
+    /// threw, rejected or timed out). Blocking.
     pub fn connect(backend: Box<dyn Backend>) -> Result<Self> {
         let what = format!(
             "{} model '{}' at {}",
@@ -55,6 +56,9 @@ impl RemoteEmbedder {
         let unusable = |cause: &Error| match cause {
             // Already says what to do (pull the model, set the key).
             Error::ModelUnavailable(why) => Error::ModelUnavailable(why.clone()),
+            // The app's own function threw, rejected or timed out: its error is the answer
+            // (`ENGRAM_CALLBACK`), at the first call as at any later one.
+            Error::Callback(why) => Error::Callback(why.clone()),
             _ => Error::ModelUnavailable(format!("{what} is not usable: {cause}")),
         };
         let probe = backend.call(&[PROBE_TEXT]).map_err(|e| unusable(&e))?;

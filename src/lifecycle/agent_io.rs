@@ -70,8 +70,10 @@ pub(crate) fn read(path: &AgentPath) -> Result<Option<String>> {
     if meta.len() > MAX_AGENT_FILE_BYTES as u64 {
         return Err(too_big(&path.relative, meta.len()));
     }
-    let bytes = std::fs::read(&path.target)
-        .map_err(|e| Error::io(format!("reading {}", path.relative), e))?;
+    // Checked above, but the file may have been swapped for a FIFO or grown since: read it
+    // without blocking in open and never past the cap.
+    let bytes =
+        crate::file_read::read_regular(&path.target, MAX_AGENT_FILE_BYTES as u64, &path.relative)?;
     if bytes.contains(&0) {
         return Err(Error::invalid(format!(
             "{} is binary (it holds NUL bytes), not an agent file",

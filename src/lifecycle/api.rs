@@ -123,6 +123,22 @@ impl Engram {
         Ok(report)
     }
 
+    /// [`Engram::import_memories`] of the file at `path`, read off the async workers. Only a
+    /// regular file of at most [`super::MAX_IMPORT_FILE_BYTES`] is read: a FIFO, device
+    /// (`/dev/zero`) or directory fails with `ENGRAM_INVALID_ARG` at once, before it is
+    /// opened, and so does a larger file (naming the limit).
+    pub async fn import_memories_from_file(
+        &self,
+        format: ExportFormat,
+        path: std::path::PathBuf,
+        on_conflict: OnConflict,
+    ) -> Result<ImportReport> {
+        let text = tokio::task::spawn_blocking(move || transfer::read_import_file(&path))
+            .await
+            .map_err(|e| crate::Error::Internal(format!("reading the import file: {e}")))??;
+        self.import_memories(format, &text, on_conflict).await
+    }
+
     /// Deletes every memory of the project for good (account deletion): history, events,
     /// vectors and links included. Returns how many memories were deleted.
     pub async fn delete_all(&self) -> Result<u64> {

@@ -62,6 +62,6 @@ pub use session::{
 };
 pub use transfer::{
     ExportFormat, ExportOptions, Exported, ImportReport, OnConflict, BATCH as TRANSFER_BATCH,
-    JSON_FORMAT, JSON_VERSION,
+    JSON_FORMAT, JSON_VERSION, MAX_IMPORT_FILE_BYTES,
 };
 pub use trust::{SummaryMode, TrustLevel, TrustOffer, TrustState};

@@ -39,6 +39,26 @@ pub const JSON_FORMAT: &str = "engram.memories";
 /// The version of the JSON export this build writes and reads.
 pub const JSON_VERSION: u32 = 1;
 
+/// Largest import file read (256 MiB): far above any real export (a memory's content is at
+/// most 64 KiB by default), and a bound on what a wrong path (`/dev/zero`, a huge log) can
+/// make the process allocate.
+pub const MAX_IMPORT_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The text of an import file. Fails with `ENGRAM_INVALID_ARG` for anything but a regular
+/// file (a FIFO, device or directory is refused before it is opened, so nothing blocks), a
+/// file over [`MAX_IMPORT_FILE_BYTES`] or one that is not UTF-8, and with `ENGRAM_IO` when it
+/// cannot be read.
+pub(crate) fn read_import_file(path: &std::path::Path) -> Result<String> {
+    let what = format!("the import file {}", path.display());
+    let bytes = crate::file_read::read_regular(path, MAX_IMPORT_FILE_BYTES, &what)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::invalid(format!(
+            "{what} is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 /// What an export holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {

@@ -151,9 +151,12 @@ impl Engram {
     /// Opens the memory database at `options.path` (created if missing) for one project, or,
     /// with `sync.url` and no `path`, the database on that server (remote-only).
     ///
-    /// Rejects with `ENGRAM_CORRUPT` for a file that is not an engram database,
+    /// Rejects with `ENGRAM_CORRUPT` for a file that is not a database,
     /// `ENGRAM_SCHEMA_TOO_NEW` for a file written by a newer engram, `ENGRAM_IO` when the file
-    /// cannot be opened, `ENGRAM_INVALID_ARG` for bad options.
+    /// cannot be opened, `ENGRAM_INVALID_ARG` for bad options and for another application's
+    /// SQLite database (it has tables but is not engram's: "not an engram database (it has
+    /// tables: ...)"). Each of these files is left untouched: nothing is written to it, not
+    /// even the switch to WAL. An empty SQLite file is engram's to fill.
     #[napi(
         ts_args_type = "options: OpenOptions",
         ts_return_type = "Promise<Engram>"
@@ -538,7 +541,8 @@ impl Engram {
             let modules = summary.graph.modules_changed.clone();
             let derived = match deriver {
                 Some(deriver) if !modules.is_empty() => {
-                    Some(derive::run(&handle, deriver, Some(modules), &cancel).await)
+                    let timeout = derive::DEFAULT_TIMEOUT;
+                    Some(derive::run(&handle, deriver, Some(modules), timeout, &cancel).await)
                 }
                 _ => None,
             };

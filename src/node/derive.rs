@@ -1,10 +1,13 @@
 //! The bridge to an app's relation deriver: a JS function (plain or async) that receives
 //! summaries of modules and returns the relations its language model sees among them, as a
 //! graph batch. Called through a threadsafe function from the engine's runtime; a throw, a
-//! rejection or a batch of the wrong shape becomes `ENGRAM_CALLBACK`.
+//! rejection, a batch of the wrong shape or a call that does not settle within its timeout
+//! ([`DEFAULT_TIMEOUT`]: a language model is slow, but a promise that never settles must not
+//! hold the call forever) becomes `ENGRAM_CALLBACK`.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -14,6 +17,10 @@ use serde::Serialize;
 use super::graph_types::GraphBatch;
 use crate::error::Error as CoreError;
 use crate::graph as core;
+
+/// How long one call of a relation deriver may take by default (5 minutes: one language-model
+/// request per batch of modules).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What a relation deriver is told about one module.
 #[napi(object)]
@@ -122,11 +129,13 @@ pub fn deriver_option(
     }
 }
 
-/// Runs a derivation over `modules` (None: all) through `deriver`.
+/// Runs a derivation over `modules` (None: all) through `deriver`, each call within
+/// `timeout`.
 pub async fn run(
     handle: &crate::Engram,
     deriver: Deriver,
     modules: Option<Vec<String>>,
+    timeout: Duration,
     cancel: &AtomicBool,
 ) -> std::result::Result<core::DerivedSummary, CoreError> {
     let ask = move |summaries: Vec<core::ModuleSummary>| {
@@ -135,16 +144,24 @@ pub async fn run(
             let request = RelationRequest {
                 modules: summaries.into_iter().map(ModuleSummary::from).collect(),
             };
-            let answer = deriver
-                .call_async_catch(request)
-                .await
-                .map_err(|e| failed("threw or returned the wrong shape", e))?;
-            let batch = match answer {
-                Either::A(promise) => promise
+            let call = async {
+                let answer = deriver
+                    .call_async_catch(request)
                     .await
-                    .map_err(|e| failed("rejected or resolved to the wrong shape", e))?,
-                Either::B(batch) => batch,
+                    .map_err(|e| failed("threw or returned the wrong shape", e))?;
+                match answer {
+                    Either::A(promise) => promise
+                        .await
+                        .map_err(|e| failed("rejected or resolved to the wrong shape", e)),
+                    Either::B(batch) => Ok(batch),
+                }
             };
+            let batch = tokio::time::timeout(timeout, call).await.map_err(|_| {
+                CoreError::Callback(format!(
+                    "deriveRelations timed out after {} ms without settling",
+                    timeout.as_millis()
+                ))
+            })??;
             batch.map(GraphBatch::into_core).transpose()
         }
     };

@@ -67,15 +67,17 @@ pub struct EmbeddingsOptions {
     /// for any tokenizer). Lower it for servers whose model has a shorter context (a 512-token
     /// model: ~2000), which otherwise answer 400 to long chunks.
     pub max_text_bytes: Option<u32>,
-    /// Whole-request timeout of the HTTP providers in ms (default 60000).
+    /// Whole-request timeout of the HTTP providers, and how long one call of the `embed`
+    /// function may take before it fails with `ENGRAM_CALLBACK` ("timed out"), in ms
+    /// (default 60000).
     pub timeout_ms: Option<u32>,
     /// Retries of an HTTP request answered 408, 429, 500, 502, 503 or 504, after the wait the server asks
     /// (`retry-after-ms`, `Retry-After`; at most 60 s) or 0.5 s doubling (default 3, at most 10).
     pub max_retries: Option<u32>,
     /// `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
     /// width, normalised for you). Called with at most `batchSize` texts at a time, from the
-    /// thread that opened the engine. A throw or rejection fails the embedding with
-    /// `ENGRAM_CALLBACK`.
+    /// thread that opened the engine. A throw, a rejection or a promise that does not settle
+    /// within `timeoutMs` fails the embedding with `ENGRAM_CALLBACK`.
     #[napi(
         ts_type = "(texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>"
     )]

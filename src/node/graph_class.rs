@@ -289,7 +289,7 @@ impl Engram {
     /// }))
     /// ```
     #[napi(
-        ts_args_type = "deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: { modules?: string[] }",
+        ts_args_type = "deriver: (request: RelationRequest) => GraphBatch | null | undefined | Promise<GraphBatch | null | undefined>, options?: DeriveOptions",
         ts_return_type = "Promise<DerivedSummary>"
     )]
     pub fn derive_relations<'env>(
@@ -302,12 +302,26 @@ impl Engram {
         let deriver = arg!(env, derive::deriver(&deriver, "deriver"));
         let options: Option<DeriveOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
-        let modules = options.and_then(|o| o.modules);
+        let (modules, timeout_ms) = options.map_or((None, None), |o| (o.modules, o.timeout_ms));
+        let timeout = match timeout_ms {
+            None => derive::DEFAULT_TIMEOUT,
+            Some(ms) if (1.0..=86_400_000.0).contains(&ms) && ms.fract() == 0.0 => {
+                std::time::Duration::from_millis(ms as u64)
+            }
+            Some(ms) => {
+                return super::error::rejected(
+                    env,
+                    crate::Error::invalid(format!(
+                    "options.timeoutMs must be a whole number of ms from 1 to 86400000, got {ms}"
+                )),
+                )
+            }
+        };
         promise(
             env,
             async move {
                 let cancel = Arc::new(AtomicBool::new(false));
-                derive::run(&handle, deriver, modules, &cancel).await
+                derive::run(&handle, deriver, modules, timeout, &cancel).await
             },
             DerivedSummary::from,
         )
@@ -352,4 +366,7 @@ impl Engram {
 pub struct DeriveOptions {
     /// Module keys to ask about (default: every module).
     pub modules: Option<Vec<String>>,
+    /// How long one call of the deriver may take, in ms (default 300000): past it the call
+    /// rejects with `ENGRAM_CALLBACK` ("timed out").
+    pub timeout_ms: Option<f64>,
 }

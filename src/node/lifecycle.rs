@@ -376,7 +376,9 @@ impl Engram {
     /// already here is skipped, or replaced with `onConflict: 'replace'`); Markdown updates
     /// the memories whose id it names and remembers the others as new. Everything passes the
     /// privacy filter and the input limits again; one invalid memory fails the call before
-    /// anything is written.
+    /// anything is written. A `path` must name a regular file of at most 256 MiB: a FIFO, a
+    /// device (`/dev/zero`), a directory or a larger file fails with `ENGRAM_INVALID_ARG`
+    /// at once, without blocking.
     #[napi(
         ts_args_type = "options: ImportOptions",
         ts_return_type = "Promise<ImportReport>"
@@ -409,18 +411,14 @@ impl Engram {
             }
         };
         let work = async move {
-            let text = match source {
-                Ok(text) => text,
+            match source {
+                Ok(text) => handle.import_memories(format, &text, on_conflict).await,
                 Err(path) => {
-                    let from = path.clone();
-                    blocking(
-                        move || std::fs::read_to_string(&from),
-                        format!("reading {path}"),
-                    )
-                    .await?
+                    handle
+                        .import_memories_from_file(format, path.into(), on_conflict)
+                        .await
                 }
-            };
-            handle.import_memories(format, &text, on_conflict).await
+            }
         };
         promise(env, work, ImportReport::from)
     }

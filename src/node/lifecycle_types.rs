@@ -273,7 +273,8 @@ pub struct ImportOptions {
     pub format: String,
     /// The document.
     pub text: Option<String>,
-    /// A file holding the document.
+    /// A file holding the document: a regular file of at most 256 MiB (a FIFO, a device or a
+    /// directory is refused with `ENGRAM_INVALID_ARG` without being opened).
     pub path: Option<String>,
     /// JSON only: what to do with a memory whose id this project already has: `skip` (the
     /// default) or `replace` (history and events included).

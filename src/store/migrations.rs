@@ -177,6 +177,47 @@ pub struct SchemaStatus {
     pub applied: i64,
 }
 
+/// How many table names a refusal lists before "and N more".
+const FOREIGN_TABLES_LISTED: usize = 5;
+
+/// Refuses a database of another application, before anything is written to it.
+///
+/// An engram file is marked by its `engram_schema` table (created before any other). A file
+/// with tables but without that mark belongs to someone else: switching it to WAL and adding
+/// engram's tables would change another application's data, so it fails with
+/// `ENGRAM_INVALID_ARG` naming its tables. An empty database (no tables: a new path, an empty
+/// file) is engram's to fill. Only reads: run it before any pragma that writes (`journal_mode`).
+/// A file that is not a database fails here with `ENGRAM_CORRUPT`.
+pub(crate) async fn refuse_foreign(conn: &Connection, display: &str) -> Result<()> {
+    const SQL: &str = "SELECT name FROM sqlite_master
+                        WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+                        ORDER BY name";
+    let mut rows = conn.query(SQL, ()).await.ctx("reading the file's tables")?;
+    let mut tables = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading the file's tables")? {
+        tables.push(row.get::<String>(0).ctx("reading the file's tables")?);
+    }
+    if tables.is_empty() || tables.iter().any(|t| t == "engram_schema") {
+        return Ok(());
+    }
+    let mut listed = tables
+        .iter()
+        .take(FOREIGN_TABLES_LISTED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if tables.len() > FOREIGN_TABLES_LISTED {
+        listed.push_str(&format!(
+            " and {} more",
+            tables.len() - FOREIGN_TABLES_LISTED
+        ));
+    }
+    Err(Error::invalid(format!(
+        "{display} is not an engram database (it has tables: {listed}): engram refuses to \
+         modify it; pass a new path"
+    )))
+}
+
 /// Brings every listed home up to date on the writer connection.
 pub(crate) async fn migrate(conn: &Connection, homes: &[Home]) -> Result<Vec<SchemaStatus>> {
     conn.execute(

@@ -131,8 +131,10 @@ impl Store {
     /// Opens (creating if needed) the database at `path`, applies pragmas and migrates every
     /// schema home to the newest version this build knows.
     ///
-    /// Fails with `ENGRAM_CORRUPT` for a file that is not a database, `ENGRAM_SCHEMA_TOO_NEW`
-    /// for a file written by a newer engram, and `ENGRAM_IO` when the file cannot be opened.
+    /// Fails with `ENGRAM_CORRUPT` for a file that is not a database, `ENGRAM_INVALID_ARG` for
+    /// a SQLite database of another application (tables but no `engram_schema`: nothing is
+    /// written to it, not even the WAL switch), `ENGRAM_SCHEMA_TOO_NEW` for a file written by a
+    /// newer engram, and `ENGRAM_IO` when the file cannot be opened.
     pub async fn open(path: &Path, options: &StoreOptions) -> Result<Store> {
         let display = path.display().to_string();
         let db = Builder::new_local(path)
@@ -141,6 +143,14 @@ impl Store {
             .map_err(|e| Error::db(format!("opening {display}"), e))?;
 
         let writer = db.connect().ctx("connecting writer")?;
+        // Before the first write (the WAL switch is one): another application's database is
+        // refused untouched. A closing engine of this file may hold a lock: wait for it.
+        writer
+            .busy_timeout(options.busy_timeout)
+            .ctx("setting busy timeout")?;
+        migrations::refuse_foreign(&writer, &display)
+            .await
+            .map_err(|e| e.with_path(&display))?;
         pragmas::apply_writer(&writer, options.busy_timeout)
             .await
             .map_err(|e| e.with_path(&display))?;

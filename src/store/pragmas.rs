@@ -33,7 +33,7 @@ pub(crate) async fn apply_writer(conn: &Connection, busy_timeout: Duration) -> R
     // that, not fail with SQLITE_BUSY at once.
     conn.busy_timeout(busy_timeout)
         .ctx("setting busy timeout")?;
-    // The first statement that reads the file: a non-database fails here with SQLITE_NOTADB.
+    // The first write to the file, after `migrations::refuse_foreign` read its tables.
     pragma(conn, "PRAGMA journal_mode = WAL").await?;
     common(conn, busy_timeout).await?;
     // 8 MiB of page cache for the writer (FTS merges touch many pages).
