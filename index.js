@@ -76,6 +76,13 @@ function modelPackageDir() {
   if (dir.includes(asar)) {
     const unpacked = dir.replace(asar, `${sep}app.asar.unpacked${sep}`)
     if (existsSync(join(unpacked, 'model.safetensors'))) return unpacked
+    process.emitWarning(
+      `the model package ${MODEL_PACKAGE} is inside app.asar, where engram's native code cannot ` +
+        `read it: add "node_modules/${MODEL_PACKAGE}/**" to asarUnpack (electron-builder) or ` +
+        'packagerConfig.asar.unpack (Forge)',
+      { code: 'ENGRAM_MODEL_IN_ASAR' },
+    )
+    return null
   }
   return dir
 }
