@@ -57,6 +57,24 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class Engram {
   /**
+   * What an agent should know when it starts a session on this project (the seed's
+   * injection points 1 and 2), packed into `budgetTokens` (default 2,000) with citations:
+   * the newest unfinished `work_state` (resume), the last observed session's handoff line,
+   * pinned and user-taught memories, the memories for `task` and `modules` (or the
+   * project's most confident knowledge), workflow recipes, and memories whose code changed
+   * since (to verify). Earlier sections win the budget; each memory appears once.
+   * Memories below the trust level's injection threshold are left out, except pinned and
+   * user-taught ones.
+   *
+   * ```ts
+   * const ctx = await memory.sessionContext({ task: 'add rate limiting to the login route', modules: ['src/auth/'] })
+   * const system = `${basePrompt}
+
+  ${ctx.text}`
+   * ```
+   */
+  sessionContext(options?: SessionContextOptions): Promise<SessionContext>
+  /**
    * Imports the project's agent files as memories (the handle needs `projectRoot`). Each
    * rule (a bullet, a paragraph, a table row, a command with its code block) becomes a
    * user-taught, user-verified, pinned memory typed from its words and heading (gotcha,
@@ -696,6 +714,23 @@ export declare class Engram {
  * `resumeSession()` it).
  */
 export declare class ObserverSession {
+  /**
+   * Injection point 3: the known pitfalls (gotchas, error patterns, dead ends) of the file
+   * a file tool (`Read`, `Edit`, `Write` or an alias) just read or changed, to append to the
+   * tool's result; `null` for other tools, when there are none the session was not already
+   * shown (by step injection, `sessionContext` with this session's id, or an earlier
+   * augmentation), or for sessions outside the `full` A/B group. What is returned counts as
+   * used and is never shown to this session again.
+   *
+   * ```ts
+   * execute: async (args) => {
+   *   const output = await readFile(args.file_path, 'utf8')
+   *   const extra = await session.augmentToolResult('Read', args, output)
+   *   return extra ? extra.result : output
+   * }
+   * ```
+   */
+  augmentToolResult(toolName: string, args: Record<string, unknown>, result?: string): Promise<ToolResultAugmentation | null>
   /** The session's id. */
   get sessionId(): string
   /**
@@ -1005,6 +1040,23 @@ export interface ConsolidateReport {
   conflicts: number
   /** Whether this was a dry run. */
   dryRun: boolean
+}
+
+/** A memory in a session-start context. */
+export interface ContextMemory {
+  /**
+   * Its section: unfinished work to resume, pinned or user-taught, relevant to the task
+   * and modules, a workflow recipe, or possibly outdated (its code changed).
+   */
+  section: 'resume' | 'pinned' | 'relevant' | 'recipes' | 'stale'
+  /** Its label in the text (`[label]`), from 1. */
+  label: number
+  /** The chip an agent writes to cite it (`[Memory #id: brief]`). */
+  citation: string
+  /** Tokens its entry uses. */
+  tokens: number
+  /** The memory. */
+  memory: Memory
 }
 
 /**
@@ -2721,6 +2773,78 @@ export interface SessionCompleteMessage {
   stepsExecuted: number
 }
 
+/** What an agent should know when it starts a session on this project. */
+export interface SessionContext {
+  /**
+   * Markdown for the system prompt or the first message (`''` when there is nothing to
+   * say): sections of memories, each labelled `[n]` with its id.
+   */
+  text: string
+  /** Its estimated tokens. */
+  tokens: number
+  /** The budget it was packed to. */
+  budgetTokens: number
+  /** The memories in it, in the order shown. */
+  memories: Array<ContextMemory>
+  /** The last session's handoff, when it was shown. */
+  handoff?: SessionHandoff
+  /** Candidates left out because they did not fit the budget. */
+  omitted: number
+}
+
+/** What `sessionContext()` is asked for. */
+export interface SessionContextOptions {
+  /**
+   * The kind of session starting (default `'build'`): sets the phase the relevant memories
+   * are ranked for.
+   */
+  sessionType?: 'build' | 'insights' | 'roadmap' | 'terminal' | 'changelog' | 'spec_creation' | 'pr_review'
+  /**
+   * What the session is about to do, in words: the relevant memories and recipes are
+   * ranked for it (at most 8 KiB).
+   */
+  task?: string
+  /**
+   * Module directories (`'src/auth/'`) it is likely to touch, relative to the project root
+   * (at most 50): memories naming one or attached to a file under one come in.
+   */
+  modules?: Array<string>
+  /** Tokens the context may use (1 to 200,000; default 2,000). */
+  budgetTokens?: number
+  /**
+   * The agent session it is for: the memories in it count as used by the session, and an
+   * observed session of that id open in this process records them as shown (step injection
+   * and `augmentToolResult` never repeat them).
+   */
+  sessionId?: string
+}
+
+/** The newest finalized observed session, as the next session hears of it. */
+export interface SessionHandoff {
+  /** The session. */
+  sessionId: string
+  /** Its type. */
+  sessionType: string
+  /** How it ended (`success`, `partial`, `failure`, `abandoned`). */
+  outcome: string
+  /** Its work unit, when it had one. */
+  workUnit?: string
+  /** The module it worked in. */
+  module?: string
+  /** When it was finalized (ms since the epoch). */
+  endedAt: number
+  /** Steps it ran. */
+  steps: number
+  /** Distinct files it changed. */
+  filesEdited: number
+  /** Tool calls that failed. */
+  errors: number
+  /** Memories it promoted. */
+  promoted: number
+  /** The line the context shows. */
+  text: string
+}
+
 /** The seed's section-19 metrics of a session. */
 export interface SessionMetrics {
   /** Tool calls. */
@@ -3158,6 +3282,19 @@ export interface ToolCallMessage {
   toolCallId?: string
   /** When (ms since the epoch); default: now. */
   timestamp?: number
+}
+
+/** What `augmentToolResult()` adds to a tool's result. */
+export interface ToolResultAugmentation {
+  /** The text to append: the file's known pitfalls. */
+  content: string
+  /**
+   * The result given with `content` appended after a blank line (`content` alone when no
+   * result was given).
+   */
+  result: string
+  /** The memories in it. */
+  memories: Array<Memory>
 }
 
 /** `memory:tool-result`: a tool answered. */

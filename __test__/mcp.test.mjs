@@ -18,7 +18,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js'
 import { Engram } from './helpers.mjs'
 
 const bin = fileURLToPath(new URL('../bin/engram.js', import.meta.url))
-const TOOL_NAMES = ['feedback', 'forget', 'impact', 'memory_health', 'recall', 'remember', 'search_code']
+const TOOL_NAMES = ['feedback', 'forget', 'impact', 'memory_health', 'recall', 'remember', 'search_code', 'session_context']
 
 let dir
 let root
@@ -145,7 +145,7 @@ test('initialize answers at once, at the current protocol version, while indexin
   console.log(`# connect (spawn, addon load, open, initialize): ${server.connectMs.toFixed(0)} ms`)
 })
 
-test('lists the seven tools with schemas and descriptions', async () => {
+test('lists the eight tools with schemas and descriptions', async () => {
   const { tools } = await server.client.listTools()
   assert.deepEqual(tools.map((t) => t.name).sort(), TOOL_NAMES)
   for (const tool of tools) {
@@ -167,6 +167,8 @@ test('lists the seven tools with schemas and descriptions', async () => {
   assert.deepEqual(byName.feedback.required.sort(), ['id', 'kind'])
   assert.deepEqual(byName.forget.required, ['id'])
   assert.deepEqual(props('memory_health'), [])
+  assert.deepEqual(props('session_context'), ['budgetTokens', 'modules', 'sessionType', 'task'])
+  assert.equal(byName.session_context.required, undefined)
 })
 
 test('search_code finds the project once indexing is done, and files written later (watch)', async () => {
@@ -231,6 +233,13 @@ test('remember, then recall and impact return the memory', async () => {
   assert.match(impact, /- src\/billing\.ts:computeInvoiceTotal \(function\), depth 1 via src\/money\.ts:roundCents/)
   assert.match(impact, new RegExp(`Memories attached \\(1\\):\\n- ${memoryId} · gotcha`))
   assert.match(impact, /attached to src\/money\.ts as file, depth 0/)
+  // The session-start context: the memory, reinforced to 0.85, is above a new project's trust
+  // threshold (0.80), so it is there for the module named, with its id.
+  const start = await call('session_context', { modules: ['src/'], budgetTokens: 800 })
+  assert.match(start, /^# Project memory \(engram\)/, start)
+  assert.match(start, new RegExp(`## Relevant memories\n\\[1\\] gotcha · confidence 0\\.85 · ${memoryId} · src/money\\.ts\nroundCents uses`), start)
+  assert.match(start, /\(\d+ of 800 tokens\)$/, start)
+  assert.match(await call('session_context', { modules: ['docs/'] }), /^Nothing to start with: no unfinished work/)
   const symbol = await call('impact', { target: 'src/money.ts:roundCents', maxDepth: 1, limit: 1 })
   assert.match(symbol, /^Impact of a change to src\/money\.ts:roundCents \(function, src\/money\.ts\)/, symbol)
   assert.match(symbol, /Affected \(1, nearest first\):\n- src\/billing\.ts:computeInvoiceTotal \(function\), depth 1 at src\/billing\.ts:3\n/, symbol)
@@ -320,13 +329,15 @@ test('bad arguments and engram errors come back as tool errors with the code, an
     ['feedback', { id: memoryId, kind: 'great' }, 'ENGRAM_INVALID_ARG', /kind: /],
     ['forget', { id: 7 }, 'ENGRAM_INVALID_ARG', /forget: id: /],
     ['memory_health', { verbose: true }, 'ENGRAM_INVALID_ARG', /Unrecognized key/],
-    ['session_context', {}, 'ENGRAM_INVALID_ARG', /unknown tool "session_context"/],
+    ['session_context', { budgetTokens: 0 }, 'ENGRAM_INVALID_ARG', /session_context: budgetTokens: /],
+    ['no_such_tool', {}, 'ENGRAM_INVALID_ARG', /unknown tool "no_such_tool" \(tools: recall, .*session_context/],
     // rejected by engram
     ['recall', { query: 'x', recentFiles: ['../../etc/passwd'] }, 'ENGRAM_INVALID_ARG', /escapes the project root/],
     ['remember', { type: 'gotcha', content: 'outside', relatedFiles: ['../elsewhere.ts'] }, 'ENGRAM_INVALID_ARG', /elsewhere/],
     ['impact', { target: 'src/nowhere.ts' }, 'ENGRAM_NOT_FOUND', /src\/nowhere\.ts/],
     ['feedback', { id: 'no-such-id', kind: 'helpful' }, 'ENGRAM_NOT_FOUND', /no-such-id/],
     ['forget', { id: 'no-such-id' }, 'ENGRAM_NOT_FOUND', /no-such-id/],
+    ['session_context', { modules: ['../outside/'] }, 'ENGRAM_INVALID_ARG', /modules: .*escapes the project root/],
   ]
   for (const [name, args, code, pattern] of bad) {
     const text = await callFails(name, args, code)

@@ -44,6 +44,7 @@ const MEMORY_TYPES = [
   'workflow_recipe',
   'context_cost',
 ]
+const SESSION_TYPES = ['build', 'insights', 'roadmap', 'terminal', 'changelog', 'spec_creation', 'pr_review']
 const PHASES = ['define', 'implement', 'validate', 'refine', 'explore', 'reflect']
 /** MCP's "resource not found" error code (the spec's -32002). */
 const RESOURCE_NOT_FOUND = -32002
@@ -170,6 +171,23 @@ const TOOLS = {
     schema: z.strictObject({
       id: z.string().min(1).describe('The memory id.'),
       reason: z.string().min(1).max(4096).optional().describe('Why it no longer applies.'),
+    }),
+  },
+  session_context: {
+    title: 'What to know before starting',
+    description:
+      'What this project\'s memory says an agent should know at the start of a session: unfinished work to resume, what the last session did and learned, pinned and user-taught rules, the memories for your task and the modules you will touch, workflow recipes that work here, and memories that may be outdated. ' +
+      'Call it once when you start a task (before recall): pass the task in words and the directories you expect to touch. ' +
+      'Returns Markdown packed into a token budget, each memory labelled [n] with its id (for feedback and forget).',
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    schema: z.strictObject({
+      task: z.string().min(1).max(8192).optional().describe('What you are about to do (e.g. "add rate limiting to the login route"): memories and recipes are ranked for it.'),
+      modules: z.array(z.string().min(1)).max(50).optional().describe('Directories you expect to touch, relative to the project root (e.g. ["src/auth/"]).'),
+      sessionType: z
+        .enum(SESSION_TYPES)
+        .optional()
+        .describe('The kind of session (default build): insights for reading and explaining code, pr_review for reviewing, spec_creation for planning.'),
+      budgetTokens: z.number().int().min(1).max(200000).optional().describe('Tokens the context may use (default 2000).'),
     }),
   },
   memory_health: {
@@ -448,6 +466,14 @@ async function runMcpServer(options) {
       return text(`Forgot ${m.id} (${m.type}); a person can restore it (rollback to version ${m.version - 1}).\n${memoryLine(m)}`)
     },
 
+    async session_context(a) {
+      const c = await db.sessionContext({ task: a.task, modules: a.modules, sessionType: a.sessionType, budgetTokens: a.budgetTokens })
+      if (!c.text) {
+        return text('Nothing to start with: no unfinished work, pinned rules or memories confident enough for this task and these modules yet. Use recall while you work, and remember what the next session should know.')
+      }
+      const omitted = c.omitted ? `; ${c.omitted} more did not fit the budget` : ''
+      return text(`${c.text}\n(${c.tokens} of ${c.budgetTokens} tokens${omitted})`)
+    },
     async memory_health() {
       const [h, s] = await Promise.all([db.health(), db.stats()])
       const e = db.embeddingStatus()

@@ -345,6 +345,48 @@ impl Engram {
         Ok(found)
     }
 
+    /// What an agent should know when it starts a session on this project (injection points
+    /// 1 and 2): unfinished work, the last session's handoff, pinned and user-taught memories,
+    /// memories for the task and modules, workflow recipes and stale warnings, packed into a
+    /// token budget with citations (see `agent::session_context`).
+    pub async fn session_context(
+        &self,
+        request: crate::agent::session_context::SessionContextRequest,
+    ) -> Result<crate::agent::session_context::SessionContext> {
+        crate::agent::session_context::build(self, request).await
+    }
+
+    /// The observer session `session_id` open in this engine, if any.
+    pub(crate) fn open_session(&self, session_id: &str) -> Option<Arc<crate::observer::Session>> {
+        self.engine.sessions.get(&self.project_id, session_id)
+    }
+
+    /// Injection point 3 for an observed session: the unseen gotchas of the file a file tool
+    /// (`tool`) just read or changed, to append to its result; never what the session was
+    /// already shown (by step injection, the session context or an earlier augmentation).
+    /// Sessions outside the `full` A/B group get `None`, like step injection.
+    pub async fn augment_tool_result(
+        &self,
+        session: &crate::observer::Session,
+        tool: &str,
+        file: Option<&str>,
+    ) -> Result<Option<crate::retrieval::injection::StepInjection>> {
+        let Some(file) = file else {
+            return Ok(None);
+        };
+        let pending = session.injection_context(0)?;
+        if !pending.group.active_injection() {
+            return Ok(None);
+        }
+        let found =
+            crate::retrieval::injection::for_tool_result(self, tool, file, &pending.context)
+                .await?;
+        if let Some(injection) = &found {
+            session.injected(injection.memories.iter().map(|m| m.id.clone()), 0);
+        }
+        Ok(found)
+    }
+
     /// Stores a memory (privacy-filtered, deduplicated within project and scope).
     pub async fn remember(&self, input: RememberInput) -> Result<Remembered> {
         let mut out = memory::remember_many(&self.ctx(), vec![input]).await?;

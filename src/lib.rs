@@ -7,6 +7,7 @@
 #[macro_use]
 mod simd;
 
+pub mod agent;
 pub mod clock;
 pub mod code;
 pub mod embed;

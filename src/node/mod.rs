@@ -19,6 +19,7 @@ macro_rules! arg {
     };
 }
 
+mod agent;
 mod agent_file_types;
 mod agent_files;
 mod args;

@@ -430,6 +430,18 @@ fn session_options(o: ObserveOptions) -> Converted<core::SessionOptions> {
     Ok(options)
 }
 
+/// The file a tool call's `args` names (`file_path`, `filePath`, `path`...), if any; `args`
+/// must be an object (or null / undefined: no file).
+pub(super) fn read_tool_target(env: &Env, args: &Unknown<'_>) -> Converted<Option<String>> {
+    match args.get_type() {
+        Ok(ValueType::Undefined | ValueType::Null) => Ok(None),
+        Ok(ValueType::Object) if !args.is_array().unwrap_or(false) => {
+            JsObject::new(env.raw(), args.raw()).first_string(PATH_KEYS)
+        }
+        _ => Err(CoreError::invalid("args must be a plain object")),
+    }
+}
+
 /// One JS object read property by property.
 struct JsObject {
     env: sys::napi_env,
@@ -701,6 +713,18 @@ pub struct ObserverSession {
     owner: Slot,
     session: Arc<core::Session>,
     session_id: String,
+}
+
+impl ObserverSession {
+    /// The slot of the handle that made the session.
+    pub(super) fn owner(&self) -> &Slot {
+        &self.owner
+    }
+
+    /// The core session.
+    pub(super) fn core(&self) -> &Arc<core::Session> {
+        &self.session
+    }
 }
 
 #[napi]

@@ -338,7 +338,7 @@ impl Sessions {
     }
 
     /// The open session `session_id` of a project.
-    fn get(&self, project_id: &Arc<str>, session_id: &str) -> Option<Arc<Session>> {
+    pub(crate) fn get(&self, project_id: &Arc<str>, session_id: &str) -> Option<Arc<Session>> {
         let open = self.0.lock().unwrap_or_else(|p| p.into_inner());
         open.get(&(project_id.clone(), session_id.trim().to_owned()))
             .cloned()

@@ -68,6 +68,9 @@ pub enum InjectionKind {
     SearchShortCircuit,
     /// What the agent itself recorded in its scratchpad since the last step.
     ScratchpadReflection,
+    /// Gotchas of the file a tool just read or changed, appended to the tool's result
+    /// (injection point 3).
+    ToolResult,
 }
 
 impl InjectionKind {
@@ -77,6 +80,7 @@ impl InjectionKind {
             InjectionKind::Gotchas => "gotcha_injection",
             InjectionKind::SearchShortCircuit => "search_short_circuit",
             InjectionKind::ScratchpadReflection => "scratchpad_reflection",
+            InjectionKind::ToolResult => "tool_result_augmentation",
         }
     }
 }
@@ -132,6 +136,45 @@ pub(crate) async fn decide(
     Ok(Some(StepInjection {
         kind,
         content: format(kind, &memories, notes),
+        memories,
+    }))
+}
+
+/// Injection point 3 (seed 003 section 9): the unseen gotchas, error patterns and dead ends of
+/// the file a `Read` / `Edit` / `Write` (or an alias such as `read_file`) just touched, to
+/// append to the tool's result. `None` for other tools, a file outside the project, or when
+/// nothing unseen is above the trust level's threshold. What is returned counts as used.
+pub(crate) async fn for_tool_result(
+    handle: &Engram,
+    tool: &str,
+    file: &str,
+    context: &StepContext,
+) -> Result<Option<StepInjection>> {
+    use crate::observer::tools::ToolKind;
+    let canonical = match ToolKind::of(tool) {
+        ToolKind::Read => "Read",
+        ToolKind::Edit => "Edit",
+        ToolKind::Write => "Write",
+        _ => return Ok(None),
+    };
+    let call = ToolCall {
+        tool: canonical.to_owned(),
+        file_path: Some(file.to_owned()),
+        pattern: None,
+    };
+    let shown: HashSet<&str> = context.injected_ids.iter().map(String::as_str).collect();
+    let threshold = crate::lifecycle::trust::level(&handle.ctx())
+        .await?
+        .injection_threshold();
+    let memories = fresh_gotchas(handle, std::slice::from_ref(&call), &shown, threshold).await?;
+    if memories.is_empty() {
+        return Ok(None);
+    }
+    let ids: Vec<String> = memories.iter().map(|m| m.id.clone()).collect();
+    memory::touch(&handle.ctx(), &ids, context.session_id.as_deref()).await?;
+    Ok(Some(StepInjection {
+        kind: InjectionKind::ToolResult,
+        content: format(InjectionKind::ToolResult, &memories, &[]),
         memories,
     }))
 }
@@ -233,8 +276,12 @@ fn pattern_words(pattern: &str) -> String {
 /// The system message for `memories` (or the scratchpad's `notes`).
 fn format(kind: InjectionKind, memories: &[Memory], notes: &[String]) -> String {
     match kind {
-        InjectionKind::Gotchas => {
-            let mut out = String::from("MEMORY: known pitfalls in the files you are working on:\n");
+        InjectionKind::Gotchas | InjectionKind::ToolResult => {
+            let mut out = String::from(if kind == InjectionKind::Gotchas {
+                "MEMORY: known pitfalls in the files you are working on:\n"
+            } else {
+                "MEMORY (engram): known pitfalls in this file, from earlier sessions:\n"
+            });
             for m in memories {
                 let files = if m.related_files.is_empty() {
                     String::new()

@@ -126,6 +126,11 @@ const MAIN: &[Migration] = &[
         name: "sessions_trust",
         sql: include_str!("sql/main/013_sessions_trust.sql"),
     },
+    Migration {
+        version: 14,
+        name: "session_context",
+        sql: include_str!("sql/main/014_session_context.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[

@@ -1,0 +1,92 @@
+// The agent-loop builders through the binding: sessionContext() (what a session starts with)
+// and ObserverSession.augmentToolResult() (pitfalls appended to a file tool's result), on a
+// real database and project root, with the argument errors a JS caller can make.
+import assert from 'node:assert/strict'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { test } from 'node:test'
+
+import { Engram, rejectsWithCode, tempDir } from './helpers.mjs'
+
+async function project(t) {
+  const dir = tempDir(t)
+  const root = join(dir, 'project')
+  mkdirSync(join(root, 'src', 'db'), { recursive: true })
+  writeFileSync(join(root, 'src', 'db', 'pool.ts'), 'export function acquire(n: number) {\n  return Math.min(n, 10)\n}\n')
+  const db = await Engram.open({ path: join(dir, 'memory.db'), projectRoot: root })
+  t.after(() => db.close())
+  return { db, root }
+}
+
+/** An observed session in the `full` A/B group (the only one that gets augmentation). */
+function fullSession(db, prefix) {
+  for (let i = 0; ; i++) {
+    const session = db.observe({ sessionId: `${prefix}-${i}` })
+    if (session.snapshot().abGroup === 'full') return session
+  }
+}
+
+test('sessionContext packs pinned and relevant memories with labels, ids and citations', async (t) => {
+  const { db } = await project(t)
+  const empty = await db.sessionContext()
+  assert.deepEqual(empty, { text: '', tokens: 0, budgetTokens: 2000, memories: [], handoff: null, omitted: 0 })
+
+  const pinned = await db.remember({ type: 'decision', content: 'Pool sizes come from config, never from code', pinned: true, confidence: 0.5 })
+  const gotcha = await db.remember({ type: 'gotcha', content: 'acquire() caps the pool at ten connections', relatedFiles: ['src/db/pool.ts'], confidence: 0.95 })
+  await db.remember({ type: 'gotcha', content: 'an unsure note about pools', relatedFiles: ['src/db/pool.ts'], confidence: 0.6 })
+  const c = await db.sessionContext({ modules: ['src/db/'], sessionType: 'build', budgetTokens: 500 })
+  assert.deepEqual(c.memories.map((m) => [m.section, m.label, m.memory.id]), [
+    ['pinned', 1, pinned.memory.id],
+    ['relevant', 2, gotcha.memory.id],
+  ])
+  assert.match(c.text, /^# Project memory \(engram\)/)
+  assert.ok(c.text.includes(`[2] gotcha · confidence 0.95 · ${gotcha.memory.id} · src/db/pool.ts\nacquire() caps`), c.text)
+  assert.ok(c.memories[1].citation.startsWith(`[Memory #${gotcha.memory.id}: acquire()`))
+  assert.ok(c.tokens > 0 && c.tokens <= 500 && c.budgetTokens === 500)
+  assert.equal(c.handoff, null)
+})
+
+test('sessionContext refuses bad options with ENGRAM_INVALID_ARG naming them', async (t) => {
+  const { db } = await project(t)
+  for (const [options, pattern] of [
+    ['build', /options must be a plain object/],
+    [{ budgetTokens: -1 }, /budgetTokens must be a whole number >= 1, got -1/],
+    [{ budgetTokens: 1.5 }, /budgetTokens/],
+    [{ budgetTokens: 500_000 }, /budgetTokens must be between 1 and 200000/],
+    [{ sessionType: 'coding' }, /session type.*build.*pr_review/],
+    [{ modules: ['../elsewhere/'] }, /modules: .*escapes the project root/],
+    [{ modules: 'src/' }, /modules/],
+    [{ task: 42 }, /task/],
+  ]) {
+    await assert.rejects(db.sessionContext(options), (err) => {
+      assert.equal(err.code, 'ENGRAM_INVALID_ARG', `${JSON.stringify(options)}: ${err.code} ${err.message}`)
+      assert.match(err.message, pattern)
+      return true
+    })
+  }
+})
+
+test('augmentToolResult appends unseen pitfalls once, and never what the session context showed', async (t) => {
+  const { db, root } = await project(t)
+  const gotcha = await db.remember({ type: 'gotcha', content: 'acquire() caps the pool at ten connections', relatedFiles: ['src/db/pool.ts'], confidence: 0.95 })
+
+  const reader = fullSession(db, 'reader')
+  const output = 'export function acquire(n: number) {...}'
+  const added = await reader.augmentToolResult('Read', { file_path: join(root, 'src/db/pool.ts') }, output)
+  assert.deepEqual(added.memories.map((m) => m.id), [gotcha.memory.id])
+  assert.match(added.content, /^MEMORY \(engram\): known pitfalls in this file/)
+  assert.equal(added.result, `${output}\n\n${added.content}`)
+  assert.equal(await reader.augmentToolResult('Read', { file_path: 'src/db/pool.ts' }, output), null, 'never twice')
+  assert.equal(await reader.augmentToolResult('Bash', { command: 'cat src/db/pool.ts' }), null, 'not a file tool')
+
+  const started = fullSession(db, 'started')
+  const c = await db.sessionContext({ modules: ['src/db/'], sessionId: started.sessionId })
+  assert.deepEqual(c.memories.map((m) => m.memory.id), [gotcha.memory.id])
+  assert.equal(await started.augmentToolResult('Read', { path: 'src/db/pool.ts' }), null, 'shown at the start already')
+  // The context counts as used by the session.
+  assert.equal((await db.sessionSummary(started.sessionId)).used.length, 1)
+
+  await rejectsWithCode(assert, reader.augmentToolResult('Read', 'src/db/pool.ts'), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, reader.augmentToolResult(undefined, {}), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, reader.augmentToolResult('Read', {}, 42), 'ENGRAM_INVALID_ARG')
+})

@@ -1,0 +1,13 @@
+//! Ready-made contexts for an agent loop (seed 003 section 9, the Yaad seed's session start):
+//! what an app or an agent hook puts in front of an agent without assembling it from recall,
+//! list and the observer itself.
+//!
+//! - [`session_context`]: injection points 1 and 2, what an agent should know when it starts
+//!   a session on this project (unfinished work to resume, the last session's handoff, pinned
+//!   and user-taught memories, memories for the task and modules, workflow recipes, stale
+//!   warnings), packed into a token budget with citations.
+//!
+//! Injection point 3 (gotchas appended to a file tool's result) lives with the step injection
+//! it shares its trigger with: `retrieval::injection::for_tool_result`.
+
+pub mod session_context;
