@@ -18,6 +18,7 @@ const ON_CONFLICT = ['skip', 'replace']
 const COMMANDS = [
   'remember', 'search', 'list', 'get', 'forget', 'stats', 'health', 'sessions', 'export', 'import', 'prune',
   'agent-files', 'sync', 'index', 'watch', 'search-code', 'impact', 'embed', 'dense', 'recall', 'model', 'mcp',
+  'hook',
 ]
 
 const HELP = `engram: persistent memory for AI coding agents
@@ -77,6 +78,16 @@ Usage:
                                             search_code, impact, feedback, forget, memory_health;
                                             indexes the root in the background and watches it
                                             (docs/AGENTS.md)
+  engram hook <event>                       a Claude Code hook (session-start, user-prompt-submit,
+                                            pre-tool-use, post-tool-use, post-tool-use-failure,
+                                            stop, session-end): reads the hook's JSON on stdin and
+                                            feeds an observed session that session-end finalizes;
+                                            prints only what the agent reads; on any error prints
+                                            nothing, exits 0 and logs to .engram/hooks/hook.log
+  engram hook install --agent claude-code [--yes] [--dry-run] [--settings file]
+                                            add engram's hooks to .claude/settings.json and its
+                                            MCP server to .mcp.json under --root: shows the
+                                            change, writes it only with --yes
 
 Options:
   --db <path>        database file (default: .engram/memory.db under --root, or under the dir
@@ -305,7 +316,19 @@ async function installModelCommand(values, installModel, defaultModelDir) {
   }
 }
 
+/**
+ * The arguments after `hook` when the command is `hook`, else null. `hook` has its own flags and
+ * must never fail on a bad one (Claude Code runs it), so it is picked out before the strict parse.
+ */
+function hookArgv(argv) {
+  const { tokens } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: false, tokens: true })
+  const first = tokens.find((t) => t.kind === 'positional')
+  return first?.value === 'hook' ? argv.filter((_, i) => i !== first.index) : null
+}
+
 async function main(argv) {
+  const hook = hookArgv(argv)
+  if (hook) return require('../lib/hook.js').runHook(hook)
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true })
   const [command, ...rest] = positionals
   if (values.version) {
