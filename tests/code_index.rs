@@ -342,8 +342,8 @@ async fn a_second_run_skips_unchanged_files_and_follows_edits_and_deletes() {
     .await;
     assert_eq!(
         dangling,
-        [["2"]],
-        "resolution is by path: re-resolved when the importer is re-indexed"
+        [["0"]],
+        "imports of a removed file are resolved again, though their files did not change"
     );
     let fts = sql_rows(&dir, "SELECT count(*) FROM code_chunks").await;
     let hits = e.search_code("openSession", 5).await.unwrap();
@@ -549,4 +549,71 @@ async fn keyword_search_keeps_to_its_project_when_another_crowds_the_ranking() {
     let theirs = other.search_code("quasar", 5).await.unwrap();
     assert_eq!(theirs.len(), 5);
     assert!(theirs.iter().all(|h| h.chunk.path.starts_with("src/m")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn imports_find_a_file_added_after_them_and_lose_one_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(
+        &root,
+        "app/main.py",
+        "from app.util import helper\n\n\ndef main():\n    return helper()\n",
+    );
+    write(
+        &root,
+        "web/page.ts",
+        "import { render } from './view'\n\nexport const page = () => render()\n",
+    );
+    let e = open(&dir).await;
+    run(&e).await;
+    let imports = "SELECT f.path, coalesce(r.resolved_path, 'NULL') FROM code_refs r
+                   JOIN code_files f ON f.id = r.file_id WHERE r.kind = 'imports' ORDER BY 1";
+    let unresolved = vec![
+        vec!["app/main.py".to_owned(), "NULL".to_owned()],
+        vec!["web/page.ts".to_owned(), "NULL".to_owned()],
+    ];
+    assert_eq!(sql_rows(&dir, imports).await, unresolved);
+
+    // The imported files appear; the importers are unchanged, yet their imports find them, and
+    // the graph has the import edges (impact of the new file reaches its importer).
+    write(&root, "app/util.py", "def helper():\n    return 1\n");
+    write(
+        &root,
+        "web/view.ts",
+        "export function render() { return 1 }\n",
+    );
+    let summary = run(&e).await;
+    assert_eq!(summary.files_indexed, 2);
+    assert_eq!(
+        sql_rows(&dir, imports).await,
+        vec![
+            vec!["app/main.py".to_owned(), "app/util.py".to_owned()],
+            vec!["web/page.ts".to_owned(), "web/view.ts".to_owned()],
+        ]
+    );
+    let impact = e
+        .impact("web/view.ts", &engram::graph::ImpactOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        impact.affected.iter().any(|a| a.node.key == "web/page.ts"),
+        "{:?}",
+        impact
+            .affected
+            .iter()
+            .map(|a| &a.node.key)
+            .collect::<Vec<_>>()
+    );
+
+    // Removed again (through the path update a watcher makes): the imports are unresolved.
+    std::fs::remove_file(root.join("app/util.py")).unwrap();
+    std::fs::remove_file(root.join("web/view.ts")).unwrap();
+    e.index_paths(
+        &["app/util.py".to_owned(), "web/view.ts".to_owned()],
+        &options(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(sql_rows(&dir, imports).await, unresolved);
 }

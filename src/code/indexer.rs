@@ -415,10 +415,26 @@ async fn run(
     });
     let stop = Arc::new(AtomicBool::new(false));
     let in_flight = InFlight::new(IN_FLIGHT_BYTES);
-    let mut rx = parse_pool::spawn(jobs, Arc::new(project), options, &in_flight, &stop);
+    let project = Arc::new(project);
+    let mut rx = parse_pool::spawn(jobs, project.clone(), options, &in_flight, &stop);
     // What committed batches changed: re-resolved and synced into the graph even if the run
-    // stops early.
-    let mut touched = Touched::default();
+    // stops early; and the graph syncs that runs killed before they ended still owe.
+    let mut touched = Touched {
+        run: super::pending::new_run_id(now),
+        project: Some(project.clone()),
+        heal: {
+            let reader = ctx.store.reader().await;
+            super::pending::left_behind(&reader, ctx.project_id).await?
+        },
+        ..Touched::default()
+    };
+    if !touched.heal.is_empty() {
+        tracing::info!(
+            project = ctx.project_id,
+            runs = touched.heal.len(),
+            "an earlier index run ended before its graph sync: resolving and syncing everything"
+        );
+    }
     let result = async {
         let mut batch: Vec<FileRecord> = Vec::new();
         let (mut batch_chunks, mut batch_cost) = (0, 0);
@@ -486,6 +502,11 @@ async fn run(
             .paths
             .extend(removed.iter().map(|(_, path)| path.clone()));
         store::remove_files(&tx, &ids).await?;
+        touched.files_came_or_went = true;
+        touched
+            .removed
+            .extend(removed.iter().map(|(_, path)| path.clone()));
+        super::pending::mark(&tx, ctx.project_id, &touched.run, ctx.clock.now_ms()).await?;
         tx.commit().await.ctx("committing removals")?;
         summary.files_removed = removed.len() as u64;
         summary.removed_paths = removed
@@ -553,6 +574,17 @@ struct Touched {
     definitions: HashMap<(String, String, String), i64>,
     /// Files written or removed.
     paths: Vec<String>,
+    /// This run's id in `code_index_pending` (see `code::pending`).
+    run: String,
+    /// Runs that died before their graph sync, found at this run's start: this run resolves
+    /// and syncs everything.
+    heal: Vec<String>,
+    /// Whether files were added or removed: imports elsewhere may now find (or lose) them.
+    files_came_or_went: bool,
+    /// The project's files, which imports resolve against.
+    project: Option<Arc<ProjectFiles>>,
+    /// Files removed (still in `project`, which was made before the removals).
+    removed: Vec<String>,
 }
 
 impl Touched {
@@ -592,25 +624,42 @@ impl Touched {
 const MAX_FILTER_NAMES: usize = 5_000;
 
 /// Resolves the references the run touched, then syncs the graph's structural layer.
-async fn finish(ctx: &IndexCtx<'_>, touched: Touched) -> Result<GraphSyncSummary> {
-    if touched.paths.is_empty() && touched.names.is_empty() {
+async fn finish(ctx: &IndexCtx<'_>, mut touched: Touched) -> Result<GraphSyncSummary> {
+    let healing = !touched.heal.is_empty();
+    if touched.paths.is_empty() && touched.names.is_empty() && !healing {
         return Ok(GraphSyncSummary::default());
     }
     let defined = touched.changed_definitions();
     let writer = ctx.store.writer().await;
-    if !touched.names.is_empty() {
+    if healing || touched.files_came_or_went {
+        if let Some(project) = touched.project.as_deref() {
+            let mut project = project.clone();
+            for path in &touched.removed {
+                project.remove(path);
+            }
+            let importers = store::re_resolve_imports(&writer, ctx.project_id, &project).await?;
+            let known: HashSet<String> = touched.paths.iter().cloned().collect();
+            touched
+                .paths
+                .extend(importers.into_iter().filter(|p| !known.contains(p)));
+        }
+    }
+    if healing {
+        store::resolve_symbols(&writer, ctx.project_id, None).await?;
+    } else if !touched.names.is_empty() {
         let names: Vec<String> = touched.names.into_iter().collect();
         let names = (names.len() <= MAX_FILTER_NAMES).then_some(names.as_slice());
         store::resolve_symbols(&writer, ctx.project_id, names).await?;
     }
-    let scope = if defined.len() > MAX_FILTER_NAMES || touched.paths.len() > MAX_FILTER_NAMES {
-        SyncScope::All
-    } else {
-        SyncScope::Files {
-            paths: &touched.paths,
-            defined_names: &defined,
-        }
-    };
+    let scope =
+        if healing || defined.len() > MAX_FILTER_NAMES || touched.paths.len() > MAX_FILTER_NAMES {
+            SyncScope::All
+        } else {
+            SyncScope::Files {
+                paths: &touched.paths,
+                defined_names: &defined,
+            }
+        };
     let now = ctx.clock.now_ms();
     let started = std::time::Instant::now();
     let tx = begin_write(&writer).await?;
@@ -618,6 +667,9 @@ async fn finish(ctx: &IndexCtx<'_>, touched: Touched) -> Result<GraphSyncSummary
     // Authored edges synced from another device before this one had indexed their code ends.
     crate::graph::knowledge::replay_pending_edges(&tx, ctx.project_id, ctx.closure_depth, now)
         .await?;
+    let mut settled = touched.heal;
+    settled.push(touched.run);
+    super::pending::clear(&tx, ctx.project_id, &settled).await?;
     tx.commit().await.ctx("committing the graph sync")?;
     synced.duration = started.elapsed();
     Ok(synced)
@@ -643,11 +695,13 @@ async fn write(
         .collect();
     touched.add_replaced(store::symbol_names_of(&tx, &replaced).await?);
     let written = store::write_batch(&tx, ctx.project_id, batch, now).await?;
+    super::pending::mark(&tx, ctx.project_id, &touched.run, now).await?;
     tx.commit().await.ctx("committing an index batch")?;
     summary.chunks += written.chunks;
     summary.symbols += written.symbols;
     summary.references += written.references;
     for file in batch.iter().filter(|f| !f.unchanged) {
+        touched.files_came_or_went |= file.existing_id.is_none();
         touched.paths.push(file.path.clone());
         if summary.indexed_paths.len() < MAX_LISTED {
             summary.indexed_paths.push(file.path.clone());

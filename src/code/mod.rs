@@ -13,6 +13,7 @@ pub mod extract;
 pub mod indexer;
 pub mod language;
 mod parse_pool;
+mod pending;
 mod query_pass;
 pub mod read;
 pub mod resolve;

@@ -32,6 +32,12 @@ impl ProjectFiles {
         self.files.insert(path.to_owned());
     }
 
+    /// Removes a file (its directories stay: they may hold other files, and a directory that
+    /// no longer holds one only matters to Go package imports, which resolve to directories).
+    pub fn remove(&mut self, path: &str) {
+        self.files.remove(path);
+    }
+
     /// Records a `go.mod` at `path` with its text.
     pub fn add_go_mod(&mut self, path: &str, text: &str) {
         let module = text.lines().find_map(|l| l.trim().strip_prefix("module "));

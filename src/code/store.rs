@@ -536,6 +536,63 @@ pub(crate) async fn project_files(conn: &Connection, project_id: &str) -> Result
     Ok(files)
 }
 
+/// Resolves again the imports that files added or removed since may change: those that found
+/// no project file, and those that found a file no longer indexed (an import is otherwise
+/// resolved once, when its own file is analysed). Returns the paths of the files whose imports
+/// changed (their graph edges must be synced again).
+pub(crate) async fn re_resolve_imports(
+    conn: &Connection,
+    project_id: &str,
+    project: &ProjectFiles,
+) -> Result<Vec<String>> {
+    let mut rows = conn
+        .query(
+            "SELECT r.id, f.path, r.target, r.member, r.resolved_path
+             FROM code_refs r JOIN code_files f ON f.id = r.file_id
+             WHERE r.project_id = ?1 AND r.kind = 'imports'
+               AND (r.resolved_path IS NULL
+                    OR r.resolved_path NOT IN (SELECT path FROM code_files WHERE project_id = ?1))",
+            params![project_id],
+        )
+        .await
+        .ctx("reading unresolved imports")?;
+    let mut changes: Vec<(i64, Option<String>)> = Vec::new();
+    let mut importers: Vec<String> = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading unresolved imports")? {
+        let id: i64 = row.get(0).ctx("id")?;
+        let from: String = row.get(1).ctx("path")?;
+        let before: Option<String> = row.get(4).ctx("resolved_path")?;
+        let Some(super::language::FileKind::Code(language)) =
+            super::language::FileKind::of(std::path::Path::new(&from))
+        else {
+            continue;
+        };
+        let import = super::extract::Reference {
+            kind: RefKind::Imports,
+            from_symbol: None,
+            target: row.get(2).ctx("target")?,
+            member: row.get(3).ctx("member")?,
+            line: 0,
+        };
+        let after = project.resolve(language, &from, &import);
+        if after != before {
+            changes.push((id, after));
+            if !importers.contains(&from) {
+                importers.push(from);
+            }
+        }
+    }
+    for (id, resolved) in changes {
+        conn.execute(
+            "UPDATE code_refs SET resolved_path = ?2 WHERE id = ?1",
+            params![id, resolved],
+        )
+        .await
+        .ctx("updating an import's resolution")?;
+    }
+    Ok(importers)
+}
+
 /// FTS text for a chunk's names: each qualified name plus its words split at case changes,
 /// underscores and dots (`TokenService.getUser` -> `... token service get user`).
 fn symbol_words(symbols: &[String], name: Option<&str>) -> String {

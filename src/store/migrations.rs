@@ -169,6 +169,11 @@ const CODE: &[Migration] = &[
         name: "knowledge_backfill",
         sql: include_str!("sql/code/007_knowledge_backfill.sql"),
     },
+    Migration {
+        version: 8,
+        name: "index_pending",
+        sql: include_str!("sql/code/008_index_pending.sql"),
+    },
 ];
 
 /// A home's schema version after opening.
