@@ -390,6 +390,14 @@ export declare class Engram {
   /** Node, edge and closure-row counts of this project's graph. */
   graphStats(): Promise<GraphStats>
   /**
+   * Reads every page of the database file now (SQLite's `quick_check`, O(file size)) and
+   * returns the problems found (`[]`: sound). Once damage is known (from here, or from the
+   * check that runs in the background a few seconds after a local file opens), every write
+   * rejects with `ENGRAM_CORRUPT`; reads go on. Then `salvageDatabase()` copies what can be
+   * read into a new file.
+   */
+  checkIntegrity(): Promise<string[]>
+  /**
    * Feedback on a memory an agent was given: `helpful` raises its confidence by 0.05,
    * `wrong` lowers it by 0.1 and puts it back in the review queue, `correction` stores the
    * corrected text as a new user-verified memory that supersedes it (the old one is
@@ -927,6 +935,19 @@ export interface CentralityOptions {
   layers?: Array<number>
 }
 
+/**
+ * Checks a database file without opening an engine on it (nothing is written): its header
+ * and length, every page (SQLite's `quick_check`, O(file size)), and how many memories can
+ * be read. For a file `Engram.open` refuses with `ENGRAM_CORRUPT`, or one whose handle
+ * started refusing writes.
+ *
+ * ```ts
+ * const check = await checkDatabase('.engram/memory.db')
+ * if (!check.ok) console.log(check.header ?? check.problems[0], check.readableMemories)
+ * ```
+ */
+export declare function checkDatabase(path: string): Promise<DatabaseCheck>
+
 /** What `checkpoint()` saved. */
 export interface CheckpointInfo {
   /** The session. */
@@ -1057,6 +1078,24 @@ export interface ContextMemory {
   tokens: number
   /** The memory. */
   memory: Memory
+}
+
+/** What `checkDatabase()` found. */
+export interface DatabaseCheck {
+  /** The file. */
+  path: string
+  /** Its size in bytes. */
+  bytes: number
+  /** What the header and length check found (a file cut short), if anything. */
+  header?: string
+  /** What SQLite's `quick_check` found (empty: every page is sound; at most 100). */
+  problems: Array<string>
+  /** Memories that can be read (what `salvageDatabase()` would copy). */
+  readableMemories: number
+  /** Memory rows that could not be read. */
+  unreadableMemories: number
+  /** Whether the file is sound. */
+  ok: boolean
 }
 
 /**
@@ -2714,6 +2753,35 @@ export interface ReviewQueueOptions {
   limit?: number
   /** Rows to skip. */
   offset?: number
+}
+
+/**
+ * Copies the memories of a (damaged) database file that can still be read, with their past
+ * versions and events, into a new engram database at `to`, project by project; `to` must not
+ * exist. The code index is not copied (index the project again); observer sessions, trust
+ * levels and sync state start over. Rejects with `ENGRAM_INVALID_ARG` when `to` exists.
+ *
+ * ```ts
+ * const saved = await salvageDatabase('.engram/memory.db', '.engram/salvaged.db')
+ * console.log(`${saved.memories} memories copied, ${saved.lost} lost`)
+ * ```
+ */
+export declare function salvageDatabase(from: string, to: string): Promise<SalvageReport>
+
+/** What `salvageDatabase()` copied. */
+export interface SalvageReport {
+  /** The new file. */
+  path: string
+  /** Projects found. */
+  projects: number
+  /** Memories copied. */
+  memories: number
+  /** Memory rows that could not be read. */
+  lost: number
+  /** Past versions copied. */
+  versions: number
+  /** Events copied. */
+  events: number
 }
 
 /** One search result. */

@@ -18,6 +18,7 @@ const ON_CONFLICT = ['skip', 'replace']
 const COMMANDS = [
   'remember', 'search', 'list', 'get', 'forget', 'stats', 'health', 'sessions', 'export', 'import', 'prune',
   'agent-files', 'sync', 'index', 'watch', 'search-code', 'impact', 'embed', 'dense', 'recall', 'model', 'mcp',
+  'doctor',
   'hook',
 ]
 
@@ -32,6 +33,9 @@ Usage:
   engram forget <id> [--reason text]
   engram stats
   engram health                             memory health: score 0-100 and what it is made of
+  engram doctor [--salvage new.db]          check the database file (header, every page, readable
+                                            memories) without writing to it; --salvage copies the
+                                            memories that can still be read into a new file
   engram sessions [id] [--limit 10]         trust level and recent sessions (what they learned and
                                             used); with an id, that session's summary
   engram export [--format json|markdown] [--out file] [--include-forgotten]
@@ -141,6 +145,7 @@ const OPTIONS = {
   'on-conflict': { type: 'string' },
   'dry-run': { type: 'boolean', default: false },
   'grace-days': { type: 'string' },
+  salvage: { type: 'string' },
   depth: { type: 'string' },
   version: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
@@ -326,6 +331,32 @@ function hookArgv(argv) {
   return first?.value === 'hook' ? argv.filter((_, i) => i !== first.index) : null
 }
 
+/** `engram doctor`: checks the file without opening an engine on it (which would write). */
+async function doctorCommand(values, rest) {
+  if (rest.length) throw new UsageError('doctor takes no arguments besides options (the file is --db)')
+  const { checkDatabase, salvageDatabase } = require('../index.js')
+  const root = resolve(values.root ?? process.cwd())
+  const dbPath = resolve(values.db ?? resolve(root, '.engram', 'memory.db'))
+  const check = await checkDatabase(dbPath)
+  const saved = values.salvage ? await salvageDatabase(dbPath, resolve(values.salvage)) : null
+  if (values.json) {
+    printJson(saved ? { check, salvage: saved } : check)
+  } else {
+    console.log(`${dbPath}: ${check.ok ? 'sound' : 'DAMAGED'} (${check.bytes} bytes)`)
+    if (check.header) console.log(`  header: ${check.header}`)
+    for (const p of check.problems.slice(0, 10)) console.log(`  page check: ${p}`)
+    if (check.problems.length > 10) console.log(`  ... and ${check.problems.length - 10} more problems`)
+    console.log(`  memories: ${check.readableMemories} readable, ${check.unreadableMemories} unreadable`)
+    if (saved) {
+      console.log(`salvaged into ${saved.path}: ${saved.memories} memories (${saved.versions} past versions, ${saved.events} events) from ${saved.projects} project(s); ${saved.lost} lost`)
+      console.log('  the code index is not copied: run `engram index` with --db pointing at the new file')
+    } else if (!check.ok) {
+      console.log('  to copy what can still be read: engram doctor --salvage <new file>')
+    }
+  }
+  return check.ok || saved ? 0 : 1
+}
+
 async function main(argv) {
   const hook = hookArgv(argv)
   if (hook) return require('../lib/hook.js').runHook(hook)
@@ -361,6 +392,7 @@ async function main(argv) {
   }
   // Usage errors come before the database is opened (or created).
   if (!COMMANDS.includes(command)) throw new UsageError(`unknown command "${command}" (see engram --help)`)
+  if (command === 'doctor') return doctorCommand(values, rest)
   oneOf(values.type, MEMORY_TYPES, 'type')
   oneOf(values.phase, PHASES, 'phase')
   oneOf(values.kind, KINDS, 'kind')

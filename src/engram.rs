@@ -345,6 +345,14 @@ impl Engram {
         Ok(found)
     }
 
+    /// Reads every page of the database file now (SQLite's `quick_check`: O(file size)) and
+    /// returns the problems found (empty: sound). Damage found, here or by the check that runs
+    /// in the background a few seconds after a local file opens, makes every later write fail
+    /// with `ENGRAM_CORRUPT`; reads go on. `lifecycle::salvage` copies what can be read.
+    pub async fn check_integrity(&self) -> Result<Vec<String>> {
+        self.engine.store.check_integrity().await
+    }
+
     /// What an agent should know when it starts a session on this project (injection points
     /// 1 and 2): unfinished work, the last session's handoff, pinned and user-taught memories,
     /// memories for the task and modules, workflow recipes and stale warnings, packed into a

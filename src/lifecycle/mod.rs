@@ -27,6 +27,7 @@ pub(crate) mod links;
 pub mod markdown;
 pub mod near_dups;
 mod prune;
+pub mod salvage;
 pub(crate) mod session;
 mod transfer;
 pub(crate) mod trust;

@@ -102,27 +102,27 @@ pub struct Exported {
 /// A past state in the JSON export.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ExportedVersion {
-    memory_id: String,
-    version: u32,
-    ended_by: String,
-    ended_at: i64,
-    memory: Memory,
+pub(crate) struct ExportedVersion {
+    pub(crate) memory_id: String,
+    pub(crate) version: u32,
+    pub(crate) ended_by: String,
+    pub(crate) ended_at: i64,
+    pub(crate) memory: Memory,
 }
 
 /// The JSON document.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Document {
-    format: String,
-    version: u32,
-    project_id: String,
-    exported_at: i64,
-    memories: Vec<Memory>,
+pub(crate) struct Document {
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    pub(crate) project_id: String,
+    pub(crate) exported_at: i64,
+    pub(crate) memories: Vec<Memory>,
     #[serde(default)]
-    versions: Vec<ExportedVersion>,
+    pub(crate) versions: Vec<ExportedVersion>,
     #[serde(default)]
-    events: Vec<MemoryEvent>,
+    pub(crate) events: Vec<MemoryEvent>,
 }
 
 /// Every memory of the project (forgotten ones if asked), oldest first.

@@ -32,6 +32,7 @@ mod embed_options;
 mod error;
 mod graph_class;
 mod graph_types;
+mod integrity;
 mod json;
 mod lifecycle;
 mod lifecycle_types;

@@ -7,6 +7,7 @@
 //! over SQLite's lock; reads take a connection from a small pool and run concurrently (WAL).
 
 mod checkpoint;
+pub mod integrity;
 mod migrations;
 #[cfg(test)]
 pub(crate) mod plan;
@@ -40,6 +41,9 @@ pub struct StoreOptions {
     pub busy_timeout: Duration,
     /// Number of pooled read connections (reads beyond this many wait for a free one).
     pub read_connections: usize,
+    /// Whether a local file gets its whole-file integrity check in the background, a few
+    /// seconds after it opens (see `store::integrity`).
+    pub background_integrity_check: bool,
 }
 
 impl Default for StoreOptions {
@@ -47,6 +51,7 @@ impl Default for StoreOptions {
         StoreOptions {
             busy_timeout: Duration::from_secs(5),
             read_connections: 4,
+            background_integrity_check: true,
         }
     }
 }
@@ -55,6 +60,10 @@ impl Default for StoreOptions {
 pub struct Store {
     /// First: its thread and connection end before anything else of the store.
     checkpointer: Option<checkpoint::Checkpointer>,
+    /// The background integrity check (local files), stopped with the store.
+    integrity_check: Option<integrity::Background>,
+    /// Damage found in the file: writes are refused once it is known.
+    damage: Arc<integrity::Damage>,
     path: PathBuf,
     // Kept alive for as long as connections exist; libSQL ties connections to it.
     _db: Database,
@@ -137,6 +146,10 @@ impl Store {
     /// newer engram, and `ENGRAM_IO` when the file cannot be opened.
     pub async fn open(path: &Path, options: &StoreOptions) -> Result<Store> {
         let display = path.display().to_string();
+        // The cheap part of the integrity check: header and length, before SQLite reads it.
+        if let Err(what) = integrity::check_header(path) {
+            return Err(integrity::corrupt(path, &what));
+        }
         let db = Builder::new_local(path)
             .build()
             .await
@@ -184,6 +197,14 @@ impl Store {
         )
         .map_err(|e| Error::io("starting the checkpoint thread", e))?;
         store.checkpointer = Some(checkpointer);
+        if options.background_integrity_check {
+            let checks = store._db.connect().ctx("connecting the integrity check")?;
+            pragmas::apply_reader(&checks, options.busy_timeout).await?;
+            store.integrity_check = Some(
+                integrity::Background::start(checks, Arc::clone(&store.damage))
+                    .map_err(|e| Error::io("starting the integrity check thread", e))?,
+            );
+        }
         Ok(store)
     }
 
@@ -225,6 +246,8 @@ impl Store {
     ) -> Store {
         Store {
             checkpointer: None,
+            integrity_check: None,
+            damage: Arc::new(integrity::Damage::new(path.clone())),
             path,
             _db: db,
             writer: Arc::new(Mutex::new(WriterConn {
@@ -249,6 +272,27 @@ impl Store {
         self.remote
     }
 
+    /// The damage found in the file so far (by [`Store::check_integrity`] or the background
+    /// check), if any: writes are refused with `ENGRAM_CORRUPT` once it is known.
+    pub fn damage(&self) -> Option<String> {
+        self.damage.found()
+    }
+
+    /// Runs SQLite's `quick_check` over the whole file now (O(file size)) on a reader, marks
+    /// what it finds, and returns the problems (empty: sound). Remote stores are the server's
+    /// business: always empty.
+    pub async fn check_integrity(&self) -> Result<Vec<String>> {
+        if self.remote {
+            return Ok(Vec::new());
+        }
+        let problems = {
+            let reader = self.reader().await;
+            integrity::quick_check(&reader).await?
+        };
+        self.damage.mark_problems(&problems);
+        Ok(problems)
+    }
+
     /// Schema version per home, as found after migration.
     pub fn schema(&self) -> &[SchemaStatus] {
         &self.schema
@@ -269,6 +313,7 @@ impl Store {
                 written: &self.written,
                 released: &self.released,
                 remote: self.remote,
+                damage: &self.damage,
                 held: held.taken(),
             }
         }
@@ -292,6 +337,7 @@ impl Store {
                 written: &self.written,
                 released: &self.released,
                 remote: self.remote,
+                damage: &self.damage,
                 held: Held::asked(std::panic::Location::caller()),
             }),
             Err(_) => Err(idle),
@@ -315,6 +361,7 @@ impl Store {
             written: &self.written,
             released: &self.released,
             remote: self.remote,
+            damage: &self.damage,
             held: Held::asked(std::panic::Location::caller()),
         })
     }
@@ -402,6 +449,8 @@ pub struct Writer<'a> {
     written: &'a tokio::sync::Notify,
     released: &'a Releases,
     remote: bool,
+    /// The store's damage: a write transaction begun on a damaged file is refused.
+    damage: &'a integrity::Damage,
     held: Held,
 }
 
@@ -435,6 +484,10 @@ impl WriteTarget for Writer<'_> {
 
     fn is_remote(&self) -> bool {
         self.remote
+    }
+
+    fn refused(&self) -> Option<Error> {
+        self.damage.refusal()
     }
 }
 

@@ -25,6 +25,11 @@ pub trait WriteTarget {
     fn is_remote(&self) -> bool {
         false
     }
+
+    /// Why a write must not begin here (the file is known to be damaged), if it must not.
+    fn refused(&self) -> Option<crate::error::Error> {
+        None
+    }
 }
 
 impl WriteTarget for Connection {
@@ -48,6 +53,9 @@ enum Inner {
 /// Starts an immediate (write-locking) transaction: taking the lock up front avoids the
 /// deferred-upgrade deadlock SQLite answers with SQLITE_BUSY.
 pub async fn begin_write(target: &(impl WriteTarget + ?Sized)) -> Result<WriteTx> {
+    if let Some(refusal) = target.refused() {
+        return Err(refusal);
+    }
     let conn = target.connection();
     if !target.is_remote() {
         let tx = conn
