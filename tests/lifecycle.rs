@@ -526,17 +526,22 @@ async fn settled_hurries_the_scan_while_another_task_keeps_writing() {
     // A task that never leaves the writer idle for long (short writes that queue no scans):
     // without `settled` hurrying it, the scan would wait for an idle moment that never comes.
     let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let busy = tokio::spawn({
-        let (e, stop, id) = (e.clone(), stop.clone(), old.id.clone());
+        let (e, stop, id, written) = (e.clone(), stop.clone(), old.id.clone(), written.clone());
         async move {
-            let mut n = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 e.mark_used(std::slice::from_ref(&id), None).await.unwrap();
-                n += 1;
+                written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
-            n
+            written.load(std::sync::atomic::Ordering::Relaxed)
         }
     });
+    // On a loaded machine the task may not have run yet: the test is about a writer that is
+    // already busy.
+    while written.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
     let new = e
         .remember(input(
             MemoryType::Decision,
