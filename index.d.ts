@@ -1704,7 +1704,7 @@ export interface ImpactOptions {
   maxDepth?: number
   /** Most affected nodes (1..10000, default 500). */
   limit?: number
-  /** Most memories (default 100). */
+  /** Most memories (0..10000, default 100). */
   memoryLimit?: number
   /** Only affected nodes of these layers (memories still come from all). */
   layers?: Array<number>

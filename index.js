@@ -10,7 +10,7 @@ const { existsSync } = require('node:fs')
 
 const MODEL_PACKAGE = 'engram-model-all-minilm-l6-v2'
 /** Exports that exist for engram's own tests and entry point, not for users. */
-const INTERNAL_EXPORTS = ['__panicForTests', '__setModelPackageDir']
+const INTERNAL_EXPORTS = ['__panicForTests', '__setModelPackageDir', '__strictFieldsForTests']
 
 /** The platform package that holds this platform's binary, or null where none is published. */
 function platformPackage() {

@@ -194,7 +194,6 @@ test('bad recall input rejects with ENGRAM_INVALID_ARG, a closed handle with ENG
   const { db } = await project(t, { embeddings: { provider: 'none' } })
   const bad = [
     [42],
-    [''],
     ['x'.repeat(9000)],
     ['q', 'not an object'],
     ['q', { phase: 'coding' }],

@@ -750,8 +750,12 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let mut relative = Vec::with_capacity(paths.len());
-        for path in paths {
-            relative.push(memory::input::confine_path(path, Some(root))?);
+        for (i, path) in paths.iter().enumerate() {
+            let path = memory::input::confine_path(path, Some(root)).map_err(|e| match e {
+                Error::InvalidArg(why) => Error::invalid(format!("paths[{i}]: {why}")),
+                other => other,
+            })?;
+            relative.push(path);
         }
         let rules = Arc::new(PathRules::new(root, options)?);
         self.update_paths(

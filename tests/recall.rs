@@ -516,8 +516,21 @@ async fn only_tracked_recalls_count_as_use() {
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_requests_are_refused_with_codes_and_odd_queries_are_safe() {
     let f = fixture(EmbeddingProvider::Disabled).await;
-    let err = f.e.recall(RecallRequest::new("")).await.unwrap_err();
-    assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+    // A blank query is valid, like search's, and finds nothing.
+    for blank in ["", "   \n\t"] {
+        let found = f.e.recall(RecallRequest::new(blank)).await.unwrap();
+        assert!(
+            found.items.is_empty() && found.context.is_empty(),
+            "{blank:?}"
+        );
+    }
+    let mut blank = RecallRequest::new(" ");
+    blank.limit = Some(0);
+    assert_eq!(
+        f.e.recall(blank).await.unwrap_err().code(),
+        "ENGRAM_INVALID_ARG",
+        "its options are still checked"
+    );
     let mut outside = RecallRequest::new("x");
     outside.recent_files = vec!["../../etc/passwd".into()];
     assert_eq!(

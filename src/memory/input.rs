@@ -193,6 +193,10 @@ impl MemoryPatch {
     }
 }
 
+/// The longest custom half-life: 100 years. Longer would mean "never decays", which is what
+/// `pinned` says.
+pub const MAX_HALF_LIFE_DAYS: f64 = 36_500.0;
+
 /// Validation context: the engine's limits and the handle's project root.
 pub(crate) struct Validator<'a> {
     pub limits: &'a Limits,
@@ -228,11 +232,17 @@ impl Validator<'_> {
         Ok(value)
     }
 
-    /// Checks a positive, finite number of days.
+    /// Checks a positive number of days, at most [`MAX_HALF_LIFE_DAYS`].
     pub fn half_life(&self, value: f64) -> Result<f64> {
-        if !value.is_finite() || value <= 0.0 {
+        if !value.is_finite() || value <= 0.0 || value > MAX_HALF_LIFE_DAYS {
+            let shown = if value.abs() < 1e15 {
+                value.to_string()
+            } else {
+                format!("{value:e}")
+            };
             return Err(Error::invalid(format!(
-                "decayHalfLifeDays must be a positive number, got {value}"
+                "decayHalfLifeDays must be a positive number of days up to {MAX_HALF_LIFE_DAYS} \
+                 (pin a memory that must not decay), got {shown}"
             )));
         }
         Ok(value)
@@ -407,10 +417,20 @@ fn redact_json(value: &mut Value) -> u32 {
     }
 }
 
-/// Makes `path` a forward-slash path relative to the project root, refusing `..` escapes and
-/// absolute paths outside the root. Without a root, relative paths are kept (normalised) and
-/// absolute paths are kept as given.
+/// Makes `path` a forward-slash path relative to the project root, refusing `..` escapes,
+/// absolute paths outside the root, and NUL bytes (no file has one; the OS would cut the path
+/// there). Without a root, relative paths are kept (normalised) and absolute paths are kept as
+/// given.
+///
+/// The check is lexical: symlinks are not resolved, so a link inside the root that points
+/// outside it is accepted as the project path it is. A memory's paths name files of the project
+/// (they need not exist, and engram never reads them); the code indexer, which reads files,
+/// does not follow symlinks (`code::walk`), and the agent-file bridge resolves them
+/// (`lifecycle::agent_io::locate`).
 pub fn confine_path(path: &str, root: Option<&Path>) -> Result<String> {
+    if path.contains('\0') {
+        return Err(Error::invalid(format!("path {path:?} contains a NUL byte")));
+    }
     let unified = path.replace('\\', "/");
     let candidate = Path::new(&unified);
     let relative = if candidate.is_absolute() {
@@ -467,7 +487,14 @@ mod tests {
             confine_path("src/x/../d.ts", Some(root)).unwrap(),
             "src/d.ts"
         );
-        for bad in ["../etc/passwd", "/etc/passwd", "src/../../x", "."] {
+        for bad in [
+            "../etc/passwd",
+            "/etc/passwd",
+            "src/../../x",
+            ".",
+            "",
+            "a\0b.ts",
+        ] {
             let err = confine_path(bad, Some(root)).unwrap_err();
             assert_eq!(err.code(), "ENGRAM_INVALID_ARG", "{bad}");
         }
@@ -489,5 +516,16 @@ mod tests {
         assert!(v.unit("confidence", f64::NAN).is_err());
         assert!(v.unit("confidence", 1.5).is_err());
         assert!(v.unit("confidence", -0.1).is_err());
+        assert_eq!(v.half_life(30.0).unwrap(), 30.0);
+        for bad in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e308,
+            MAX_HALF_LIFE_DAYS + 1.0,
+        ] {
+            assert!(v.half_life(bad).is_err(), "{bad}");
+        }
     }
 }

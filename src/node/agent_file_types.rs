@@ -3,6 +3,7 @@
 
 use napi_derive::napi;
 
+use super::strict::Count;
 use crate::error::Result;
 use crate::lifecycle as core;
 use crate::memory::MemoryType;
@@ -129,7 +130,8 @@ pub struct ExportAgentFileOptions {
     /// The agent file, relative to the project root (default `CLAUDE.md`).
     pub file: Option<String>,
     /// How many memories (default 30, at most 200).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
     /// Write the file (default `true`); `false` only returns the text it would have.
     pub write: Option<bool>,
     /// Memory types to consider (default: the rule-like types, without `work_state`,
@@ -152,7 +154,7 @@ impl ExportAgentFileOptions {
             .collect::<Result<Vec<_>>>()?;
         Ok(core::AgentExportOptions {
             file: self.file,
-            limit: self.limit,
+            limit: self.limit.map(u32::from),
             write: self.write,
             types,
             min_confidence: self.min_confidence,

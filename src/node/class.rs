@@ -8,7 +8,9 @@ use std::time::Duration;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{optional, optional_object, required, required_object};
+use super::args::{
+    optional, optional_object, optional_object_with, required, required_list, required_object,
+};
 use super::code_types::{
     CodeChunk, CodeHit, CodeSearchOptions, IndexOptions, IndexProgress, IndexSummary, WatchEvent,
     WatchOptions,
@@ -17,6 +19,7 @@ use super::derive;
 use super::error::{promise, rejected};
 use super::json::{promise_json, promise_json_inline_first, JsonText};
 use super::reporter::{CallbackFailure, Reporter};
+use super::strict::Count;
 use super::types::{
     ListFilter, Memory, MemoryPatch, MemoryVersion, OpenOptions, RememberInput, RememberResult,
     SearchHit, SearchOptions, Stats,
@@ -114,18 +117,18 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     options.project_root = o.project_root.map(PathBuf::from);
     options.project_id = o.project_id;
     if let Some(ms) = o.busy_timeout_ms {
-        options.engine.store.busy_timeout = Duration::from_millis(ms as u64);
+        options.engine.store.busy_timeout = Duration::from_millis(u64::from(ms));
     }
     if let Some(depth) = o.closure_depth {
-        options.engine.closure_depth = depth;
+        options.engine.closure_depth = depth.get();
     }
     if let Some(n) = o.read_connections {
-        if n == 0 || n > 64 {
+        if n.get() == 0 || n.get() > 64 {
             return Err(CoreError::invalid(
                 "readConnections must be between 1 and 64",
             ));
         }
-        options.engine.store.read_connections = n as usize;
+        options.engine.store.read_connections = n.into();
     }
     if let Some(e) = o.embeddings {
         options.engine.auto_embed = e.auto_embed.unwrap_or(false);
@@ -138,10 +141,10 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
         options.engine.sync = Some(super::sync::core_sync(s)?);
     }
     if let Some(n) = o.max_content_bytes {
-        if n == 0 {
+        if n.get() == 0 {
             return Err(CoreError::invalid("maxContentBytes must be positive"));
         }
-        options.engine.limits.max_content_bytes = n as usize;
+        options.engine.limits.max_content_bytes = n.into();
     }
     Ok(options)
 }
@@ -265,6 +268,7 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let input: RememberInput = arg!(env, required_object(env, &input, "input"));
+        arg!(env, input.check_lists("input"));
         promise_json_inline_first(
             env,
             async move { handle.remember(input.into()).await },
@@ -284,7 +288,10 @@ impl Engram {
         inputs: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
-        let inputs: Vec<RememberInput> = arg!(env, required(env, &inputs, "inputs"));
+        let inputs: Vec<RememberInput> = arg!(env, required_list(env, &inputs, "inputs"));
+        for (i, input) in inputs.iter().enumerate() {
+            arg!(env, input.check_lists(&format!("inputs[{i}]")));
+        }
         let inputs: Vec<CoreInput> = inputs.into_iter().map(Into::into).collect();
         promise_json(
             env,
@@ -341,6 +348,7 @@ impl Engram {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
         let patch: MemoryPatch = arg!(env, required_object(env, &patch, "patch"));
+        arg!(env, patch.check_lists("patch"));
         promise_json(
             env,
             async move { handle.update(&id, patch.into()).await },
@@ -401,7 +409,8 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let id: String = arg!(env, required(env, &id, "id"));
-        let version: u32 = arg!(env, required(env, &version, "version"));
+        let version: Count = arg!(env, required(env, &version, "version"));
+        let version = version.get();
         promise_json(
             env,
             async move { handle.rollback(&id, version).await },
@@ -510,8 +519,15 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, IndexSummary>> {
         let handle = arg!(env, self.handle());
-        let parsed: Option<IndexOptions> =
-            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let parsed: Option<IndexOptions> = arg!(
+            env,
+            optional_object_with(
+                env,
+                options.as_ref(),
+                "options",
+                &["onProgress", "signal", "deriveRelations"]
+            )
+        );
         let core_options = arg!(env, parsed.unwrap_or_default().into_core());
         let cancel = Arc::new(AtomicBool::new(false));
         let (mut progress, mut deriver) = (None, None);
@@ -616,8 +632,10 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, ()>> {
         let handle = arg!(env, self.handle());
-        let parsed: Option<WatchOptions> =
-            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let parsed: Option<WatchOptions> = arg!(
+            env,
+            optional_object_with(env, options.as_ref(), "options", &["onEvent"])
+        );
         let core_options = arg!(env, parsed.unwrap_or_default().into_core());
         let mut callback = None;
         if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {
@@ -699,7 +717,7 @@ impl Engram {
         let query: String = arg!(env, required(env, &query, "query"));
         let options: Option<CodeSearchOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
-        let limit = options.and_then(|o| o.limit).unwrap_or(10);
+        let limit = options.and_then(|o| o.limit).map_or(10, u32::from);
         promise_json(
             env,
             async move { handle.search_code(&query, limit).await },

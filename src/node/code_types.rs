@@ -3,6 +3,7 @@
 use napi_derive::napi;
 
 use super::derive::DerivedSummary;
+use super::strict::Count;
 use crate::code as core;
 use crate::error::Error as CoreError;
 
@@ -18,7 +19,8 @@ pub struct IndexOptions {
     /// Files larger than this many bytes are skipped and reported (`too_large`). Default 1 MiB.
     pub max_file_bytes: Option<f64>,
     /// Parser threads; default one per core.
-    pub threads: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub threads: Option<Count>,
 }
 
 impl IndexOptions {
@@ -37,7 +39,7 @@ impl IndexOptions {
             }
             options.max_file_bytes = max as u64;
         }
-        if let Some(threads) = self.threads {
+        if let Some(threads) = self.threads.map(u32::from) {
             if threads == 0 || threads > 64 {
                 return Err(CoreError::invalid("threads must be between 1 and 64"));
             }
@@ -264,7 +266,8 @@ pub struct CodeHit {
 #[derive(Debug, Clone, Default)]
 pub struct CodeSearchOptions {
     /// Most hits to return (1 to 1,000, default 10).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
 }
 
 /// Options of `watch()` (besides `onEvent`): the options of `index()` plus the debounce.
@@ -279,7 +282,8 @@ pub struct WatchOptions {
     pub max_file_bytes: Option<f64>,
     /// Quiet time after the last file event before the changed paths are re-indexed, in
     /// milliseconds (10 to 60,000). Default 500.
-    pub debounce_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub debounce_ms: Option<Count>,
 }
 
 impl WatchOptions {
@@ -296,7 +300,7 @@ impl WatchOptions {
             index,
             ..core::WatchOptions::default()
         };
-        if let Some(ms) = self.debounce_ms {
+        if let Some(ms) = self.debounce_ms.map(u32::from) {
             if !(10..=60_000).contains(&ms) {
                 return Err(CoreError::invalid(
                     "debounceMs must be between 10 and 60000",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::optional_object;
+use super::args::optional_object_with;
 use super::class::{watch_signal, Engram};
 use super::json::{promise_json, JsonText};
 use super::types::MemoryType;
@@ -128,8 +128,10 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
-        let parsed: Option<ConsolidateOptions> =
-            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let parsed: Option<ConsolidateOptions> = arg!(
+            env,
+            optional_object_with(env, options.as_ref(), "options", &["signal"])
+        );
         let core_options: core::ConsolidateOptions = parsed.map(Into::into).unwrap_or_default();
         let cancel = Arc::new(AtomicBool::new(false));
         if let Some(options) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object))) {

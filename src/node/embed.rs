@@ -8,7 +8,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{optional_object, required};
+use super::args::{optional_object_with, required};
 use super::class::{settle, watch_signal, Engram};
 use super::error::{promise, rejected, to_js_error};
 use super::reporter::Reporter;
@@ -233,8 +233,10 @@ pub fn install_model<'env>(
                     ),
                 );
             }
-            let parsed: Option<InstallModelOptions> =
-                arg!(env, optional_object(env, options.as_ref(), "options"));
+            let parsed: Option<InstallModelOptions> = arg!(
+                env,
+                optional_object_with(env, options.as_ref(), "options", &["onProgress", "signal"])
+            );
             if let Some(object) = options.filter(|o| matches!(o.get_type(), Ok(ValueType::Object)))
             {
                 // SAFETY: checked to be an object handle of this scope.

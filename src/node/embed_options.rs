@@ -9,6 +9,7 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
+use super::strict::Count;
 use crate::embed::{
     CallbackOptions, EmbedFn, EmbeddingProvider, HttpOptions, LocalModelOptions, OllamaOptions,
     OpenAiOptions,
@@ -60,20 +61,25 @@ pub struct EmbeddingsOptions {
     /// Vector width to ask the server for (`text-embedding-3-*`, Matryoshka models). Answers of
     /// another width are an error (`ENGRAM_MODEL_UNAVAILABLE` at first use): leave it unset for
     /// servers that ignore it.
-    pub dimensions: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub dimensions: Option<Count>,
     /// Texts per request or callback call (default 64; at most 2048).
-    pub batch_size: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub batch_size: Option<Count>,
     /// `'openai'`: bytes of one text sent (default 8000, below OpenAI's 8,192-token input cap
     /// for any tokenizer). Lower it for servers whose model has a shorter context (a 512-token
     /// model: ~2000), which otherwise answer 400 to long chunks.
-    pub max_text_bytes: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_text_bytes: Option<Count>,
     /// Whole-request timeout of the HTTP providers, and how long one call of the `embed`
     /// function may take before it fails with `ENGRAM_CALLBACK` ("timed out"), in ms
     /// (default 60000).
-    pub timeout_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub timeout_ms: Option<Count>,
     /// Retries of an HTTP request answered 408, 429, 500, 502, 503 or 504, after the wait the server asks
     /// (`retry-after-ms`, `Retry-After`; at most 60 s) or 0.5 s doubling (default 3, at most 10).
-    pub max_retries: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_retries: Option<Count>,
     /// `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
     /// width, normalised for you). Called with at most `batchSize` texts at a time, from the
     /// thread that opened the engine. A throw, a rejection or a promise that does not settle
@@ -88,9 +94,11 @@ pub struct EmbeddingsOptions {
     pub model_dir: Option<String>,
     /// `'local'`: tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the
     /// model's 512). Part of the model's identity.
-    pub max_tokens: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_tokens: Option<Count>,
     /// `'local'`: threads one `embed()` call uses (default: the machine's available parallelism).
-    pub threads: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub threads: Option<Count>,
     /// Providers to try, in order, when this one cannot be loaded at first use (server down,
     /// model not pulled, no key). The first that works is used for the engine's life and named
     /// in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`.
@@ -235,13 +243,13 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
 
 /// `value` when within `min..=max`.
 fn in_range(
-    value: Option<u32>,
+    value: Option<Count>,
     min: u32,
     max: u32,
     name: &str,
     field: &str,
 ) -> Converted<Option<u32>> {
-    match value {
+    match value.map(Count::get) {
         Some(v) if v < min || v > max => Err(CoreError::invalid(format!(
             "{name}.{field} must be between {min} and {max}, got {v}"
         ))),

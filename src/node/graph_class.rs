@@ -197,7 +197,13 @@ impl Engram {
         let target: String = arg!(env, required(env, &target, "target"));
         let options: Option<ImpactOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
-        let options = options.map(ImpactOptions::into_core).unwrap_or_default();
+        let options = arg!(
+            env,
+            options
+                .map(ImpactOptions::into_core)
+                .transpose()
+                .map(Option::unwrap_or_default)
+        );
         promise_json(
             env,
             async move { handle.impact(&target, &options).await },
@@ -351,8 +357,9 @@ impl Engram {
         let key: String = arg!(env, required(env, &key, "key"));
         let options: Option<ReachOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
-        let (max_depth, limit) =
-            options.map_or((None, 500), |o| (o.max_depth, o.limit.unwrap_or(500)));
+        let (max_depth, limit) = options.map_or((None, 500), |o| {
+            (o.max_depth.map(u32::from), o.limit.map_or(500, u32::from))
+        });
         promise_json(
             env,
             async move { handle.reach(&key, side, max_depth, limit).await },

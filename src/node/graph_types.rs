@@ -6,6 +6,7 @@ use napi_derive::napi;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use super::strict::Count;
 use super::types::Memory;
 use crate::error::Error as CoreError;
 use crate::graph as core;
@@ -20,15 +21,18 @@ pub struct GraphNodeInput {
     /// e.g. `concept`, `decision`, `service`.
     pub kind: String,
     /// 1 structural, 2 semantic, 3 knowledge (default 3).
-    pub layer: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub layer: Option<Count>,
     /// Display name (default: the key).
     pub label: Option<String>,
     /// File it lives in (relative to the project root).
     pub file_path: Option<String>,
     /// First line.
-    pub start_line: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub start_line: Option<Count>,
     /// Last line.
-    pub end_line: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub end_line: Option<Count>,
     /// Who asserts it (default `agent`).
     #[napi(ts_type = "'agent' | 'user' | 'llm'")]
     pub source: Option<String>,
@@ -51,7 +55,8 @@ pub struct GraphEdgeInput {
     /// `derived_from` must stay acyclic; `contains` is left out of the closure.
     pub kind: String,
     /// 1, 2 or 3 (default 3).
-    pub layer: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub layer: Option<Count>,
     /// > 0, summed along paths (default 1).
     pub weight: Option<f64>,
     /// Who asserts it (default `agent`).
@@ -73,8 +78,8 @@ pub struct GraphBatch {
     pub edges: Option<Vec<GraphEdgeInput>>,
 }
 
-fn layer(value: Option<u32>) -> Result<u8, CoreError> {
-    match value.unwrap_or(3) {
+fn layer(value: Option<Count>) -> Result<u8, CoreError> {
+    match value.map_or(3, Count::get) {
         l @ 1..=3 => Ok(l as u8),
         other => Err(CoreError::invalid(format!(
             "layer must be 1, 2 or 3, got {other}"
@@ -92,9 +97,22 @@ fn source(value: Option<String>) -> Result<core::GraphSource, CoreError> {
     }
 }
 
-/// Layer filters as the core takes them (a number past 255 matches nothing, like 4..255).
-fn layers(values: Vec<u32>) -> Vec<u8> {
-    values.into_iter().map(|x| x.min(255) as u8).collect()
+/// Layer filters as the core takes them: each 1, 2 or 3.
+fn layers(values: Option<Vec<Count>>) -> Result<Option<Vec<u8>>, CoreError> {
+    let Some(values) = values else {
+        return Ok(None);
+    };
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match l.get() {
+            l @ 1..=3 => Ok(l as u8),
+            other => Err(CoreError::invalid(format!(
+                "options.layers[{i}] must be 1, 2 or 3, got {other}"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 /// Parses `'out' | 'in' | 'both'` (absent: `default`).
@@ -126,8 +144,8 @@ impl GraphBatch {
                     label: n.label.unwrap_or_default(),
                     layer: layer(n.layer)?,
                     file_path: n.file_path,
-                    start_line: n.start_line,
-                    end_line: n.end_line,
+                    start_line: n.start_line.map(u32::from),
+                    end_line: n.end_line.map(u32::from),
                     source: source(n.source)?,
                     confidence: n.confidence.unwrap_or(1.0),
                     metadata: metadata(n.metadata),
@@ -347,7 +365,8 @@ impl From<core::Subgraph> for Subgraph {
 #[napi(object)]
 pub struct TraverseOptions {
     /// Hops (1..10, default 2).
-    pub max_depth: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_depth: Option<Count>,
     /// `out` follows edges (what the start depends on), `in` goes against them (what depends
     /// on it), `both` either way. Default `out`.
     #[napi(ts_type = "'out' | 'in' | 'both'")]
@@ -355,9 +374,11 @@ pub struct TraverseOptions {
     /// Only edges of these kinds.
     pub kinds: Option<Vec<String>>,
     /// Only edges of these layers.
-    pub layers: Option<Vec<u32>>,
+    #[napi(ts_type = "Array<number>")]
+    pub layers: Option<Vec<Count>>,
     /// Most nodes returned (1..10000, default 500).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
 }
 
 impl TraverseOptions {
@@ -365,11 +386,11 @@ impl TraverseOptions {
     pub fn into_core(self) -> Result<core::TraverseOptions, CoreError> {
         let defaults = core::TraverseOptions::default();
         Ok(core::TraverseOptions {
-            max_depth: self.max_depth.unwrap_or(defaults.max_depth),
+            max_depth: self.max_depth.map_or(defaults.max_depth, u32::from),
             direction: direction(self.direction.as_deref(), defaults.direction)?,
             kinds: self.kinds,
-            layers: self.layers.map(layers),
-            limit: self.limit.unwrap_or(defaults.limit),
+            layers: layers(self.layers)?,
+            limit: self.limit.map_or(defaults.limit, u32::from),
         })
     }
 }
@@ -383,11 +404,13 @@ pub struct NeighbourOptions {
     /// Only edges of these kinds (default: all but `contains`).
     pub kinds: Option<Vec<String>>,
     /// Only edges of these layers.
-    pub layers: Option<Vec<u32>>,
+    #[napi(ts_type = "Array<number>")]
+    pub layers: Option<Vec<Count>>,
     /// A file or module also stands for what it contains (default true).
     pub include_contained: Option<bool>,
     /// Most neighbours, heaviest first (1..10000, default 100).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
 }
 
 impl NeighbourOptions {
@@ -397,9 +420,9 @@ impl NeighbourOptions {
         Ok(core::NeighbourOptions {
             direction: direction(self.direction.as_deref(), defaults.direction)?,
             kinds: self.kinds,
-            layers: self.layers.map(layers),
+            layers: layers(self.layers)?,
             include_contained: self.include_contained.unwrap_or(defaults.include_contained),
-            limit: self.limit.unwrap_or(defaults.limit),
+            limit: self.limit.map_or(defaults.limit, u32::from),
         })
     }
 }
@@ -440,11 +463,13 @@ pub struct CentralityOptions {
     /// PageRank's probability of following an edge (0..1, default 0.85).
     pub damping: Option<f64>,
     /// PageRank's most iterations (1..1000, default 100).
-    pub max_iterations: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_iterations: Option<Count>,
     /// Only edges of these kinds (default: all but `contains`).
     pub kinds: Option<Vec<String>>,
     /// Only edges of these layers.
-    pub layers: Option<Vec<u32>>,
+    #[napi(ts_type = "Array<number>")]
+    pub layers: Option<Vec<Count>>,
 }
 
 impl CentralityOptions {
@@ -453,7 +478,7 @@ impl CentralityOptions {
         let method = match self.method.as_deref() {
             None | Some("pagerank") => core::CentralityMethod::PageRank {
                 damping: self.damping.unwrap_or(0.85),
-                max_iterations: self.max_iterations.unwrap_or(100),
+                max_iterations: self.max_iterations.map_or(100, u32::from),
             },
             Some("degree") => core::CentralityMethod::Degree,
             Some(other) => {
@@ -465,7 +490,7 @@ impl CentralityOptions {
         Ok(core::CentralityOptions {
             method,
             kinds: self.kinds,
-            layers: self.layers.map(layers),
+            layers: layers(self.layers)?,
         })
     }
 }
@@ -493,34 +518,49 @@ impl From<core::NodeScore> for NodeScore {
 #[napi(object)]
 pub struct ReachOptions {
     /// Hops (default and at most: the engine's `closureDepth`).
-    pub max_depth: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_depth: Option<Count>,
     /// Most nodes returned (1..10000, default 500).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
 }
+
+/// The most memories `impact()` attaches.
+const MAX_IMPACT_MEMORIES: u32 = 10_000;
 
 /// Options of `impact()`.
 #[napi(object)]
 pub struct ImpactOptions {
     /// Hops (default and at most: the engine's `closureDepth`).
-    pub max_depth: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_depth: Option<Count>,
     /// Most affected nodes (1..10000, default 500).
-    pub limit: Option<u32>,
-    /// Most memories (default 100).
-    pub memory_limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
+    /// Most memories (0..10000, default 100).
+    #[napi(ts_type = "number")]
+    pub memory_limit: Option<Count>,
     /// Only affected nodes of these layers (memories still come from all).
-    pub layers: Option<Vec<u32>>,
+    #[napi(ts_type = "Array<number>")]
+    pub layers: Option<Vec<Count>>,
 }
 
 impl ImpactOptions {
     /// The core options.
-    pub fn into_core(self) -> core::ImpactOptions {
+    pub fn into_core(self) -> Result<core::ImpactOptions, CoreError> {
         let defaults = core::ImpactOptions::default();
-        core::ImpactOptions {
-            max_depth: self.max_depth,
-            limit: self.limit.unwrap_or(defaults.limit),
-            memory_limit: self.memory_limit.unwrap_or(defaults.memory_limit),
-            layers: self.layers.map(layers),
+        let memory_limit = self.memory_limit.map_or(defaults.memory_limit, u32::from);
+        if memory_limit > MAX_IMPACT_MEMORIES {
+            return Err(CoreError::invalid(format!(
+                "memoryLimit must be between 0 and {MAX_IMPACT_MEMORIES}, got {memory_limit}"
+            )));
         }
+        Ok(core::ImpactOptions {
+            max_depth: self.max_depth.map(u32::from),
+            limit: self.limit.map_or(defaults.limit, u32::from),
+            memory_limit,
+            layers: layers(self.layers)?,
+        })
     }
 }
 

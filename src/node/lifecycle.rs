@@ -7,7 +7,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{optional_object, required, required_object};
+use super::args::{optional_object, optional_object_with, required, required_object};
 use super::class::{watch_signal, Engram};
 use super::error::promise;
 use super::json::{promise_json, JsonText};
@@ -69,7 +69,9 @@ impl Engram {
         let handle = arg!(env, self.handle());
         let options: Option<ReviewQueueOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
-        let (limit, offset) = options.map_or((None, None), |o| (o.limit, o.offset));
+        let (limit, offset) = options.map_or((None, None), |o| {
+            (o.limit.map(u32::from), o.offset.map(u32::from))
+        });
         promise_json(
             env,
             async move { handle.review_queue(limit, offset).await },
@@ -93,6 +95,9 @@ impl Engram {
         let id: String = arg!(env, required(env, &id, "id"));
         let options: Option<ConfirmOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
+        if let Some(patch) = options.as_ref().and_then(|o| o.patch.as_ref()) {
+            arg!(env, patch.check_lists("options.patch"));
+        }
         let (patch, note) = match options {
             Some(o) => (
                 o.patch.map(Into::into),
@@ -284,8 +289,10 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, PruneReport>> {
         let handle = arg!(env, self.handle());
-        let parsed: Option<PruneOptions> =
-            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let parsed: Option<PruneOptions> = arg!(
+            env,
+            optional_object_with(env, options.as_ref(), "options", &["signal"])
+        );
         let core_options: crate::lifecycle::PruneOptions =
             parsed.map(Into::into).unwrap_or_default();
         let cancel = Arc::new(AtomicBool::new(false));

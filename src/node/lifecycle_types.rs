@@ -4,6 +4,7 @@
 use napi_derive::napi;
 
 use super::panel_types::TrustOffer;
+use super::strict::Count;
 use super::types::{Memory, MemoryPatch};
 use crate::lifecycle as core;
 
@@ -148,9 +149,11 @@ pub struct ConfirmOptions {
 #[napi(object, object_to_js = false)]
 pub struct ReviewQueueOptions {
     /// Page size, 1..1000 (default 50).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
     /// Rows to skip.
-    pub offset: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub offset: Option<Count>,
 }
 
 /// The two memories of `supersede`, as they are now.

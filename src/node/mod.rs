@@ -43,6 +43,7 @@ mod panel_types;
 mod recall;
 mod reporter;
 mod rerank_options;
+mod strict;
 mod sync;
 mod synthesis;
 mod types;
@@ -135,6 +136,16 @@ pub enum ErrorCode {
 #[napi]
 pub fn open_engine_count() -> u32 {
     crate::engine::open_engines() as u32
+}
+
+/// Test hook: the keys each options object takes (its JS field names), by Rust type name, for
+/// the test that compares them with `index.d.ts`. Not part of the API.
+#[napi(js_name = "__strictFieldsForTests", skip_typescript)]
+pub fn strict_fields_for_tests() -> std::collections::HashMap<String, Vec<String>> {
+    strict::registry()
+        .into_iter()
+        .map(|(name, fields)| (name.to_owned(), fields))
+        .collect()
 }
 
 /// Test hook: panics inside the runtime so tests can check that a panic reaches JS as

@@ -404,13 +404,7 @@ fn snapshot(s: core::SessionSnapshot) -> SessionSnapshot {
 
 /// A whole number in `0..=u32::MAX` (napi's own u32 conversion wraps negatives).
 fn whole(value: f64, name: &str) -> Converted<u32> {
-    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= f64::from(u32::MAX) {
-        Ok(value as u32)
-    } else {
-        Err(CoreError::invalid(format!(
-            "{name} must be a whole number >= 0, got {value}"
-        )))
-    }
+    super::strict::whole(value).map_err(|reason| CoreError::invalid(format!("{name} {reason}")))
 }
 
 fn session_options(o: ObserveOptions) -> Converted<core::SessionOptions> {
@@ -577,10 +571,15 @@ impl JsObject {
     }
 }
 
+/// `timestamp`, ms since the epoch: a finite number (a fraction is cut).
 fn timestamp(o: &JsObject) -> Converted<Option<i64>> {
-    Ok(o.number("timestamp")?
-        .filter(|t| t.is_finite())
-        .map(|t| t as i64))
+    match o.number("timestamp")? {
+        Some(t) if !t.is_finite() => Err(CoreError::invalid(format!(
+            "timestamp must be a finite number (ms since the epoch), got {}",
+            super::strict::js_number(t)
+        ))),
+        t => Ok(t.map(|t| t as i64)),
+    }
 }
 
 /// Reads one protocol message from a JS object (see the message interfaces above).

@@ -11,6 +11,7 @@ use super::json::{promise_json, JsonText};
 use super::panel_types::{
     Health, HealthOptions, MemoryGap, MemoryGapsOptions, ModuleCoverage, SessionSummary, TrustState,
 };
+use super::strict::Count;
 use crate::lifecycle::TrustLevel;
 
 #[napi]
@@ -84,7 +85,8 @@ impl Engram {
         level: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
-        let level: u32 = arg!(env, required(env, &level, "level"));
+        let level: Count = arg!(env, required(env, &level, "level"));
+        let level = level.get();
         let level = arg!(env, TrustLevel::from_number(level));
         promise_json(
             env,
@@ -152,7 +154,7 @@ impl Engram {
         let options: Option<MemoryGapsOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
         let (include_resolved, limit) = options.map_or((false, None), |o| {
-            (o.include_resolved.unwrap_or(false), o.limit)
+            (o.include_resolved.unwrap_or(false), o.limit.map(u32::from))
         });
         promise_json(
             env,

@@ -3,6 +3,7 @@
 
 use napi_derive::napi;
 
+use super::strict::Count;
 use super::types::Memory;
 use crate::lifecycle as core;
 
@@ -317,7 +318,8 @@ pub struct MemoryGapsOptions {
     /// Closed gaps too (default false).
     pub include_resolved: Option<bool>,
     /// 1..=500 (default 100).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
 }
 
 /// Options of `health`.

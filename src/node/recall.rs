@@ -8,6 +8,7 @@ use super::args::{optional_object, required, required_object};
 use super::class::Engram;
 use super::code_types::CodeChunk;
 use super::json::{promise_json, JsonText};
+use super::strict::Count;
 use super::types::{Memory, MemoryScope, MemoryType, ShareScope};
 use crate::error::Error as CoreError;
 use crate::retrieval::injection::{StepContext as CoreStepContext, ToolCall};
@@ -80,12 +81,15 @@ pub struct RecallOptions {
     /// What may be returned.
     pub filters: Option<RecallFilters>,
     /// Tokens the packed context may use (1..200000; default: the phase's budget, else 2500).
-    pub budget_tokens: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub budget_tokens: Option<Count>,
     /// Ranked items returned (1..200, default 20).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
     /// Items the configured reranker scores again, from the top of the fused list (1..200,
     /// default 30).
-    pub rerank_depth: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub rerank_depth: Option<Count>,
     /// Stages to switch off for this call.
     pub stages: Option<RecallStages>,
     /// Count the memories put into the context as used (access count and last access, which
@@ -296,9 +300,9 @@ fn request(
     request.phase = o.phase.as_deref().map(Phase::parse).transpose()?;
     request.recent_files = o.recent_files.unwrap_or_default();
     request.recent_tool_calls = o.recent_tool_calls.unwrap_or_default();
-    request.budget_tokens = o.budget_tokens;
-    request.limit = o.limit;
-    request.rerank_depth = o.rerank_depth;
+    request.budget_tokens = o.budget_tokens.map(u32::from);
+    request.limit = o.limit.map(u32::from);
+    request.rerank_depth = o.rerank_depth.map(u32::from);
     request.track_access = o.track_access.unwrap_or(false);
     request.session_id = o.session_id;
     request.apply_trust = o.apply_trust.unwrap_or(false);
@@ -482,16 +486,8 @@ impl Engram {
         context: Unknown<'env>,
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
-        let step: f64 = arg!(env, required(env, &step, "step"));
-        // napi's u32 conversion wraps negative numbers; take a number and check it.
-        if !(step.is_finite() && step >= 0.0 && step.fract() == 0.0 && step <= f64::from(u32::MAX))
-        {
-            return super::error::rejected(
-                env,
-                CoreError::invalid(format!("step must be a whole number >= 0, got {step}")),
-            );
-        }
-        let step = step as u32;
+        let step: Count = arg!(env, required(env, &step, "step"));
+        let step = step.get();
         let context: StepContext = arg!(env, required_object(env, &context, "context"));
         let context = CoreStepContext {
             tool_calls: context

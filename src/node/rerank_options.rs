@@ -9,6 +9,7 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
+use super::strict::Count;
 use crate::error::Error as CoreError;
 use crate::retrieval::rerank::{
     CallbackReranker, HttpRerankOptions, HttpReranker, RerankFn, RerankerProvider,
@@ -53,9 +54,11 @@ pub struct RerankerOptions {
     /// Sent as `Authorization: Bearer` to the server.
     pub api_key: Option<String>,
     /// Bytes of one document sent to the server (default 4000).
-    pub max_document_bytes: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_document_bytes: Option<Count>,
     /// How long one rerank may take, in ms (default 10000 for a server, 30000 for a function).
-    pub timeout_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub timeout_ms: Option<Count>,
     /// Your own reranker: called with the query and the documents (a chunk's contextual
     /// prefix and text, or a memory's content); returns one score per document, in order.
     #[napi(ts_type = "(query: string, documents: string[]) => number[] | Promise<number[]>")]
@@ -70,7 +73,7 @@ pub(crate) fn core_reranker(
     if model.is_empty() {
         return Err(CoreError::invalid("reranker.model must not be empty"));
     }
-    if o.timeout_ms == Some(0) {
+    if o.timeout_ms == Some(Count(0)) {
         return Err(CoreError::invalid("reranker.timeoutMs must be positive"));
     }
     let timeout = o.timeout_ms.map(|ms| Duration::from_millis(u64::from(ms)));
@@ -92,7 +95,7 @@ pub(crate) fn core_reranker(
             let url = super::embed_options::http_url(url, "reranker.url")?;
             let mut options = HttpRerankOptions::new(url, model);
             options.api_key = o.api_key.filter(|k| !k.is_empty());
-            if let Some(bytes) = o.max_document_bytes {
+            if let Some(bytes) = o.max_document_bytes.map(u32::from) {
                 if bytes < 64 {
                     return Err(CoreError::invalid(format!(
                         "reranker.maxDocumentBytes must be at least 64, got {bytes}"

@@ -9,6 +9,7 @@ use napi_derive::napi;
 
 use super::class::Engram;
 use super::json::{promise_json, JsonText};
+use super::strict::Count;
 use super::types::{Memory, MemoryType};
 use crate::error::Error as CoreError;
 use crate::observer::{self as core, SynthesisMode};
@@ -202,7 +203,8 @@ pub struct SynthesizeOptions {
     )]
     pub synthesize: SynthesisFunction,
     /// Most calls in this run (default 3).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
 }
 
 #[napi]
@@ -244,7 +246,7 @@ impl Engram {
                 )
             }
         };
-        let limit = options.limit.unwrap_or(3) as usize;
+        let limit = options.limit.map_or(3, usize::from);
         let synthesize = synthesize_fn(options.synthesize);
         promise_json(
             env,

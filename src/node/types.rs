@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use napi_derive::napi;
 use serde_json::Value as Json;
 
+use super::strict::Count;
 use crate::memory as core;
 
 /// Declares a JS string enum mirroring a core enum, with exhaustive conversions both ways.
@@ -20,6 +21,9 @@ macro_rules! mirror_enum {
         pub enum $name {
             $($(#[$vmeta])* #[napi(value = $text)] $variant,)+
         }
+
+        // napi checks the value against the variants.
+        impl $crate::node::strict::Shape for $name {}
 
         /// Serialises as its JS string (results reach JS as JSON, see `node::json`).
         impl serde::Serialize for $name {
@@ -157,15 +161,19 @@ pub struct OpenOptions {
     /// Project id for this handle (default `"default"`); one file can hold many projects.
     pub project_id: Option<String>,
     /// How long to wait for another process's lock before `ENGRAM_SQLITE_BUSY` (default 5000).
-    pub busy_timeout_ms: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub busy_timeout_ms: Option<Count>,
     /// Pooled read connections (default 4).
-    pub read_connections: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub read_connections: Option<Count>,
     /// Largest accepted `content`, in UTF-8 bytes (default 16384).
-    pub max_content_bytes: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub max_content_bytes: Option<Count>,
     /// Hops the graph's closure table covers (1..8, default 4): `impact()`, `ancestors()` and
     /// `descendants()` answer up to this depth from one indexed lookup. Changing it rebuilds
     /// the closure at the next graph write.
-    pub closure_depth: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub closure_depth: Option<Count>,
     /// The embedder (default: the built-in local model, loaded on first `embed()`).
     pub embeddings: Option<super::embed_options::EmbeddingsOptions>,
     /// Stage 3 of `recall()`: a rerank server or your own function (default none).
@@ -462,16 +470,19 @@ pub struct ListFilter {
     #[napi(ts_type = "'created' | 'updated' | 'confidence' | 'accessed'")]
     pub order_by: Option<String>,
     /// Page size, 1..1000 (default 50).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
     /// Rows to skip.
-    pub offset: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub offset: Option<Count>,
 }
 
 /// Options of `search`.
 #[napi(object)]
 pub struct SearchOptions {
     /// Maximum hits, 1..200 (default 10).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
     /// `auto` (default): all terms, then any of the distinctive ones (those in at most 1,000
     /// memories, else the rarest) to fill the page; `all`; `any`.
     #[napi(ts_type = "'auto' | 'all' | 'any'")]
@@ -545,6 +556,47 @@ pub struct Stats {
     pub schema_version: u32,
     /// Canonical database path.
     pub path: String,
+}
+
+/// Refuses a blank entry or a NUL byte in one of a memory's lists (`at` names the input:
+/// `input`, `inputs[2]`, `patch`). The core drops blank entries, as it must for what engram
+/// derives itself; from an app they are a mistake to report.
+fn check_entries(at: &str, field: &str, items: Option<&Vec<String>>) -> crate::error::Result<()> {
+    for (i, item) in items.into_iter().flatten().enumerate() {
+        if item.trim().is_empty() {
+            return Err(crate::error::Error::invalid(format!(
+                "{at}.{field}[{i}] is empty"
+            )));
+        }
+        if item.contains('\0') {
+            return Err(crate::error::Error::invalid(format!(
+                "{at}.{field}[{i}] contains a NUL byte"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl RememberInput {
+    /// Checks the entries of its lists (see [`check_entries`]).
+    pub(crate) fn check_lists(&self, at: &str) -> crate::error::Result<()> {
+        check_entries(at, "tags", self.tags.as_ref())?;
+        check_entries(at, "relatedFiles", self.related_files.as_ref())?;
+        check_entries(at, "relatedModules", self.related_modules.as_ref())?;
+        check_entries(at, "impactedNodeIds", self.impacted_node_ids.as_ref())?;
+        check_entries(at, "triggers", self.triggers.as_ref())
+    }
+}
+
+impl MemoryPatch {
+    /// Checks the entries of its lists (see [`check_entries`]).
+    pub(crate) fn check_lists(&self, at: &str) -> crate::error::Result<()> {
+        check_entries(at, "tags", self.tags.as_ref())?;
+        check_entries(at, "relatedFiles", self.related_files.as_ref())?;
+        check_entries(at, "relatedModules", self.related_modules.as_ref())?;
+        check_entries(at, "impactedNodeIds", self.impacted_node_ids.as_ref())?;
+        check_entries(at, "triggers", self.triggers.as_ref())
+    }
 }
 
 fn list<T: Into<U>, U>(v: Option<Vec<T>>) -> Vec<U> {
@@ -731,8 +783,8 @@ impl ListFilter {
                 .map(core::ListOrder::parse)
                 .transpose()?
                 .unwrap_or_default(),
-            limit: self.limit,
-            offset: self.offset,
+            limit: self.limit.map(u32::from),
+            offset: self.offset.map(u32::from),
         })
     }
 }
@@ -741,7 +793,7 @@ impl SearchOptions {
     /// Converts to the core options (string options parsed, with coded errors).
     pub(crate) fn into_core(self) -> crate::error::Result<core::SearchOptions> {
         Ok(core::SearchOptions {
-            limit: self.limit,
+            limit: self.limit.map(u32::from),
             mode: self
                 .mode
                 .as_deref()

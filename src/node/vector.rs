@@ -7,10 +7,11 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{optional_object, required};
+use super::args::{check_keys, optional_object, required};
 use super::class::{settle, watch_signal, Engram};
 use super::error::promise;
 use super::reporter::Reporter;
+use super::strict::Count;
 use crate::error::Error as CoreError;
 use crate::vector::{DenseQuery, ItemKind};
 
@@ -43,7 +44,8 @@ pub struct EmbedReport {
 #[napi(object)]
 pub struct DenseSearchOptions {
     /// Hits wanted, over chunks and memories together (1..=1000, default 10).
-    pub limit: Option<u32>,
+    #[napi(ts_type = "number")]
+    pub limit: Option<Count>,
     /// `['chunk']`, `['memory']` or both (the default).
     pub kinds: Option<Vec<String>>,
     /// Chunks only under these paths (files or directories, relative to the project root).
@@ -119,6 +121,10 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, EmbedReport>> {
         let handle = arg!(env, self.handle());
+        arg!(
+            env,
+            check_keys(env, options.as_ref(), "options", &["onProgress", "signal"])
+        );
         let cancel = Arc::new(AtomicBool::new(false));
         let mut progress = None;
         match options.as_ref().map(|o| o.get_type()) {
@@ -190,7 +196,7 @@ impl Engram {
             memory_types: None,
         });
         let core = DenseQuery {
-            limit: options.limit.unwrap_or(10) as usize,
+            limit: options.limit.map_or(10, usize::from),
             kinds: arg!(env, kinds(options.kinds)),
             paths: options.paths.unwrap_or_default(),
             memory_types: options.memory_types.unwrap_or_default(),

@@ -252,6 +252,24 @@ fn chunk_scope(filters: &RecallFilters) -> Vec<String> {
 pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recall> {
     let started = Instant::now();
     let kind = query_kind::detect(&request.query, &request.recent_tool_calls);
+    if request.query.trim().is_empty() {
+        // Like `search`, a blank query is valid and finds nothing (and notes no memory gap).
+        return Ok(Recall {
+            query_kind: kind,
+            items: Vec::new(),
+            context: String::new(),
+            budget_tokens: request
+                .budget_tokens
+                .unwrap_or_else(|| phase_budget(request.phase)),
+            used_tokens: 0,
+            timings: RecallTimings {
+                total_us: started.elapsed().as_micros() as u64,
+                ..RecallTimings::default()
+            },
+            skipped: Vec::new(),
+            corrected_query: None,
+        });
+    }
     let weights = kind.path_weights();
     let stages = request.stages;
     let scope = chunk_scope(&request.filters);

@@ -23,7 +23,8 @@ pub const MAX_RECENT: usize = 200;
 /// One recall.
 #[derive(Debug, Clone, Default)]
 pub struct RecallRequest {
-    /// What the agent or user is looking for (1 to [`MAX_QUERY_BYTES`] bytes, not blank).
+    /// What the agent or user is looking for (at most [`MAX_QUERY_BYTES`] bytes; a blank query
+    /// finds nothing).
     pub query: String,
     /// What the agent is doing: weights memory types and sets the default budget.
     pub phase: Option<Phase>,
@@ -128,9 +129,6 @@ impl RecallRequest {
     /// Checks the request and normalises paths against `root`; `ENGRAM_INVALID_ARG` naming
     /// the field at fault.
     pub(crate) fn validated(mut self, root: Option<&Path>) -> Result<RecallRequest> {
-        if self.query.trim().is_empty() {
-            return Err(Error::invalid("query must not be empty"));
-        }
         if self.query.len() > MAX_QUERY_BYTES {
             return Err(Error::invalid(format!(
                 "query is {} bytes; at most {MAX_QUERY_BYTES} are accepted",
@@ -217,9 +215,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blank_long_and_out_of_range_requests_are_refused() {
+    fn long_and_out_of_range_requests_are_refused() {
         let code = |r: RecallRequest| r.validated(None).unwrap_err().code();
-        assert_eq!(code(RecallRequest::new("  ")), "ENGRAM_INVALID_ARG");
+        // A blank query is valid (it finds nothing, like search's).
+        assert!(RecallRequest::new("  ").validated(None).is_ok());
         assert_eq!(
             code(RecallRequest::new("x".repeat(MAX_QUERY_BYTES + 1))),
             "ENGRAM_INVALID_ARG"
