@@ -30,10 +30,10 @@
 // installing the model). ENGRAM_BENCH_CPU_PROF=<dir> writes a .cpuprofile of the
 // instrumented server there.
 //   node benches/js/mcp.mjs [N]      N: timed calls per path and setting (default 440)
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { homedir, tmpdir } from 'node:os'
-import { dirname, join, relative, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { hrtime } from 'node:process'
 import { fileURLToPath } from 'node:url'
 
@@ -41,6 +41,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { memories, percentile, queries, rng } from './corpus.mjs'
+import { buildCorpus, sourceFiles } from './source_tree.mjs'
 
 const require = createRequire(import.meta.url)
 const { Engram } = require('../../index.js')
@@ -53,59 +54,6 @@ const WANT_LINES = 1_090_000
 const MEMORIES = 5_000
 
 // --- the tree (as benches/js/recall.mjs builds it) ----------------------------------------------
-
-function pythonStdlib() {
-  const found = readdirSync('/usr/lib')
-    .filter((d) => /^python3\.\d+$/.test(d) && existsSync(join('/usr/lib', d, 'os.py')))
-    .sort()
-  return found.length ? join('/usr/lib', found.at(-1)) : null
-}
-
-function lineCount(file) {
-  let n = 0
-  for (const byte of readFileSync(file)) if (byte === 10) n++
-  return n
-}
-
-/** Project-relative paths of the source files under `root` the indexer would take. */
-function sourceFiles(root, ext = /\.(py|ts|js|rs|go)$/) {
-  const out = []
-  const walk = (dir) => {
-    for (const name of readdirSync(dir)) {
-      if (name.startsWith('.') || name === 'node_modules' || name === '__pycache__') continue
-      const path = join(dir, name)
-      const stat = statSync(path, { throwIfNoEntry: false })
-      if (stat?.isDirectory()) walk(path)
-      else if (stat?.isFile() && ext.test(name)) out.push(relative(root, path))
-    }
-  }
-  walk(root)
-  return out.sort()
-}
-
-/** About `wantLines` lines of real code in `target`: CPython's stdlib, then crates' `src/`. */
-function buildCorpus(target, wantLines) {
-  let lines = 0
-  const copy = (from, to, ext) => {
-    for (const rel of sourceFiles(from, ext)) {
-      const dest = join(target, to, rel)
-      mkdirSync(dirname(dest), { recursive: true })
-      copyFileSync(join(from, rel), dest)
-      lines += lineCount(join(from, rel))
-    }
-  }
-  const python = pythonStdlib()
-  if (python) copy(python, 'python', /\.py$/)
-  const registry = join(process.env.CARGO_HOME ?? join(homedir(), '.cargo'), 'registry', 'src')
-  for (const index of existsSync(registry) ? readdirSync(registry).sort() : []) {
-    for (const crate of readdirSync(join(registry, index)).sort()) {
-      if (lines >= wantLines) break
-      const src = join(registry, index, crate, 'src')
-      if (existsSync(src) && !/^(windows|linux-raw-sys)/.test(crate)) copy(src, join('crates', crate), /\.rs$/)
-    }
-  }
-  return lines
-}
 
 const dir = resolve(process.env.ENGRAM_BENCH_DIR ?? join(homedir(), '.cache', 'engram-bench', 'mcp'))
 const root = join(dir, 'corpus')
