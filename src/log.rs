@@ -18,8 +18,9 @@
 //!
 //! Invariant: no secret reaches a log line. Every message and every string field value goes
 //! through the privacy filter ([`crate::memory::privacy::redact`]) before it is written to
-//! stderr or handed to the sink; numbers and booleans pass as they are. Field names and
-//! targets are the code's own (static) text.
+//! stderr or handed to the sink, and a field whose name names a secret (`api_key`, `token`)
+//! is replaced whole ([`crate::memory::privacy::redact_under`]); numbers and booleans pass as
+//! they are. Field names and targets are the code's own (static) text.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -33,7 +34,7 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::{reload, Registry};
 
 use crate::error::{Error, Result};
-use crate::memory::privacy::redact;
+use crate::memory::privacy::{redact, redact_under};
 
 /// The environment variable holding the stderr filter (`EnvFilter` syntax); absent or empty
 /// means no stderr output.
@@ -345,10 +346,10 @@ struct Collect {
 
 impl Collect {
     fn text(&mut self, field: &Field, text: &str) {
-        let clean = redact(text).text;
         if field.name() == "message" {
-            self.message = clean;
+            self.message = redact(text).text;
         } else {
+            let clean = redact_under(field.name(), text).text;
             self.fields.push((field.name(), FieldValue::Str(clean)));
         }
     }
@@ -551,6 +552,27 @@ mod tests {
             text.contains("error=\"server said: bad key [REDACTED]\""),
             "{text}"
         );
+    }
+
+    /// The secret corpus of `tests/fixtures/secrets/`: each secret in a message, in a field, and
+    /// bare in a field whose name names a secret.
+    #[test]
+    fn no_corpus_secret_reaches_a_line() {
+        let corpus: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/secrets/corpus.json")).unwrap();
+        let secrets = corpus["secrets"].as_array().unwrap();
+        let text = lines_of("trace", || {
+            for s in secrets {
+                let (text, value) = (s["text"].as_str().unwrap(), s["value"].as_str().unwrap());
+                tracing::info!(note = text, api_key = value, "{text}");
+                tracing::debug!(password = %value, client_secret = ?value, "stored");
+            }
+        });
+        assert_eq!(text.lines().count(), 2 * secrets.len(), "{text}");
+        for s in secrets {
+            let core = s["core"].as_str().unwrap();
+            assert!(!text.contains(core), "{} leaked into:\n{text}", s["kind"]);
+        }
     }
 
     #[test]

@@ -439,17 +439,10 @@ fn owned_by_indexer(what: &str, key: &str) -> Error {
     ))
 }
 
-/// Redacts secrets in every string of a JSON value (keys included).
+/// Redacts secrets in every string of a JSON value (keys included), and values under keys that
+/// name a secret (`privacy::redact_json`).
 pub(crate) fn redact_json(value: &serde_json::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match value {
-        Value::String(s) => Value::String(redact(s).text),
-        Value::Array(items) => Value::Array(items.iter().map(redact_json).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (redact(k).text, redact_json(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+    let mut value = value.clone();
+    crate::memory::privacy::redact_json(&mut value);
+    value
 }

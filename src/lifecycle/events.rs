@@ -58,7 +58,7 @@ pub struct MemoryEvent {
 pub struct EventNote {
     /// The session, if any.
     pub session_id: Option<String>,
-    /// Who, if known.
+    /// Who, if known (privacy-filtered by the caller, like the body).
     pub author: Option<String>,
     /// Free text (already privacy-filtered by the caller).
     pub body: Option<String>,

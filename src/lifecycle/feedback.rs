@@ -80,7 +80,8 @@ async fn regression_offer(
     }
 }
 
-/// Checks the optional parts of an event: ids bounded, the body privacy-filtered.
+/// Checks the optional parts of an event: ids bounded, the body and the author
+/// privacy-filtered.
 pub(crate) fn validate_note(
     ctx: &Ctx<'_>,
     note: EventNote,
@@ -94,7 +95,7 @@ pub(crate) fn validate_note(
     };
     Ok(EventNote {
         session_id: v.opt_id("sessionId", note.session_id.as_deref())?,
-        author: v.opt_id("author", note.author.as_deref())?,
+        author: v.opt_text("author", note.author.as_deref())?.0,
         body,
     })
 }

@@ -12,7 +12,8 @@
 //! Both imports validate every memory before writing any (one bad entry fails the call,
 //! naming its index) and write in batches of [`BATCH`] per transaction, so readers are never
 //! blocked; the privacy filter runs again on every imported text (a file may have been edited
-//! by hand).
+//! by hand): every text field of every memory and of every past version (`memory::scrub`), and
+//! every event's body and author.
 
 use std::collections::HashSet;
 
@@ -23,7 +24,9 @@ use super::events::MemoryEvent;
 use super::markdown::{self, MarkdownMemory};
 use crate::error::{DbContext, Error, Result};
 use crate::memory::dedup::content_hash;
+use crate::memory::privacy::redact;
 use crate::memory::rows::{self, from_row, to_params, SELECT_M};
+use crate::memory::scrub::scrub;
 use crate::memory::snapshot;
 use crate::memory::{
     self, Ctx, Memory, MemoryPatch, MemoryScope, MemorySource, MemoryType, RememberInput,
@@ -411,6 +414,7 @@ pub(crate) async fn import_json(
             .map(|v| {
                 let mut past = v.memory.clone();
                 past.project_id = ctx.project_id.to_owned();
+                past.redactions += scrub(&mut past);
                 serde_json::json!([
                     v.memory_id,
                     v.version,
@@ -441,13 +445,14 @@ pub(crate) async fn import_json(
         let rows: Vec<serde_json::Value> = batch
             .iter()
             .map(|e| {
+                let text = |t: &Option<String>| t.as_deref().map(|t| redact(t).text);
                 serde_json::json!([
                     e.id,
                     e.memory_id,
                     e.kind.as_str(),
                     e.session_id,
-                    e.author,
-                    e.body,
+                    text(&e.author),
+                    text(&e.body),
                     e.created_at
                 ])
             })
@@ -493,6 +498,8 @@ fn checked(ctx: &Ctx<'_>, mut m: Memory) -> Result<Memory> {
     let (metadata, r) = v.metadata(Some(&m.metadata))?;
     m.metadata = metadata;
     m.redactions += r;
+    // Every other text field (citation, triggers, labels, the reason it was forgotten...).
+    m.redactions += scrub(&mut m);
     v.unit("confidence", m.confidence)?;
     Ok(m)
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::model::{
     MemoryRelation, MemoryScope, MemorySource, MemoryType, ShareScope, WorkUnitRef,
 };
-use super::privacy::{redact, Redacted};
+use super::privacy::{redact, redact_json, Redacted};
 use crate::error::{Error, Result};
 
 /// Size limits applied to every input (configurable per engine).
@@ -305,7 +305,8 @@ impl Validator<'_> {
         Ok(())
     }
 
-    /// An optional identifier: trimmed, empty means none.
+    /// An optional identifier: trimmed, empty means none. Only for ids that are looked up as
+    /// given (a session's id); any other text goes through [`Validator::opt_text`].
     pub fn opt_id(&self, field: &str, value: Option<&str>) -> Result<Option<String>> {
         match value.map(str::trim) {
             None | Some("") => Ok(None),
@@ -314,6 +315,50 @@ impl Validator<'_> {
                 Ok(Some(v.to_owned()))
             }
         }
+    }
+
+    /// An optional short text (a label, a reason, a commit, a node key, an author): trimmed,
+    /// empty means none, size-checked like an identifier, and redacted.
+    pub fn opt_text(&self, field: &str, value: Option<&str>) -> Result<(Option<String>, u32)> {
+        match self.opt_id(field, value)? {
+            None => Ok((None, 0)),
+            Some(v) => {
+                let r = redact(&v);
+                Ok((Some(r.text), r.count))
+            }
+        }
+    }
+
+    /// A methodology unit: its methodology, hierarchy and label, size-checked and redacted.
+    pub fn work_unit(&self, unit: Option<&WorkUnitRef>) -> Result<(Option<WorkUnitRef>, u32)> {
+        let Some(unit) = unit else {
+            return Ok((None, 0));
+        };
+        let methodology = redact(&unit.methodology);
+        let label = redact(&unit.label);
+        self.item("workUnitRef.methodology", &unit.methodology)?;
+        self.item("workUnitRef.label", &unit.label)?;
+        if unit.hierarchy.len() > self.limits.max_list_len {
+            return Err(Error::invalid(format!(
+                "workUnitRef.hierarchy has {} entries; the limit is {}",
+                unit.hierarchy.len(),
+                self.limits.max_list_len
+            )));
+        }
+        let mut count = methodology.count + label.count;
+        let mut hierarchy = Vec::with_capacity(unit.hierarchy.len());
+        for level in &unit.hierarchy {
+            self.item("workUnitRef.hierarchy", level)?;
+            let r = redact(level);
+            count += r.count;
+            hierarchy.push(r.text);
+        }
+        let unit = WorkUnitRef {
+            methodology: methodology.text,
+            hierarchy,
+            label: label.text,
+        };
+        Ok((Some(unit), count))
     }
 
     /// Normalises file paths to forward-slash paths relative to the project root and refuses
@@ -366,7 +411,7 @@ impl Validator<'_> {
                     self.opt_id("relations.targetMemoryId", r.target_memory_id.as_deref())?;
                 r.target_file_path = match r.target_file_path.as_deref().map(str::trim) {
                     None | Some("") => None,
-                    Some(p) => Some(confine_path(p, self.project_root)?),
+                    Some(p) => Some(confine_path(&redact(p).text, self.project_root)?),
                 };
                 if r.target_memory_id.is_none() && r.target_file_path.is_none() {
                     return Err(Error::invalid(
@@ -379,7 +424,8 @@ impl Validator<'_> {
             .collect()
     }
 
-    /// Checks that metadata is a JSON object within the size limit; redacts its strings.
+    /// Checks that metadata is a JSON object within the size limit; redacts its strings and
+    /// keys, and replaces values under keys that name a secret (`privacy::redact_json`).
     pub fn metadata(&self, value: Option<&Value>) -> Result<(Value, u32)> {
         let Some(value) = value else {
             return Ok((Value::Object(Default::default()), 0));
@@ -399,21 +445,6 @@ impl Validator<'_> {
             )));
         }
         Ok((value, redactions))
-    }
-}
-
-fn redact_json(value: &mut Value) -> u32 {
-    match value {
-        Value::String(s) => {
-            let r = redact(s);
-            if r.count > 0 {
-                *s = r.text;
-            }
-            r.count
-        }
-        Value::Array(items) => items.iter_mut().map(redact_json).sum(),
-        Value::Object(map) => map.values_mut().map(redact_json).sum(),
-        _ => 0,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod model;
 pub mod privacy;
 mod read;
 pub(crate) mod rows;
+pub(crate) mod scrub;
 mod search;
 pub(crate) mod snapshot;
 mod write;

@@ -48,10 +48,14 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
     let (tags, r_tags) = v.list("tags", &input.tags)?;
     let (related_files, r_files) = v.files(&input.related_files)?;
     let (related_modules, r_modules) = v.list("relatedModules", &input.related_modules)?;
-    let (impacted_node_ids, _) = v.list("impactedNodeIds", &input.impacted_node_ids)?;
+    let (impacted_node_ids, r_impacted) = v.list("impactedNodeIds", &input.impacted_node_ids)?;
     let (citation_text, r_cite) = v.citation(input.citation_text.as_deref())?;
     let (metadata, r_meta) = v.metadata(input.metadata.as_ref())?;
     let (triggers, r_triggers) = v.triggers(&input.triggers)?;
+    let (commit_sha, r_commit) = v.opt_text("commitSha", input.commit_sha.as_deref())?;
+    let (methodology, r_methodology) = v.opt_text("methodology", input.methodology.as_deref())?;
+    let (target_node_id, r_target) = v.opt_text("targetNodeId", input.target_node_id.as_deref())?;
+    let (work_unit_ref, r_unit) = v.work_unit(input.work_unit_ref.as_ref())?;
     let session_id = v.opt_id("sessionId", input.session_id.as_deref())?;
     let confidence = v.unit("confidence", input.confidence.unwrap_or(0.8))?;
     let decay_half_life_days = input
@@ -73,10 +77,10 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
         source: input.source.unwrap_or(MemorySource::AgentExplicit),
         provenance_session_ids: session_id.iter().cloned().collect(),
         session_id,
-        commit_sha: v.opt_id("commitSha", input.commit_sha.as_deref())?,
-        work_unit_ref: input.work_unit_ref,
-        methodology: v.opt_id("methodology", input.methodology.as_deref())?,
-        target_node_id: v.opt_id("targetNodeId", input.target_node_id.as_deref())?,
+        commit_sha,
+        work_unit_ref,
+        methodology,
+        target_node_id,
         impacted_node_ids,
         relations: v.relations(&input.relations)?,
         decay_half_life_days,
@@ -88,7 +92,18 @@ fn prepare(ctx: &Ctx<'_>, input: RememberInput, now: i64) -> Result<Prepared> {
         deprecated_at: None,
         deprecated_reason: None,
         stale_at: None,
-        redactions: content.count + r_tags + r_files + r_modules + r_cite + r_meta + r_triggers,
+        redactions: content.count
+            + r_tags
+            + r_files
+            + r_modules
+            + r_impacted
+            + r_cite
+            + r_meta
+            + r_triggers
+            + r_commit
+            + r_methodology
+            + r_target
+            + r_unit,
         reinforce_count: 0,
         access_count: 0,
         created_at: now,
@@ -424,17 +439,17 @@ pub(crate) fn prepare_patch(
     let commit_sha = patch
         .commit_sha
         .as_deref()
-        .map(|s| v.opt_id("commitSha", Some(s)))
+        .map(|s| v.opt_text("commitSha", Some(s)))
         .transpose()?;
     let methodology = patch
         .methodology
         .as_deref()
-        .map(|s| v.opt_id("methodology", Some(s)))
+        .map(|s| v.opt_text("methodology", Some(s)))
         .transpose()?;
     let target = patch
         .target_node_id
         .as_deref()
-        .map(|s| v.opt_id("targetNodeId", Some(s)))
+        .map(|s| v.opt_text("targetNodeId", Some(s)))
         .transpose()?;
 
     Ok(move |m: &mut Memory| {
@@ -457,8 +472,9 @@ pub(crate) fn prepare_patch(
             m.related_modules = mods;
             m.redactions += r;
         }
-        if let Some((ids, _)) = impacted {
+        if let Some((ids, r)) = impacted {
             m.impacted_node_ids = ids;
+            m.redactions += r;
         }
         if let Some(r) = relations {
             m.relations = r;
@@ -487,14 +503,17 @@ pub(crate) fn prepare_patch(
         if let Some(s) = patch.share_scope {
             m.share_scope = s;
         }
-        if let Some(c) = commit_sha {
+        if let Some((c, r)) = commit_sha {
             m.commit_sha = c;
+            m.redactions += r;
         }
-        if let Some(mth) = methodology {
+        if let Some((mth, r)) = methodology {
             m.methodology = mth;
+            m.redactions += r;
         }
-        if let Some(t) = target {
+        if let Some((t, r)) = target {
             m.target_node_id = t;
+            m.redactions += r;
         }
         if let Some(b) = patch.needs_review {
             m.needs_review = b;
@@ -537,7 +556,9 @@ pub(crate) async fn change_in(
 /// Archives a memory: it leaves search and `list` (unless asked for) but stays for audit and
 /// rollback. Forgetting a forgotten memory changes nothing.
 pub(crate) async fn forget(ctx: &Ctx<'_>, id: &str, reason: Option<String>) -> Result<Memory> {
-    let reason = ctx.validator().opt_id("reason", reason.as_deref())?;
+    // The reason is kept in the row and its history: redacted like any text (not counted in
+    // `redactions`, which is about the memory's own text).
+    let (reason, _) = ctx.validator().opt_text("reason", reason.as_deref())?;
     let conn = ctx.store.writer().await;
     let tx = begin_write(&conn).await?;
     let (m, changed) = forget_in(ctx, &tx, id, reason, "forget").await?;

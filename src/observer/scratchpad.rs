@@ -8,6 +8,14 @@
 //! (reads and other tools without errors) is dropped, then, if that is not enough, the oldest
 //! half of everything. Interned strings stop growing at a quarter of the cap (later new
 //! strings share one overflow slot), so the pad never exceeds its cap.
+//!
+//! Secrets: every text the pad keeps passes the privacy filter as it enters, because all of it
+//! can be persisted (checkpoints store the pad, `finalize` stores signal keys and wordings
+//! made from it, and promotes memories). Entering is the cheapest place: an interned string
+//! (tool, path, pattern, command head, host) is filtered only the first time it is seen (a
+//! repeat is a hash hit, as before), and the other texts (an error's headline, a matched
+//! sentence, a recorded entry, a search) are kept rarely. Each is filtered *before* it is
+//! clipped or cut to a headline or sentence, so no fragment of a secret survives undetected.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -20,6 +28,7 @@ use super::protocol::{
     Message, RecordEntry, SessionOptions, SessionOutcome, SessionType, ToolCall, ToolResult,
 };
 use super::tools::{self, ToolKind};
+use crate::memory::privacy::redact;
 
 /// "Not yet" in a time slot.
 pub const NO_TIME: i64 = i64::MIN;
@@ -312,11 +321,12 @@ const CALL_BYTES: usize = std::mem::size_of::<Call>();
 impl Scratchpad {
     /// An empty pad for a session starting at `now`.
     pub fn new(options: &SessionOptions, now: i64) -> Self {
+        let clean = |text: &Option<String>| text.as_deref().map(|t| redact(t).text);
         Scratchpad {
             session_id: options.session_id.trim().to_owned(),
             session_type: options.session_type,
-            work_unit: options.work_unit.clone(),
-            methodology: options.methodology.clone(),
+            work_unit: clean(&options.work_unit),
+            methodology: clean(&options.methodology),
             planned_steps: options.planned_steps,
             max_bytes: options.max_bytes,
             started_at: now,
@@ -401,6 +411,7 @@ impl Scratchpad {
             Message::Record(entry) => self.on_record(entry),
             Message::Search { query } => {
                 if self.searches.len() < MAX_NOTES {
+                    let query = redacted(query);
                     self.bytes += query.len() + 24;
                     self.searches.push(query);
                 }
@@ -420,14 +431,18 @@ impl Scratchpad {
     }
 
     fn intern_file(&mut self, path: &str, root: Option<&Path>) -> u32 {
-        let relative = relative_path(path, root);
         let cap = self.text_cap();
-        self.files.intern(&relative, cap)
+        intern_clean(&mut self.files, cap, path, |p| relative_path(p, root))
+    }
+
+    /// The text id of what `derive` makes of `raw` (a command's head, a clipped pattern).
+    fn intern_text_of(&mut self, raw: &str, derive: impl Fn(&str) -> String) -> u32 {
+        let cap = self.text_cap();
+        intern_clean(&mut self.texts, cap, raw, derive)
     }
 
     fn intern_text(&mut self, text: &str) -> u32 {
-        let cap = self.text_cap();
-        self.texts.intern(text, cap)
+        self.intern_text_of(text, str::to_owned)
     }
 
     fn on_call(&mut self, call: ToolCall, now: i64, root: Option<&Path>) {
@@ -444,27 +459,27 @@ impl Scratchpad {
             ToolKind::Bash => match call.command.as_deref() {
                 Some(c) if !c.trim().is_empty() => {
                     test = tools::is_test_command(c);
-                    let head = tools::command_head(c);
-                    self.intern_text(&head)
+                    self.intern_text_of(c, tools::command_head)
                 }
                 _ => NONE,
             },
             ToolKind::Grep | ToolKind::Glob => match call.pattern.as_deref() {
-                Some(p) if !p.trim().is_empty() => {
+                Some(p) if !p.trim().is_empty() => self.intern_text_of(p, |p| {
                     let p: String = p.split_whitespace().collect::<Vec<_>>().join(" ");
-                    self.intern_text(crate::text::clip_bytes(&p, 200))
-                }
+                    crate::text::clip_bytes(&p, 200).to_owned()
+                }),
                 _ => NONE,
             },
             ToolKind::WebFetch | ToolKind::WebSearch => {
                 match call.url.as_deref().or(call.pattern.as_deref()) {
                     Some(u) if !u.trim().is_empty() => {
-                        let host = if kind == ToolKind::WebFetch {
-                            tools::url_host(u)
+                        if kind == ToolKind::WebFetch {
+                            self.intern_text_of(u, tools::url_host)
                         } else {
-                            format!("search: {}", crate::text::clip_bytes(u.trim(), 100))
-                        };
-                        self.intern_text(&host)
+                            self.intern_text_of(u, |u| {
+                                format!("search: {}", crate::text::clip_bytes(u.trim(), 100))
+                            })
+                        }
                     }
                     _ => NONE,
                 }
@@ -575,10 +590,8 @@ impl Scratchpad {
         let mut error = NONE;
         let kind = self.calls[index].kind;
         if result.is_error {
-            let fp = fingerprint::fingerprint(
-                &format!("{kind:?}"),
-                &result.text[..crate::text::floor_char_boundary(&result.text, 4096)],
-            );
+            let clipped = &result.text[..crate::text::floor_char_boundary(&result.text, 4096)];
+            let fp = fingerprint::fingerprint(&format!("{kind:?}"), clipped);
             error = match self.error_ids.get(&fp) {
                 Some(&i) => {
                     self.errors[i as usize].count += 1;
@@ -586,7 +599,9 @@ impl Scratchpad {
                 }
                 None => {
                     let i = self.errors.len() as u32;
-                    let head = headline(&result.text);
+                    // The whole start is filtered before a line is picked: a key block's
+                    // lines alone do not look like a key.
+                    let head = headline(&redact(clipped).text);
                     self.bytes += head.len() + 64;
                     self.errors.push(ErrorSeen {
                         fingerprint: fp,
@@ -650,7 +665,16 @@ impl Scratchpad {
 
     fn on_reasoning(&mut self, text: &str, step: u32) {
         self.bump_step(step);
-        for hit in language::scan(text) {
+        let mut hits = language::scan(text);
+        if !hits.is_empty() {
+            // Rare (a correction or a dead end): the scanned text is filtered and scanned
+            // again, so that a sentence cut out of it holds no part of a secret.
+            let clean = redact(crate::text::clip_bytes(text, language::SCAN_BYTES));
+            if clean.count > 0 {
+                hits = language::scan(&clean.text);
+            }
+        }
+        for hit in hits {
             if hit.kind == LanguageKind::SelfCorrection {
                 self.analytics.self_corrections += 1;
                 if self.analytics.self_corrections == 1 {
@@ -680,8 +704,8 @@ impl Scratchpad {
                 + 64;
             self.recorded.push(Recorded {
                 memory_type: entry.memory_type,
-                content: entry.content,
-                related_files: entry.related_files,
+                content: redacted(entry.content),
+                related_files: entry.related_files.into_iter().map(redacted).collect(),
                 step: entry.step,
                 agents: 1,
             });
@@ -738,6 +762,46 @@ impl Scratchpad {
     }
 }
 
+/// `text` through the privacy filter (`text` itself when it holds no secret).
+fn redacted(text: String) -> String {
+    let r = redact(&text);
+    if r.count > 0 {
+        r.text
+    } else {
+        text
+    }
+}
+
+/// Bytes of a raw text filtered before a string is derived from it: a derived string (a
+/// pattern, a query, a head, a host) comes from its start, and a huge command seen once should
+/// not cost a filter pass over all of it.
+const RAW_FILTER_BYTES: usize = 4096;
+
+/// The id in `interner` of `derive(raw)`, where `raw` passes the privacy filter the first time
+/// its derived string is seen: a repeat is one hash lookup, as without the filter. The raw text
+/// is filtered before it is derived (a pattern clipped mid-token would hide the token's
+/// shape), and the derived string once more (a command's head may come from past the filtered
+/// start). A string that held a secret never matches its filtered form, so each of its repeats
+/// is filtered again (rare, and then correct: it finds the same id).
+fn intern_clean(
+    interner: &mut Interner,
+    cap: usize,
+    raw: &str,
+    derive: impl Fn(&str) -> String,
+) -> u32 {
+    let key = derive(raw);
+    if let Some(id) = interner.find(&key) {
+        return id;
+    }
+    let clean = redact(crate::text::clip_bytes(raw, RAW_FILTER_BYTES));
+    let key = if clean.count == 0 {
+        key
+    } else {
+        derive(&clean.text)
+    };
+    interner.intern(&redacted(key), cap)
+}
+
 /// `path` relative to `root` when it lies inside it; `./` and duplicate slashes removed.
 pub fn relative_path(path: &str, root: Option<&Path>) -> String {
     let path = path.trim();
@@ -778,5 +842,41 @@ mod pairs {
     ) -> Result<HashMap<(u32, u32), u32>, D::Error> {
         let list: Vec<((u32, u32), u32)> = Vec::deserialize(d)?;
         Ok(list.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+
+    fn call(tool: &str, pattern: Option<String>, command: Option<String>) -> Message {
+        Message::ToolCall(ToolCall {
+            tool: tool.into(),
+            step: 1,
+            pattern,
+            command,
+            ..ToolCall::default()
+        })
+    }
+
+    #[test]
+    fn what_enters_the_pad_is_filtered_once_per_distinct_string() {
+        let mut pad = Scratchpad::new(&SessionOptions::new("s"), 0);
+        // The token straddles the 200-byte clip of a pattern: clipped first, its remaining 16
+        // characters would no longer look like a GitHub token.
+        let pattern = format!("{} {TOKEN}", "x".repeat(179));
+        for _ in 0..3 {
+            pad.observe(call("Grep", Some(pattern.clone()), None), 0, None);
+            pad.observe(call("Bash", None, Some(format!("'gh' {TOKEN}"))), 0, None);
+        }
+        pad.observe(call("Grep", Some("handle".into()), None), 0, None);
+        let state = serde_json::to_string(&pad).unwrap();
+        assert!(!state.contains(&TOKEN[4..20]), "{state}");
+        // One id per distinct string, secrets or not: the repeated pattern was counted thrice.
+        let id = pad.texts.find(&format!("{} [REDACTED]", "x".repeat(179)));
+        assert_eq!(pad.analytics.grep_counts.get(&id.unwrap()), Some(&3));
+        assert_eq!(pad.texts.len(), 5, "Grep, Bash, two patterns, one head");
     }
 }
