@@ -460,12 +460,25 @@ pub fn redact(text: &str) -> Redacted {
         let mut replaced = String::with_capacity(out.len());
         let mut last = 0;
         let mut hits = 0;
-        for caps in re.captures_iter(&out) {
+        let mut at = 0;
+        while let Some(caps) = re.captures_at(&out, at) {
             let whole = caps.get(0).expect("group 0 always present");
             let secret = caps.name("s").unwrap_or(whole);
             let key = caps.name("k").map_or("", |k| k.as_str());
             let quoted = secret.as_str().starts_with(['"', '\'']);
-            if secret.as_str().contains(REDACTED) || !(rule.accept)(secret.as_str(), quoted, key) {
+            at = match out[whole.end()..].chars().next() {
+                Some(c) if whole.is_empty() => whole.end() + c.len_utf8(),
+                None if whole.is_empty() => break,
+                _ => whole.end(),
+            };
+            if let Some(i) = secret.as_str().rfind(REDACTED) {
+                // Already redacted: look again right after the marker, not after the match,
+                // or a secret the match swallowed (an unterminated key header after a marker)
+                // would only be found by a second pass (redact must be idempotent).
+                at = secret.start() + i + REDACTED.len();
+                continue;
+            }
+            if !(rule.accept)(secret.as_str(), quoted, key) {
                 continue;
             }
             replaced.push_str(&out[last..secret.start()]);
@@ -639,6 +652,17 @@ mod tests {
         assert!(!r.text.contains("ghp_"), "{}", r.text);
         assert!(r.text.starts_with("PASSWORD=[REDACTED]"), "{}", r.text);
         assert_eq!(r.count, 2);
+    }
+
+    #[test]
+    fn a_secret_swallowed_by_a_match_holding_a_marker_is_found_in_one_pass() {
+        // Found by tests/fuzz.rs: the key match from the first header ran over the marker (so
+        // was skipped) and hid the second header, which only a second pass redacted.
+        let text = "password=\0-----BEGIN RSA PRIVATE KEY-----[REDACTED]\
+                    -----BEGIN RSA PRIVATE KEY-----";
+        let once = redact(text);
+        assert!(once.text.ends_with("[REDACTED][REDACTED]"), "{}", once.text);
+        assert_eq!(redact(&once.text).text, once.text);
     }
 
     #[test]
