@@ -846,6 +846,7 @@ module.exports.MemoryScope = nativeBinding.MemoryScope
 module.exports.MemorySource = nativeBinding.MemorySource
 module.exports.MemoryType = nativeBinding.MemoryType
 module.exports.openEngineCount = nativeBinding.openEngineCount
+module.exports.redactSecrets = nativeBinding.redactSecrets
 module.exports.RelationType = nativeBinding.RelationType
 module.exports.salvageDatabase = nativeBinding.salvageDatabase
 module.exports.ShareScope = nativeBinding.ShareScope

@@ -2635,6 +2635,25 @@ export interface RecordMessage {
   stepIndex?: number
 }
 
+/** Text with its secrets replaced. */
+export interface RedactedText {
+  /** The text, each secret replaced by a marker naming its kind. */
+  text: string
+  /** How many secrets were replaced. */
+  redactions: number
+}
+
+/**
+ * Replaces the secrets in `text` (API keys and tokens of 70+ kinds, private keys, passwords in
+ * URLs, command lines and assignments) with `[REDACTED]`, exactly as engram does before it
+ * stores anything. Throws `ENGRAM_INVALID_ARG` when `text` is not a string.
+ *
+ * ```ts
+ * redactSecrets('export OPENAI_API_KEY=sk-proj-...').text // 'export OPENAI_API_KEY=[REDACTED]'
+ * ```
+ */
+export declare function redactSecrets(text: string): RedactedText
+
 /** The argument of a relation deriver: up to 25 modules per call. */
 export interface RelationRequest {
   /** The modules to describe. */

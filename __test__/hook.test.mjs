@@ -212,6 +212,11 @@ test('8 hooks of parallel tool calls at once lose no message', async (t) => {
   )
   for (const r of runs) assert.deepEqual(r, { code: 0, stdout: '' })
   assert.equal(logOf(p), '')
+  // Bash calls need no answer: they wait in the state file for the next hook that opens the
+  // database (here a prompt).
+  const state = JSON.parse(readFileSync(join(hooksDir(p), `${SESSION}.json`), 'utf8'))
+  assert.equal(state.pending.length, 16)
+  assert.equal(hook(p.root, ['user-prompt-submit'], JSON.stringify(payload(p, SESSION, { hook_event_name: 'UserPromptSubmit', prompt: 'y' }))).code, 0)
   const db = await open(p)
   const s = (await db.resumeSession(SESSION)).snapshot()
   assert.equal(s.toolCalls, 8)
@@ -231,11 +236,35 @@ test('pre-tool-use numbers the steps; a result pairs with its call by tool_use_i
   assert.equal(call('post-tool-use-failure', 'toolu_b', { error: 'Exit code 1\nError: boom' }).code, 0)
   assert.equal(call('post-tool-use', 'toolu_a', { tool_response: { stdout: 'ok', stderr: '', interrupted: false } }).code, 0)
   assert.equal(call('post-tool-use', 'toolu_a', { tool_response: { stdout: 'ok', stderr: '', interrupted: false } }).code, 0, 'delivered twice')
+  assert.equal(call('user-prompt-submit', undefined, { prompt: 'next' }).code, 0)
   assert.equal(logOf(p), '')
   const db = await open(p)
   const s = (await db.resumeSession(SESSION)).snapshot()
   assert.deepEqual([s.toolCalls, s.events, s.currentStep, s.errors], [2, 4, 2, 1])
   await db.close()
+})
+
+test('tool calls kept for later are redacted in the state file and in the checkpoint', async (t) => {
+  const p = project(t)
+  const secret = 'hunter2-Zq8vR4kP'
+  const token = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'
+  const body = payload(p, SESSION, {
+    hook_event_name: 'PostToolUse',
+    tool_name: 'Bash',
+    tool_input: { command: `curl -u admin:${secret} https://ci.example.com/api` },
+    tool_response: { stdout: `GITHUB_TOKEN=${token}\n`, stderr: '', interrupted: false },
+    tool_use_id: 'toolu_secret',
+  })
+  assert.deepEqual(hook(p.root, ['post-tool-use'], JSON.stringify(body)), { code: 0, stdout: '', stderr: '' })
+  const stateText = readFileSync(join(hooksDir(p), `${SESSION}.json`), 'utf8')
+  assert.ok(stateText.includes('curl -u admin:'), 'the call is kept')
+  assert.ok(!stateText.includes(secret) && !stateText.includes(token), stateText)
+  assert.equal(hook(p.root, ['stop'], JSON.stringify(payload(p, SESSION, { hook_event_name: 'Stop' }))).code, 0)
+  assert.equal(JSON.parse(readFileSync(join(hooksDir(p), `${SESSION}.json`), 'utf8')).pending.length, 0, 'flushed')
+  const db = await open(p)
+  t.after(() => db.close())
+  assert.equal((await db.resumeSession(SESSION)).snapshot().toolCalls, 1)
+  assert.equal(logOf(p), '')
 })
 
 test('a hook never breaks the agent: it exits 0, prints nothing and logs one line', async (t) => {

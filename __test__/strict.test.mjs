@@ -192,3 +192,14 @@ test('every options object takes exactly the keys index.d.ts declares for it', (
     assert.deepEqual(keys, declared, name)
   }
 })
+
+test('redactSecrets filters like every stored text, and refuses a non-string with a code', () => {
+  const token = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'
+  const r = addon.redactSecrets(`export GITHUB_TOKEN=${token}`)
+  assert.equal(r.redactions, 1)
+  assert.ok(!r.text.includes(token) && r.text.includes('[REDACTED]'), r.text)
+  assert.deepEqual(addon.redactSecrets('nothing secret here'), { text: 'nothing secret here', redactions: 0 })
+  for (const bad of [42, undefined, null, {}]) {
+    assert.throws(() => addon.redactSecrets(bad), (err) => err.code === 'ENGRAM_INVALID_ARG' && /text/.test(err.message))
+  }
+})

@@ -3,9 +3,11 @@
 // server) into the project's Claude Code settings.
 //
 // Claude Code runs each hook as its own process with one JSON payload on stdin, and reads what
-// the hook prints on stdout. So each event opens the database, restores the session from its
-// last checkpoint, observes, checkpoints and closes; a lock file per session serialises the
-// hooks that parallel tool calls run at once. A hook must never get in the agent's way: on any
+// the hook prints on stdout. So an event that needs the database opens it, restores the session
+// from its last checkpoint, observes, checkpoints and closes; tool calls that need no answer
+// (anything but a file tool) only append to the session's state file, observed by the next hook
+// that opens the database. A lock file per session serialises the hooks that parallel tool calls
+// run at once. A hook must never get in the agent's way: on any
 // error it prints nothing, exits 0 and appends one line (event, code, message: never payload
 // contents, which may hold secrets) to <root>/.engram/hooks/hook.log.
 'use strict'
@@ -37,6 +39,11 @@ const TIMEOUT_MS = 10_000
 const LOCK_WAIT_MS = 3_000
 /** A lock older than this is left over from a killed hook. */
 const LOCK_STALE_MS = 15_000
+/**
+ * Most observer messages a session's state file holds before a hook flushes them into the
+ * session's checkpoint (a tool result is two).
+ */
+const MAX_PENDING = 400
 /** A session not seen for this long is finalized by the next session's start. */
 const ORPHAN_MS = 6 * 3_600_000
 /** Most orphans one session start finalizes (each costs a finalize). */
@@ -201,12 +208,17 @@ const HANDLERS = {
     return null
   },
 
+  // A file tool's result may get the file's pitfalls appended: that needs the database. Any
+  // other tool's call and result go to the session's state file (secrets redacted), and the
+  // next hook that opens the database observes them: most tool calls cost no database work.
   async PostToolUse(ctx) {
     const p = ctx.payload
     const result = resultText(p.tool_response)
+    const isError = responseIsError(p.tool_response)
+    if (!FILE_TOOLS.has(p.tool_name)) return journalToolUse(ctx, p, result, isError)
     const out = await withSession(ctx, async ({ session, state }) => {
-      if (!observeToolUse(session, state, p, result, responseIsError(p.tool_response))) return null
-      if (!FILE_TOOLS.has(p.tool_name) || typeof session.augmentToolResult !== 'function') return null
+      if (!observeToolUse(session, state, p, result, isError)) return null
+      if (typeof session.augmentToolResult !== 'function') return null
       const augmented = await session.augmentToolResult(p.tool_name, toolInput(p))
       return augmented?.content ? context('PostToolUse', augmented.content) : null
     })
@@ -217,10 +229,7 @@ const HANDLERS = {
   async PostToolUseFailure(ctx) {
     const p = ctx.payload
     const text = typeof p.error === 'string' ? p.error : resultText(p.error)
-    await withSession(ctx, async ({ session, state }) => {
-      observeToolUse(session, state, p, text, p.is_interrupt !== true)
-    })
-    return null
+    return journalToolUse(ctx, p, text, p.is_interrupt !== true)
   },
 
   // The end of an agent turn, not of the session.
@@ -258,23 +267,66 @@ function toolInput(p) {
 }
 
 /**
- * Observes a finished tool call and its result, at the step pre-tool-use reserved (else the
- * next one). Returns false for a call already observed (a payload delivered twice).
+ * The messages of a finished tool call and its result, at the step pre-tool-use reserved (else
+ * the next one), and the call marked observed; null for a call already observed (a payload
+ * delivered twice).
  */
-function observeToolUse(session, state, p, result, isError) {
+function toolUseMessages(state, p, result, isError) {
   if (typeof p.tool_name !== 'string' || !p.tool_name) throw invalid('the payload has no tool_name')
   const id = toolUseId(p)
   const noted = id ? state.calls[id] : undefined
-  if (noted?.done) return false
+  if (noted?.done) return null
   const step = noted?.step ?? ++state.step
   const now = Date.now()
   const shared = { toolName: p.tool_name, stepIndex: step, toolCallId: id }
-  session.observeMany([
+  if (id) state.calls[id] = { step, at: noted?.at ?? now, done: true }
+  return [
     { type: 'memory:tool-call', ...shared, args: toolInput(p), timestamp: noted?.at ?? now },
     { type: 'memory:tool-result', ...shared, result, isError, timestamp: now },
-  ])
-  if (id) state.calls[id] = { step, at: noted?.at ?? now, done: true }
-  return true
+  ]
+}
+
+/** Observes a finished tool call and its result; false for one already observed. */
+function observeToolUse(session, state, p, result, isError) {
+  const messages = toolUseMessages(state, p, result, isError)
+  if (messages) session.observeMany(messages)
+  return messages !== null
+}
+
+/**
+ * Keeps a finished tool call and its result in the session's state file, every string in them
+ * redacted as the database would be (`redactSecrets`); flushes through the database once the
+ * file holds MAX_PENDING messages.
+ */
+async function journalToolUse(ctx, p, result, isError) {
+  const { redactSecrets } = require('../index.js')
+  let full = false
+  await withState(ctx, (state) => {
+    const messages = toolUseMessages(state, p, result, isError)
+    if (!messages) return
+    state.pending = [...(state.pending ?? []), ...messages.map((m) => redactDeep(m, redactSecrets))]
+    full = state.pending.length >= MAX_PENDING
+  })
+  if (full) await withSession(ctx, async () => null)
+  return null
+}
+
+/** `value` with every string in it redacted. */
+function redactDeep(value, redact) {
+  if (typeof value === 'string') return redact(value).text
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, redact))
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactDeep(v, redact)]))
+  }
+  return value
+}
+
+/** Observes what the state file holds for the session (see `journalToolUse`). */
+function flushPending(session, state) {
+  if (state.pending?.length) {
+    session.observeMany(state.pending)
+    state.pending = []
+  }
 }
 
 /**
@@ -402,6 +454,7 @@ async function withSession(ctx, fn) {
     try {
       const id = ctx.sessionId
       const session = (await db.resumeSession(id)) ?? db.observe({ sessionId: id, sessionType: 'build' })
+      flushPending(session, state)
       state.step = Math.max(state.step, session.snapshot().currentStep)
       const result = await fn({ db, session, state })
       if (result?.finalized) {
@@ -456,8 +509,9 @@ function statePath(ctx, id) {
 
 /**
  * What the hooks keep between processes for one session: the last step numbered, the calls of
- * the current turn (step, start time, whether observed), the step last completed, and how much
- * of the transcript was read. A new state starts reading the transcript where it is now:
+ * the current turn (step, start time, whether observed), tool calls and results not yet
+ * observed (`pending`, redacted), the step last completed, and how much of the transcript was
+ * read. A new state starts reading the transcript where it is now:
  * what was said before engram watched is not this session's to learn from.
  */
 function loadState(ctx, id) {
@@ -470,7 +524,7 @@ function loadState(ctx, id) {
   try {
     if (path) offset = fs.statSync(path).size
   } catch {}
-  return { step: 0, stepDone: 0, calls: {}, transcriptPath: path, transcriptOffset: offset }
+  return { step: 0, stepDone: 0, calls: {}, pending: [], transcriptPath: path, transcriptOffset: offset }
 }
 
 function saveState(ctx, id, state) {
@@ -607,10 +661,12 @@ async function finalizeOrphans(ctx, db) {
     const lock = join(ctx.hooksDir, `${sessionKey(id)}.lock`)
     if (!(await acquireLock(ctx, lock, 0))) continue // a hook of it is running: alive after all
     try {
-      const session = await db.resumeSession(id)
+      const orphan = { ...ctx, payload: {} }
+      const state = loadState(orphan, id)
+      const session = (await db.resumeSession(id)) ?? (state.pending?.length ? db.observe({ sessionId: id, sessionType: 'build' }) : null)
       if (session) {
-        const orphan = { ...ctx, payload: {} }
-        endTurn(orphan, session, loadState(orphan, id))
+        flushPending(session, state)
+        endTurn(orphan, session, state)
         await session.finalize('success')
         await db.endSession(id)
       }

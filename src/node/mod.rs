@@ -40,6 +40,7 @@ mod logging;
 mod observer;
 mod panel;
 mod panel_types;
+mod privacy;
 mod recall;
 mod reporter;
 mod rerank_options;
