@@ -41,7 +41,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { memories, percentile, queries, rng } from './corpus.mjs'
-import { buildCorpus, sourceFiles } from './source_tree.mjs'
+import { buildCorpus, DESCRIPTIONS, IDENTIFIERS, sourceFiles } from './source_tree.mjs'
 
 const require = createRequire(import.meta.url)
 const { Engram } = require('../../index.js')
@@ -108,25 +108,6 @@ async function prepare() {
 
 // --- queries and targets ----------------------------------------------------------------------
 
-const IDENTIFIERS = [
-  'urlopen', 'JSONDecoder.decode', 'ThreadPoolExecutor', 'deepcopy', 'namedtuple', 'shutil.rmtree',
-  'SequenceMatcher', 'getaddrinfo', 'TarFile.extractall', 'HTTPConnection.request', 'lru_cache',
-  'Popen.communicate', 'ZipFile', 'strptime', 'heappush', 'EmailMessage',
-]
-const DESCRIPTIONS = [
-  'parse a date string into a datetime',
-  'copy a directory tree recursively',
-  'read a csv file row by row',
-  'retry a network connection after a timeout',
-  'compress data with gzip',
-  'walk the abstract syntax tree of a module',
-  'escape html special characters',
-  'compare two sequences and show the differences',
-  'run a subprocess and capture its output',
-  'thread safe queue for producers and consumers',
-  'decode base64 encoded bytes',
-  'format a number with thousands separators',
-]
 const QUERIES = [...IDENTIFIERS, ...DESCRIPTIONS, ...queries(16, 17)]
 // impact targets: files and symbols of CPython's stdlib with dependents (those not in the
 // index are dropped at the start).

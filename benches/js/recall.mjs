@@ -18,7 +18,7 @@ import { dirname, join, resolve } from 'node:path'
 import { hrtime } from 'node:process'
 
 import { memories, queries, rng, summary } from './corpus.mjs'
-import { buildCorpus, sourceFiles } from './source_tree.mjs'
+import { buildCorpus, DESCRIPTIONS, IDENTIFIERS, sourceFiles } from './source_tree.mjs'
 
 const require = createRequire(import.meta.url)
 const { Engram } = require('../../index.js')
@@ -33,27 +33,6 @@ if (!root) {
 }
 const MEMORIES = 10_000
 
-// Identifiers and descriptions of things in the CPython standard library; memory-like word
-// lists from the synthetic corpus.
-const IDENTIFIERS = [
-  'urlopen', 'JSONDecoder.decode', 'ThreadPoolExecutor', 'deepcopy', 'namedtuple', 'shutil.rmtree',
-  'SequenceMatcher', 'getaddrinfo', 'TarFile.extractall', 'HTTPConnection.request', 'lru_cache',
-  'Popen.communicate', 'ZipFile', 'strptime', 'heappush', 'EmailMessage',
-]
-const DESCRIPTIONS = [
-  'parse a date string into a datetime',
-  'copy a directory tree recursively',
-  'read a csv file row by row',
-  'retry a network connection after a timeout',
-  'compress data with gzip',
-  'walk the abstract syntax tree of a module',
-  'escape html special characters',
-  'compare two sequences and show the differences',
-  'run a subprocess and capture its output',
-  'thread safe queue for producers and consumers',
-  'decode base64 encoded bytes',
-  'format a number with thousands separators',
-]
 
 try {
   const db = await Engram.open({ path, projectRoot: root })

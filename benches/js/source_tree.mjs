@@ -60,3 +60,24 @@ export function sourceFiles(root, ext = /\.(py|ts|js|rs|go)$/) {
   walk(root)
   return out.sort()
 }
+
+/** Identifiers and descriptions of things in the CPython standard library: queries for the tree. */
+export const IDENTIFIERS = [
+  'urlopen', 'JSONDecoder.decode', 'ThreadPoolExecutor', 'deepcopy', 'namedtuple', 'shutil.rmtree',
+  'SequenceMatcher', 'getaddrinfo', 'TarFile.extractall', 'HTTPConnection.request', 'lru_cache',
+  'Popen.communicate', 'ZipFile', 'strptime', 'heappush', 'EmailMessage',
+]
+export const DESCRIPTIONS = [
+  'parse a date string into a datetime',
+  'copy a directory tree recursively',
+  'read a csv file row by row',
+  'retry a network connection after a timeout',
+  'compress data with gzip',
+  'walk the abstract syntax tree of a module',
+  'escape html special characters',
+  'compare two sequences and show the differences',
+  'run a subprocess and capture its output',
+  'thread safe queue for producers and consumers',
+  'decode base64 encoded bytes',
+  'format a number with thousands separators',
+]
