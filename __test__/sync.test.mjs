@@ -217,6 +217,23 @@ test('a remote-only engine (no path) reads and writes the server a device syncs 
   await remote.close()
 })
 
+// sqld 0.24 now and then interrupts a statement while a fresh schema is being built: before
+// open learned to ride it out, between one remote-only open in ten and one in thirty failed so
+// (ENGRAM_DB, "interrupted"). Forty fresh servers in a row, each stopped after its round.
+test('remote-only opens of fresh servers ride out the server interrupting a migration', { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
+  for (let round = 0; round < 40; round++) {
+    await t.test(`round ${round}`, async (t) => {
+      const url = await startSqld(t)
+      const remote = await Engram.open({ projectId: 'p', sync: { url } })
+      assert.deepEqual(await remote.list(), [])
+      await remote.close()
+      const again = await Engram.open({ projectId: 'p', sync: { url } })
+      assert.equal((await again.stats()).total, 0)
+      await again.close()
+    })
+  }
+})
+
 test('two files converge through a real sqld, with events', { skip: !SQLD && 'set ENGRAM_SQLD_BIN to run it' }, async (t) => {
   const dir = tempDir(t)
   const url = await startSqld(t)

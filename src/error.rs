@@ -37,7 +37,8 @@ pub enum Error {
     /// (`supersedes`, `caused_by`, `part_of`, `derived_from`); the whole write was rolled back.
     #[error("cycle: {0}")]
     Cycle(String),
-    /// Another process holds a lock on the database longer than the busy timeout.
+    /// Another process holds a lock on the database longer than the busy timeout, or a
+    /// remote server interrupted the statement (its transaction was rolled back): retry.
     #[error("database is busy: {context}")]
     Busy {
         /// What engram was doing.
@@ -183,6 +184,15 @@ impl Error {
         if matches!(err, libsql::Error::Hrana(_)) {
             if let Some(failure) = crate::sync::remote_failure(&context, &err) {
                 return failure;
+            }
+            // sqld interrupts a stream's statement now and then (seen with 0.24 while a fresh
+            // schema is built, and about once in 2,000 writes after): the server rolled the
+            // transaction back, and the same request succeeds when sent again.
+            if crate::sync::remote_interrupted(&err) {
+                return Error::Busy {
+                    context: format!("{context} (the server interrupted it; retry)"),
+                    source: Box::new(err),
+                };
             }
         }
         let primary = match &err {

@@ -73,7 +73,8 @@ pub enum ErrorCode {
     /// `part_of`, `derived_from`); nothing of the write was kept.
     #[napi(value = "ENGRAM_CYCLE")]
     Cycle,
-    /// Another process held the database lock longer than `busyTimeoutMs`; retry later.
+    /// Another process held the database lock longer than `busyTimeoutMs`, or a remote server
+    /// interrupted the statement (nothing of it was written); retry later.
     #[napi(value = "ENGRAM_SQLITE_BUSY")]
     SqliteBusy,
     /// The file is not a database or is damaged; restore a backup.

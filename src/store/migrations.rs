@@ -11,6 +11,7 @@
 
 use libsql::Connection;
 
+use super::WriteTarget;
 use crate::error::{DbContext, Error, Result};
 
 /// One step of a home's schema.
@@ -229,7 +230,11 @@ pub(crate) async fn refuse_foreign(conn: &Connection, display: &str) -> Result<(
 }
 
 /// Brings every listed home up to date on the writer connection.
-pub(crate) async fn migrate(conn: &Connection, homes: &[Home]) -> Result<Vec<SchemaStatus>> {
+pub(crate) async fn migrate(
+    target: &(impl WriteTarget + ?Sized),
+    homes: &[Home],
+) -> Result<Vec<SchemaStatus>> {
+    let conn = target.connection();
     conn.execute(
         "CREATE TABLE IF NOT EXISTS engram_schema (
            home TEXT PRIMARY KEY,
@@ -261,7 +266,7 @@ pub(crate) async fn migrate(conn: &Connection, homes: &[Home]) -> Result<Vec<Sch
         let started = std::time::Instant::now();
         for m in home.migrations().iter().filter(|m| m.version > found) {
             let step = std::time::Instant::now();
-            apply(conn, home, m).await?;
+            apply(target, home, m).await?;
             tracing::debug!(
                 home = home.name(),
                 version = m.version,
@@ -302,20 +307,24 @@ async fn current_version(conn: &Connection, home: Home) -> Result<i64> {
         )
         .await
         .ctx("reading schema version")?;
-    match rows.next().await.ctx("reading schema version")? {
-        Some(row) => row.get::<i64>(0).ctx("reading schema version"),
-        None => Ok(0),
-    }
+    let version = match rows.next().await.ctx("reading schema version")? {
+        Some(row) => row.get::<i64>(0).ctx("reading schema version")?,
+        None => 0,
+    };
+    // Read to the end: on a remote server an abandoned cursor can leave its stream's
+    // statement running, and sqld interrupts what that stream runs next.
+    while rows.next().await.ctx("reading schema version")?.is_some() {}
+    Ok(version)
 }
 
-async fn apply(conn: &Connection, home: Home, m: &Migration) -> Result<()> {
+async fn apply(target: &(impl WriteTarget + ?Sized), home: Home, m: &Migration) -> Result<()> {
     let context = format!(
         "applying migration {} {} v{}",
         home.name(),
         m.name,
         m.version
     );
-    let tx = super::begin_write(conn).await?;
+    let tx = super::begin_write(target).await?;
     // Checked again under the write lock: a sync server's schema is shared by every device,
     // and another one may have applied this step since the version was read.
     if current_version(&tx, home).await? >= m.version {

@@ -20,7 +20,7 @@ pub(crate) use migrations::migrate;
 pub use migrations::{Home, SchemaStatus};
 pub use pool::Reader;
 pub use statements::Cached;
-pub use tx::{begin_write, WriteTarget, WriteTx};
+pub use tx::{begin_write, RemoteConnection, WriteTarget, WriteTx};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -225,7 +225,7 @@ impl Store {
             .await
             .map_err(|e| Error::db(format!("connecting to {url}"), e))?;
         let writer = db.connect().ctx("connecting writer")?;
-        let schema = migrations::migrate(&writer, Home::ALL).await?;
+        let schema = Store::migrate_remote(&writer).await?;
         let readers = (0..options.read_connections.max(1))
             .map(|_| db.connect().ctx("connecting reader"))
             .collect::<Result<Vec<_>>>()?;
@@ -233,6 +233,24 @@ impl Store {
         Ok(Store::assemble(
             display, db, writer, readers, schema, true, released,
         ))
+    }
+
+    /// Applies the migrations on a server, again when the server interrupts one: each
+    /// migration is atomic and re-checked under the write lock, so a second pass applies only
+    /// what the first did not.
+    async fn migrate_remote(writer: &Connection) -> Result<Vec<SchemaStatus>> {
+        const ATTEMPTS: u32 = 5;
+        let mut attempt = 1;
+        loop {
+            match migrations::migrate(&RemoteConnection(writer), Home::ALL).await {
+                Err(Error::Busy { context, .. }) if attempt < ATTEMPTS => {
+                    tracing::debug!(attempt, %context, "the server interrupted a migration; again");
+                    tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
     }
 
     fn assemble(

@@ -38,6 +38,20 @@ impl WriteTarget for Connection {
     }
 }
 
+/// A bare connection to a remote server, for code that has no [`super::Writer`] yet (the
+/// migrations a remote-only store runs at open): its transactions run on its own stream.
+pub struct RemoteConnection<'a>(pub &'a Connection);
+
+impl WriteTarget for RemoteConnection<'_> {
+    fn connection(&self) -> &Connection {
+        self.0
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+}
+
 /// An open write transaction. Dropping it without [`WriteTx::commit`] rolls it back, so an
 /// early `?` return leaves no half batch.
 pub struct WriteTx {

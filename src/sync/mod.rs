@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use libsql::params;
 
-pub(crate) use replica::remote_failure;
 pub use replica::{is_replica_file, SyncMode};
+pub(crate) use replica::{remote_failure, remote_interrupted};
 pub use status::{SyncEvent, SyncFailure, SyncReport, SyncState, SyncStatus, SyncTotals};
 
 use crate::engine::lifetime::Lifetime;

@@ -419,6 +419,12 @@ pub(crate) fn remote_failure(context: &str, err: &libsql::Error) -> Option<Error
     transport_failure(&text.to_lowercase(), &message)
 }
 
+/// Whether a remote statement failed because the server interrupted it (`SQLITE_INTERRUPT`).
+pub(crate) fn remote_interrupted(err: &libsql::Error) -> bool {
+    let text = error_chain(err).to_lowercase();
+    text.contains("sqlite_interrupt") || text.contains("sqlite error: interrupted")
+}
+
 /// The error and its sources, one message.
 fn error_chain(err: &libsql::Error) -> String {
     let mut text = err.to_string();
@@ -520,5 +526,23 @@ mod tests {
             SyncMode::OfflineWrites,
         );
         assert_eq!(offline.code(), "ENGRAM_SYNC_UNSUPPORTED");
+    }
+
+    #[test]
+    fn a_server_interrupting_a_statement_is_busy_and_other_remote_errors_keep_their_codes() {
+        let remote = |text: &str| Error::db("inserting memory", libsql::Error::Hrana(text.into()));
+        let statement = "stream error: `Error { message: \"SQLite error: interrupted\", code: \"SQLITE_INTERRUPT\" }`";
+        assert_eq!(remote(statement).code(), "ENGRAM_SQLITE_BUSY");
+        let pipeline = remote("api error: `SQLite error: interrupted`");
+        assert_eq!(pipeline.code(), "ENGRAM_SQLITE_BUSY");
+        assert!(pipeline.to_string().contains("retry"), "{pipeline}");
+        assert_eq!(
+            remote("stream error: near \"SELEC\": syntax error").code(),
+            "ENGRAM_DB"
+        );
+        assert_eq!(
+            remote("error trying to connect: Connection refused").code(),
+            "ENGRAM_SYNC_UNREACHABLE"
+        );
     }
 }
