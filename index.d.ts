@@ -1448,6 +1448,11 @@ export interface FinalizeOptions {
    * memories it returns are stored for review. A failure is reported in `synthesis.error`.
    */
   synthesize?: (request: SynthesisRequest) => SynthesizedMemory[] | Promise<SynthesizedMemory[]>
+  /**
+   * How long the `synthesize` call may take, in ms (default 300000); past it the call is
+   * abandoned and reported in `synthesis.error`.
+   */
+  timeoutMs?: number
 }
 
 /** What `finalize()` did. */
@@ -3187,6 +3192,11 @@ export interface SyncOptions {
    */
   getAuthToken?: (refresh: boolean) => string | Promise<string>
   /**
+   * How long one `getAuthToken` call may take, in ms (default 30000); past it the sync run
+   * fails with `ENGRAM_CALLBACK`.
+   */
+  tokenTimeoutMs?: number
+  /**
    * Seconds between syncs (default 60, at least 0.1). A local write also starts one
    * shortly after it (50 ms after writes settle, and at least 250 ms, or the interval if
    * shorter, after the previous run); `sync()` starts one at once.
@@ -3346,6 +3356,11 @@ export interface SynthesizeOptions {
   synthesize: (request: SynthesisRequest) => SynthesizedMemory[] | Promise<SynthesizedMemory[]>
   /** Most calls in this run (default 3). */
   limit?: number
+  /**
+   * How long one `synthesize` call may take, in ms (default 300000); past it the call is
+   * abandoned and reported in its result's `error`.
+   */
+  timeoutMs?: number
 }
 
 /**

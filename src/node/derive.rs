@@ -15,6 +15,7 @@ use napi_derive::napi;
 use serde::Serialize;
 
 use super::graph_types::GraphBatch;
+use super::strict::Checked;
 use crate::error::Error as CoreError;
 use crate::graph as core;
 
@@ -92,7 +93,7 @@ impl From<core::DerivedSummary> for DerivedSummary {
     }
 }
 
-type DeriverReturn = Either<Promise<Option<GraphBatch>>, Option<GraphBatch>>;
+type DeriverReturn = Either<Promise<Option<Checked<GraphBatch>>>, Option<Checked<GraphBatch>>>;
 
 /// A relation deriver callable from any thread; it keeps the process alive while held.
 pub type Deriver =
@@ -162,7 +163,7 @@ pub async fn run(
                     timeout.as_millis()
                 ))
             })??;
-            batch.map(GraphBatch::into_core).transpose()
+            batch.map(|Checked(b)| b.into_core()).transpose()
         }
     };
     handle

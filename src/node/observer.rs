@@ -871,9 +871,21 @@ impl ObserverSession {
             env,
             super::args::optional_object(env, options.as_ref(), "options")
         );
-        let synthesize = options
-            .and_then(|o| o.synthesize)
-            .map(super::synthesis::synthesize_fn);
+        let synthesize = match options {
+            Some(o) => {
+                let limit = arg!(
+                    env,
+                    super::strict::callback_timeout(
+                        o.timeout_ms,
+                        super::synthesis::DEFAULT_TIMEOUT,
+                        "options.timeoutMs"
+                    )
+                );
+                o.synthesize
+                    .map(|f| super::synthesis::synthesize_fn(f, limit))
+            }
+            None => None,
+        };
         let handle = arg!(env, live_handle(&self.owner));
         let session = self.session.clone();
         promise_json(

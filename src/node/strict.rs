@@ -592,6 +592,52 @@ pub(crate) fn napi_reason(name: &str, reason: &str) -> String {
     }
 }
 
+/// A value an app's function returned, checked like an argument ([`Shape::check`]) before napi
+/// converts it: `{ nodez: [...] }` from a deriver is an error naming the unknown key, not an
+/// empty answer. The error comes back as napi's, which the callback bridges turn into
+/// `ENGRAM_CALLBACK`.
+pub(crate) struct Checked<T>(pub T);
+
+impl<T: Shape + FromNapiValue> FromNapiValue for Checked<T> {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
+        // SAFETY: napi hands a live value of `env`'s current scope.
+        unsafe { T::check(env, value, &At::Arg("the returned value")) }
+            .map_err(|e| napi::Error::new(Status::InvalidArg, e.to_string()))?;
+        // SAFETY: as above.
+        unsafe { T::from_napi_value(env, value) }.map(Checked)
+    }
+}
+
+impl<T: TypeName> TypeName for Checked<T> {
+    fn type_name() -> &'static str {
+        T::type_name()
+    }
+
+    fn value_type() -> ValueType {
+        T::value_type()
+    }
+}
+
+impl<T: ValidateNapiValue> ValidateNapiValue for Checked<T> {
+    unsafe fn validate(env: sys::napi_env, value: sys::napi_value) -> Result<sys::napi_value> {
+        // SAFETY: the caller's contract.
+        unsafe { T::validate(env, value) }
+    }
+}
+
+/// `ms` as a callback's time limit, `default` when absent; `what` names the option in errors.
+pub(crate) fn callback_timeout(
+    ms: Option<Count>,
+    default: std::time::Duration,
+    what: &str,
+) -> Converted<std::time::Duration> {
+    match ms.map(Count::get) {
+        None => Ok(default),
+        Some(0) => Err(CoreError::invalid(format!("{what} must be positive"))),
+        Some(ms) => Ok(std::time::Duration::from_millis(ms.into())),
+    }
+}
+
 /// Declares the fields of the options objects read from JS: `Type { field, field as "js" }`
 /// implements [`StrictObject`] and [`Shape`] for each, and `registry()` lists them all (for
 /// the test that compares them with `index.d.ts`). Every field of the struct must be named:
@@ -700,7 +746,7 @@ strict_objects! {
         max_retries, embed, model_dir, max_tokens, threads, fallback, auto_embed,
     }
     RerankerOptions { model, url, api_key, max_document_bytes, timeout_ms, rerank }
-    SyncOptions { url, auth_token, get_auth_token, interval_secs, offline_writes }
+    SyncOptions { url, auth_token, get_auth_token, token_timeout_ms, interval_secs, offline_writes }
     WorkUnitRef { methodology, hierarchy, label }
     MemoryRelation { target_memory_id, target_file_path, relation_type, confidence, auto_extracted }
     RememberInput {
@@ -768,8 +814,8 @@ strict_objects! {
         session_id, session_type, work_unit, methodology, planned_steps, max_scratchpad_bytes,
     }
     StepLimitOptions { module }
-    FinalizeOptions { synthesize }
-    SynthesizeOptions { mode, synthesize, limit }
+    FinalizeOptions { synthesize, timeout_ms }
+    SynthesizeOptions { mode, synthesize, limit, timeout_ms }
     SynthesizedMemory { memory_type as "type", content, related_files, confidence }
     LoggerOptions { level, filter }
 }

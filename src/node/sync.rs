@@ -11,6 +11,7 @@ use napi_derive::napi;
 use super::class::Engram;
 use super::error::promise;
 use super::reporter::Reporter;
+use super::strict::Count;
 use crate::error::Error as CoreError;
 use crate::sync as core;
 
@@ -40,6 +41,10 @@ pub struct SyncOptions {
     /// server refuses one: for tokens that expire.
     #[napi(ts_type = "(refresh: boolean) => string | Promise<string>")]
     pub get_auth_token: Option<TokenFunction>,
+    /// How long one `getAuthToken` call may take, in ms (default 30000); past it the sync run
+    /// fails with `ENGRAM_CALLBACK`.
+    #[napi(ts_type = "number")]
+    pub token_timeout_ms: Option<Count>,
     /// Seconds between syncs (default 60, at least 0.1). A local write also starts one
     /// shortly after it (50 ms after writes settle, and at least 250 ms, or the interval if
     /// shorter, after the previous run); `sync()` starts one at once.
@@ -65,8 +70,13 @@ pub(crate) fn core_sync(o: SyncOptions) -> std::result::Result<core::SyncOptions
     if o.offline_writes == Some(true) {
         options.mode = core::SyncMode::OfflineWrites;
     }
+    let token_timeout = super::strict::callback_timeout(
+        o.token_timeout_ms,
+        Duration::from_secs(30),
+        "sync.tokenTimeoutMs",
+    )?;
     if let Some(TokenFunction(function)) = o.get_auth_token {
-        options.token_source = Some(Arc::new(JsTokenSource(Arc::new(function))));
+        options.token_source = Some(Arc::new(JsTokenSource(Arc::new(function), token_timeout)));
     }
     Ok(options)
 }
@@ -104,7 +114,7 @@ impl FromNapiValue for TokenFunction {
 }
 
 /// The core's view of a JS `getAuthToken` function.
-struct JsTokenSource(Arc<TokenCallback>);
+struct JsTokenSource(Arc<TokenCallback>, Duration);
 
 impl std::fmt::Debug for JsTokenSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -115,6 +125,7 @@ impl std::fmt::Debug for JsTokenSource {
 impl core::TokenSource for JsTokenSource {
     fn token(&self, refresh: bool) -> futures::future::BoxFuture<'static, crate::Result<String>> {
         let function = Arc::clone(&self.0);
+        let limit = self.1;
         Box::pin(async move {
             let failed = |how: &str, e: napi::Error| {
                 CoreError::Callback(format!("sync.getAuthToken {how}: {}", e.reason))
@@ -131,11 +142,12 @@ impl core::TokenSource for JsTokenSource {
                     Either::B(token) => Ok(token),
                 }
             };
-            tokio::time::timeout(Duration::from_secs(30), call)
-                .await
-                .map_err(|_| {
-                    CoreError::Callback("sync.getAuthToken took longer than 30 s".into())
-                })?
+            tokio::time::timeout(limit, call).await.map_err(|_| {
+                CoreError::Callback(format!(
+                    "sync.getAuthToken timed out after {} ms",
+                    limit.as_millis()
+                ))
+            })?
         })
     }
 }

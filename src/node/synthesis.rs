@@ -2,6 +2,7 @@
 //! `SynthesizeFn`, and `engram.synthesize()` for the threshold and scheduled modes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -9,7 +10,7 @@ use napi_derive::napi;
 
 use super::class::Engram;
 use super::json::{promise_json, JsonText};
-use super::strict::Count;
+use super::strict::{Checked, Count};
 use super::types::{Memory, MemoryType};
 use crate::error::Error as CoreError;
 use crate::observer::{self as core, SynthesisMode};
@@ -98,7 +99,8 @@ pub(super) fn synthesis_result(c: core::SynthesisCall) -> SynthesisResult {
 }
 
 /// What a JS synthesis function may return.
-type SynthesisReturn = Either<Promise<Vec<SynthesizedMemory>>, Vec<SynthesizedMemory>>;
+type SynthesisReturn =
+    Either<Promise<Checked<Vec<SynthesizedMemory>>>, Checked<Vec<SynthesizedMemory>>>;
 
 /// A JS synthesis function callable from any thread (weak: a pending call keeps the process).
 type SynthesisCallback =
@@ -127,7 +129,13 @@ impl FromNapiValue for SynthesisFunction {
 }
 
 /// The core's view of a JS synthesis function.
-pub(super) fn synthesize_fn(SynthesisFunction(function): SynthesisFunction) -> core::SynthesizeFn {
+/// How long one call of the app's synthesis function may take unless `timeoutMs` says.
+pub(super) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub(super) fn synthesize_fn(
+    SynthesisFunction(function): SynthesisFunction,
+    limit: Duration,
+) -> core::SynthesizeFn {
     let function = Arc::new(function);
     Arc::new(move |request: core::SynthesisRequest| {
         let function = Arc::clone(&function);
@@ -150,16 +158,24 @@ pub(super) fn synthesize_fn(SynthesisFunction(function): SynthesisFunction) -> c
             max_memories: request.max_memories,
         };
         Box::pin(async move {
-            let answer = function
-                .call_async_catch(request)
-                .await
-                .map_err(|e| failed("threw or returned something else than memories", e))?;
-            let memories = match answer {
-                Either::A(promise) => promise.await.map_err(|e| {
-                    failed("rejected or resolved to something else than memories", e)
-                })?,
-                Either::B(memories) => memories,
+            let call = async {
+                let answer = function
+                    .call_async_catch(request)
+                    .await
+                    .map_err(|e| failed("threw or returned something else than memories", e))?;
+                match answer {
+                    Either::A(promise) => promise.await.map_err(|e| {
+                        failed("rejected or resolved to something else than memories", e)
+                    }),
+                    Either::B(memories) => Ok(memories),
+                }
             };
+            let Checked(memories) = tokio::time::timeout(limit, call).await.map_err(|_| {
+                CoreError::Callback(format!(
+                    "synthesize timed out after {} ms",
+                    limit.as_millis()
+                ))
+            })??;
             Ok(memories
                 .into_iter()
                 .map(|m| core::SynthesizedMemory {
@@ -187,6 +203,10 @@ pub struct FinalizeOptions {
         ts_type = "(request: SynthesisRequest) => SynthesizedMemory[] | Promise<SynthesizedMemory[]>"
     )]
     pub synthesize: Option<SynthesisFunction>,
+    /// How long the `synthesize` call may take, in ms (default 300000); past it the call is
+    /// abandoned and reported in `synthesis.error`.
+    #[napi(ts_type = "number")]
+    pub timeout_ms: Option<Count>,
 }
 
 /// Options of `synthesize()`.
@@ -205,6 +225,10 @@ pub struct SynthesizeOptions {
     /// Most calls in this run (default 3).
     #[napi(ts_type = "number")]
     pub limit: Option<Count>,
+    /// How long one `synthesize` call may take, in ms (default 300000); past it the call is
+    /// abandoned and reported in its result's `error`.
+    #[napi(ts_type = "number")]
+    pub timeout_ms: Option<Count>,
 }
 
 #[napi]
@@ -247,7 +271,15 @@ impl Engram {
             }
         };
         let limit = options.limit.map_or(3, usize::from);
-        let synthesize = synthesize_fn(options.synthesize);
+        let limit_ms = arg!(
+            env,
+            super::strict::callback_timeout(
+                options.timeout_ms,
+                DEFAULT_TIMEOUT,
+                "options.timeoutMs"
+            )
+        );
+        let synthesize = synthesize_fn(options.synthesize, limit_ms);
         promise_json(
             env,
             async move { handle.synthesize(mode, &synthesize, limit).await },
