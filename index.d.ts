@@ -107,6 +107,11 @@ export declare class Engram {
    */
   exportAgentFile(options?: ExportAgentFileOptions): Promise<AgentFileExport>
   /**
+   * Not for use: an `Engram` comes from `await Engram.open(options)`. Throws
+   * `ENGRAM_INVALID_ARG` saying so (napi's own refusal carried no code).
+   */
+  constructor()
+  /**
    * Opens the memory database at `options.path` (created if missing) for one project, or,
    * with `sync.url` and no `path`, the database on that server (remote-only).
    *
@@ -739,6 +744,11 @@ export declare class ObserverSession {
    * ```
    */
   augmentToolResult(toolName: string, args: Record<string, unknown>, result?: string): Promise<ToolResultAugmentation | null>
+  /**
+   * Not for use: a session comes from `db.observe(options)` or `db.resumeSession(id)`.
+   * Throws `ENGRAM_INVALID_ARG` saying so (napi's own refusal carried no code).
+   */
+  constructor()
   /** The session's id. */
   get sessionId(): string
   /**

@@ -127,3 +127,21 @@ test('a sync listener that throws does not take the process down', (t) => {
   `)
   assert.ok(out.calls >= 2, JSON.stringify(out))
 })
+
+// The last progress report of a short run reaches the JS thread after the run is done: the
+// call must still hear that its callback threw (it resolved before the reporter waited for the
+// reports in flight).
+test('embedPending() of one memory whose onProgress throws still rejects with ENGRAM_CALLBACK', (t) => {
+  const out = child(tempDir(t), `
+    const embed = async (texts) => texts.map(() => [1, 0, 0, 0])
+    const results = []
+    for (let round = 0; round < 5; round++) {
+      const db = await engram.Engram.open({ path: require('node:path').join(dir, 'r' + round + '.db'), embeddings: { model: 'tiny-v1', embed, autoEmbed: false } })
+      await db.remember({ type: 'gotcha', content: 'the cache key includes the tenant id' })
+      try { await db.embedPending({ onProgress: () => { throw new Error('progress bug') } }); results.push('resolved') } catch (err) { results.push(err.code) }
+      await db.close()
+    }
+    return results
+  `)
+  assert.deepEqual(out, Array(5).fill('ENGRAM_CALLBACK'))
+})

@@ -16,7 +16,7 @@ use super::code_types::{
     WatchOptions,
 };
 use super::derive;
-use super::error::{promise, rejected};
+use super::error::{promise, rejected, to_js_error};
 use super::json::{promise_json, promise_json_inline_first, JsonText};
 use super::reporter::{CallbackFailure, Reporter};
 use super::strict::Count;
@@ -151,6 +151,18 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
 
 #[napi]
 impl Engram {
+    /// Not for use: an `Engram` comes from `await Engram.open(options)`. Throws
+    /// `ENGRAM_INVALID_ARG` saying so (napi's own refusal carried no code).
+    #[napi(constructor)]
+    pub fn new(env: &Env) -> Result<Self> {
+        Err(to_js_error(
+            env,
+            &CoreError::invalid(
+                "an Engram is opened, not constructed: use `await Engram.open(options)`",
+            ),
+        ))
+    }
+
     /// Opens the memory database at `options.path` (created if missing) for one project, or,
     /// with `sync.url` and no `path`, the database on that server (remote-only).
     ///
@@ -553,7 +565,8 @@ impl Engram {
             let summary = settle(
                 &failure,
                 handle.index(&core_options, &report, &cancel).await,
-            )?;
+            )
+            .await?;
             let modules = summary.graph.modules_changed.clone();
             let derived = match deriver {
                 Some(deriver) if !modules.is_empty() => {
@@ -737,12 +750,12 @@ impl Engram {
 type AddEventListener<'a> = Function<'a, FnArgs<(&'a str, Function<'a, (), ()>)>, ()>;
 
 /// `result`, or `ENGRAM_CALLBACK` when the app's callback failed during the run.
-pub(super) fn settle<T>(
+pub(super) async fn settle<T>(
     failure: &Option<CallbackFailure>,
     result: std::result::Result<T, CoreError>,
 ) -> std::result::Result<T, CoreError> {
     match failure {
-        Some(failure) => failure.settle(result),
+        Some(failure) => failure.settle(result).await,
         None => result,
     }
 }

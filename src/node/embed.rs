@@ -290,7 +290,7 @@ pub fn install_model<'env>(
             })
             .await
             .map_err(|e| CoreError::Internal(format!("install task failed: {e}")))?;
-            settle(&failure, installed)
+            settle(&failure, installed).await
         },
         move |files| InstalledModel {
             dir: files.dir.display().to_string(),

@@ -23,6 +23,8 @@ pub(crate) fn to_js_error(env: &Env, err: &CoreError) -> napi::Error {
 }
 
 fn build(env: &Env, err: &CoreError) -> napi::Result<napi::Error> {
+    let thrown = take_thrown(env, err);
+    let err = thrown.as_ref().unwrap_or(err);
     let mut obj = env.create_error(napi::Error::from_reason(err.to_string()))?;
     obj.set_named_property("code", err.code())?;
     if let Some(source) = std::error::Error::source(err) {
@@ -128,5 +130,33 @@ pub(crate) fn rejected<'env, V: ToNapiValue + Send + 'static>(
     env: &'env Env,
     err: CoreError,
 ) -> napi::Result<PromiseRaw<'env, V>> {
+    let err = take_thrown(env, &err).unwrap_or(err);
     promise(env, async move { Err::<V, _>(err) }, |v| v)
+}
+
+/// `err` with what the app's own code threw while engram read one of its values (a Proxy
+/// trap, a getter), when it threw: that exception is taken off the env, since returning with
+/// it pending would throw it, uncoded, in place of engram's error. `None` when nothing threw.
+fn take_thrown(env: &Env, err: &CoreError) -> Option<CoreError> {
+    let mut pending = false;
+    // SAFETY: a valid env of the current JS thread; the calls read and clear its state only.
+    unsafe { napi::sys::napi_is_exception_pending(env.raw(), &mut pending) };
+    if !pending {
+        return None;
+    }
+    let mut exception = std::ptr::null_mut();
+    // SAFETY: as above.
+    unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
+    // SAFETY: the exception just taken is a live value of this scope.
+    let thrown = unsafe { Unknown::from_raw_unchecked(env.raw(), exception) };
+    let what = super::reporter::describe(&thrown);
+    // Describing it may have thrown in turn (a thrown Proxy): that goes too.
+    // SAFETY: as above.
+    unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
+    Some(match err {
+        CoreError::InvalidArg(message) => {
+            CoreError::InvalidArg(format!("{message} (reading it threw: {what})"))
+        }
+        other => CoreError::invalid(format!("{other} (reading an argument threw: {what})")),
+    })
 }

@@ -728,6 +728,18 @@ impl ObserverSession {
 
 #[napi]
 impl ObserverSession {
+    /// Not for use: a session comes from `db.observe(options)` or `db.resumeSession(id)`.
+    /// Throws `ENGRAM_INVALID_ARG` saying so (napi's own refusal carried no code).
+    #[napi(constructor)]
+    pub fn new(env: &Env) -> Result<Self> {
+        Err(super::error::to_js_error(
+            env,
+            &CoreError::invalid(
+                "an ObserverSession is started, not constructed: use `db.observe(options)`",
+            ),
+        ))
+    }
+
     /// The session's id.
     #[napi(getter)]
     pub fn session_id(&self) -> String {

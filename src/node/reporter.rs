@@ -9,8 +9,9 @@
 //! kept as a [`CallbackFailure`]; an operation that asked for it ([`Reporter::stop_on_failure`])
 //! is cancelled and rejects with `ENGRAM_CALLBACK` naming the callback and its error.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -28,6 +29,45 @@ pub(super) struct CallbackFailure {
     first: Arc<Mutex<Option<String>>>,
     /// Raised on the first failure when the operation stops on it.
     cancel: Option<Arc<AtomicBool>>,
+    /// Calls queued for the JS thread and not yet answered.
+    in_flight: Arc<InFlight>,
+}
+
+/// Calls of a callback queued for the JS thread and not yet answered (a returned promise
+/// counts until the microtasks after the call have run, so an `async` function's rejection is
+/// seen): the operation waits for them before it settles, or it could resolve before its
+/// callback's last report had run and thrown.
+#[derive(Default)]
+struct InFlight {
+    count: AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+impl InFlight {
+    fn add(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn done(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Waits until no call is in flight, at most `limit` (a JS thread kept busy elsewhere
+    /// must not hold the operation's answer back for long).
+    async fn drain(&self, limit: Duration) {
+        let wait = async {
+            loop {
+                let drained = self.drained.notified();
+                if self.count.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                drained.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
+    }
 }
 
 impl CallbackFailure {
@@ -54,11 +94,13 @@ impl CallbackFailure {
     /// with `ENGRAM_CALLBACK` (not `ENGRAM_ABORTED`, which is for the app's own signal).
     ///
     /// A run that finished while its callback's failure was already known rejects the same
-    /// way, so the app hears of its callback's bug whether or not the run got to stop.
-    pub(super) fn settle<T>(
+    /// way, so the app hears of its callback's bug whether or not the run got to stop: the
+    /// reports still queued are answered first.
+    pub(super) async fn settle<T>(
         &self,
         result: std::result::Result<T, CoreError>,
     ) -> std::result::Result<T, CoreError> {
+        self.in_flight.drain(Duration::from_secs(2)).await;
         let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).clone();
         match (result, first) {
             (Err(CoreError::Aborted), Some(what)) => Err(CoreError::Callback(format!(
@@ -122,6 +164,7 @@ impl<T: ToNapiValue + 'static> Reporter<T> {
                 name: name.to_owned(),
                 first: Arc::default(),
                 cancel: None,
+                in_flight: Arc::default(),
             },
         })
     }
@@ -145,20 +188,38 @@ impl<T: ToNapiValue + 'static> Reporter<T> {
             return;
         }
         let failure = self.failure.clone();
-        self.tsfn.call_with_return_value(
+        let in_flight = Arc::clone(&self.failure.in_flight);
+        in_flight.add();
+        let status = self.tsfn.call_with_return_value(
             value,
             ThreadsafeFunctionCallMode::NonBlocking,
             move |returned, env| {
+                let answered = Arc::clone(&failure.in_flight);
                 match returned {
-                    Err(thrown) => failure.record(format!("threw: {}", thrown.reason)),
-                    Ok(value) => on_rejection(&env, value, move |reason| {
-                        failure.record(format!("rejected: {reason}"))
-                    }),
+                    Err(thrown) => {
+                        failure.record(format!("threw: {}", thrown.reason));
+                        answered.done();
+                    }
+                    Ok(value) => {
+                        let promise = value.is_promise().unwrap_or(false);
+                        on_rejection(&env, value, move |reason| {
+                            failure.record(format!("rejected: {reason}"))
+                        });
+                        let later = Arc::clone(&answered);
+                        if !promise || after_microtasks(&env, move || later.done()).is_err() {
+                            clear_pending_exception(&env);
+                            answered.done();
+                        }
+                    }
                 }
                 // Never an error: napi-rs would hand it to napi_fatal_exception.
                 Ok(())
             },
         );
+        if status != Status::Ok {
+            // Not queued (a full queue, or the env is going away): nothing will answer it.
+            in_flight.done();
+        }
     }
 }
 
@@ -195,6 +256,26 @@ pub(super) fn on_rejection(env: &Env, value: Unknown<'static>, handler: impl Fn(
     }
 }
 
+/// Runs `then` on the JS thread after the microtasks queued so far (a rejection handler
+/// attached to an already rejected promise among them), through `Promise.resolve().then`.
+fn after_microtasks(env: &Env, then: impl FnOnce() + 'static) -> Result<()> {
+    let global = env.get_global()?;
+    let promise_class: Object = global.get_named_property("Promise")?;
+    let resolve: Function<(), Object> = promise_class.get_named_property("resolve")?;
+    let resolved = resolve.apply(promise_class, ())?;
+    let then_method: Function<Function<Unknown, ()>, Unknown> =
+        resolved.get_named_property("then")?;
+    let once = std::cell::Cell::new(Some(then));
+    let callback = env.create_function_from_closure("afterMicrotasks", move |_ctx| {
+        if let Some(then) = once.take() {
+            then();
+        }
+        Ok(())
+    })?;
+    then_method.apply(resolved, callback)?;
+    Ok(())
+}
+
 /// Takes a pending JS exception (if any) off the env, so that returning to JS does not throw it.
 fn clear_pending_exception(env: &Env) {
     let mut exception = std::ptr::null_mut();
@@ -204,7 +285,7 @@ fn clear_pending_exception(env: &Env) {
 
 /// A rejection reason as text, without running user code where avoidable: an object's own
 /// `message`, a string as it is, anything else by its type.
-fn describe(reason: &Unknown) -> String {
+pub(super) fn describe(reason: &Unknown) -> String {
     match reason.get_type() {
         Ok(ValueType::String) => {
             // SAFETY: checked to be a string of this scope.

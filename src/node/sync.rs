@@ -390,8 +390,11 @@ impl Engram {
     }
 
     /// Removes a listener added by `onSyncEvent`; returns whether it was there.
-    #[napi]
-    pub fn off_sync_event(&self, id: u32) -> Result<bool> {
+    #[napi(ts_args_type = "id: number")]
+    pub fn off_sync_event(&self, env: &Env, id: Unknown<'_>) -> Result<bool> {
+        let id: Count = super::args::required(env, &id, "id")
+            .map_err(|e| super::error::to_js_error(env, &e))?;
+        let id = id.get();
         let Ok(handle) = self.handle() else {
             return Ok(false);
         };

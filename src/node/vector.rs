@@ -155,7 +155,7 @@ impl Engram {
                     });
                 }
             };
-            settle(&failure, handle.embed_pending(report, &cancel).await)
+            settle(&failure, handle.embed_pending(report, &cancel).await).await
         };
         promise(env, work, |r| EmbedReport {
             model: r.model.key(),
