@@ -13,7 +13,6 @@
 'use strict'
 
 const fs = require('node:fs')
-const { createHash } = require('node:crypto')
 const { dirname, join, relative, resolve } = require('node:path')
 const { isDeepStrictEqual, parseArgs } = require('node:util')
 
@@ -50,6 +49,8 @@ const ORPHAN_MS = 6 * 3_600_000
 const MAX_ORPHANS = 3
 /** Most stdin read (a Write's payload carries the whole file). */
 const MAX_STDIN_BYTES = 64 << 20
+/** The lock of the session registry (a name no session id maps to: sessionKey never starts with a dot). */
+const REGISTRY_LOCK = '.registry'
 /** Most transcript bytes read at one stop. */
 const MAX_TRANSCRIPT_BYTES = 8 << 20
 /** The log is rotated (to hook.log.1) past this size. */
@@ -163,6 +164,21 @@ function eventName(name) {
 
 /** The JSON object on stdin, or null when it is not one (its text is never logged). */
 async function readPayload() {
+  try {
+    const value = JSON.parse(await readStdin())
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : null
+  } catch (err) {
+    if (err.code === 'ENGRAM_INVALID_ARG') throw err
+    return null
+  }
+}
+
+/**
+ * All of stdin. Through `process.stdin`, although its socket stream costs a hook 6-8 ms: a
+ * synchronous read of fd 0 blocks the event loop (a payload that never ends would stop the
+ * hook's own timeout), and a read on libuv's thread pool keeps the process from exiting.
+ */
+async function readStdin() {
   const chunks = []
   let size = 0
   for await (const chunk of process.stdin) {
@@ -170,12 +186,7 @@ async function readPayload() {
     if (size > MAX_STDIN_BYTES) throw invalid(`stdin holds more than ${MAX_STDIN_BYTES} bytes`)
     chunks.push(chunk)
   }
-  try {
-    const value = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-    return value && typeof value === 'object' && !Array.isArray(value) ? value : null
-  } catch {
-    return null
-  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 const HANDLERS = {
@@ -500,7 +511,10 @@ function embeddingsFromEnv() {
 
 /** A file name for a session id: itself when plain, else a hash (ids come from the payload). */
 function sessionKey(id) {
-  return /^[A-Za-z0-9_-]{1,80}$/.test(id) ? id : `h-${createHash('sha256').update(id).digest('hex').slice(0, 32)}`
+  if (/^[A-Za-z0-9_-]{1,80}$/.test(id)) return id
+  // Required here: loading node:crypto costs ~10 ms, paid only for ids that need hashing.
+  const { createHash } = require('node:crypto')
+  return `h-${createHash('sha256').update(id).digest('hex').slice(0, 32)}`
 }
 
 function statePath(ctx, id) {
@@ -546,7 +560,8 @@ function writeAtomic(file, text) {
 
 /** Runs `fn` holding the lock named `name`; throws ENGRAM_CONFLICT when it stays taken. */
 async function withLock(ctx, name, fn, waitMs = LOCK_WAIT_MS) {
-  const file = join(ctx.hooksDir, `${sessionKey(name)}.lock`)
+  // The registry's lock is the hooks' own; any other name is a session id from the payload.
+  const file = join(ctx.hooksDir, `${name === REGISTRY_LOCK ? name : sessionKey(name)}.lock`)
   if (!(await acquireLock(ctx, file, waitMs))) {
     const err = new Error(`another hook held the lock ${relative(ctx.root, file)} for ${waitMs} ms`)
     err.code = 'ENGRAM_CONFLICT'
@@ -626,7 +641,7 @@ function readRegistry(ctx) {
 /** Changes the registry under its own short lock; best effort (a missed update only delays). */
 async function updateRegistry(ctx, change) {
   try {
-    await withLock(ctx, '.registry', async () => {
+    await withLock(ctx, REGISTRY_LOCK, async () => {
       const registry = readRegistry(ctx)
       change(registry)
       writeAtomic(join(ctx.hooksDir, REGISTRY), JSON.stringify(registry))
