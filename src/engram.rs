@@ -4,12 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use crate::code::indexer::{self, IndexCtx, IndexOptions, IndexProgress, IndexSummary};
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::code::walk::PathRules;
 use crate::code::watch::{self, OnWatchEvent, WatchOptions, Watcher};
 use crate::embed::EmbeddingStatus;
+use crate::engine::after_write::{Pass, Queued};
 use crate::engine::{Engine, EngineOptions};
 use crate::error::{Error, Result};
 use crate::graph::{
@@ -21,6 +25,7 @@ use crate::memory::{
     self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
     SearchHit, SearchOptions, Stats,
 };
+use crate::store::{WriteTx, Writer};
 
 /// The project id used when none is given: one database per project is the common layout.
 pub const DEFAULT_PROJECT_ID: &str = "default";
@@ -88,15 +93,59 @@ impl std::future::IntoFuture for Closing {
     }
 }
 
-impl crate::lifecycle::conflict_scan::ScanQueue for Engram {
-    fn queue_scan(&self, memory_ids: Vec<String>) {
-        if self
-            .engine
-            .conflict_scans
-            .push(&self.project_id, memory_ids)
-        {
-            self.start_conflict_scanner();
-        }
+/// The lifecycle's part in memory writes, wired in here so that neither `memory` nor the
+/// engine imports `lifecycle`: links after an insert and the contradiction scan they queue, a
+/// session's use after a touch. Both run inside the write's transaction.
+impl memory::WriteHooks for Engram {
+    fn inserted<'a>(
+        &'a self,
+        ctx: &'a Ctx<'_>,
+        tx: &'a WriteTx,
+        written: &'a mut [Remembered],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let to_scan = crate::lifecycle::links::after_insert(ctx, tx, written).await?;
+            // Queued while this write holds the writer, so the scan, which takes the writer,
+            // only ever sees it committed (or rolled back).
+            if !to_scan.is_empty() && self.engine.after_write.push(&self.project_id, to_scan) {
+                self.start_conflict_scanner();
+            }
+            Ok(())
+        })
+    }
+
+    fn used_in_session<'a>(
+        &'a self,
+        tx: &'a libsql::Connection,
+        project_id: &'a str,
+        session_id: &'a str,
+        ids_json: &'a str,
+        now: i64,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(crate::lifecycle::record_session_use_in(
+            tx, project_id, session_id, ids_json, now,
+        ))
+    }
+}
+
+/// The lifecycle's contradiction scan as the engine's after-write pass.
+struct ContradictionScan<'c>(&'c Ctx<'c>);
+
+impl Pass for ContradictionScan<'_> {
+    fn run<'p>(
+        &'p self,
+        queued: &'p [Queued],
+        conn: Writer<'p>,
+        budget: Option<Duration>,
+        begun: &'p mut usize,
+    ) -> BoxFuture<'p, Result<()>> {
+        Box::pin(async move {
+            let memories: Vec<(&str, &str)> = queued
+                .iter()
+                .map(|q| (q.project_id.as_str(), q.memory_id.as_str()))
+                .collect();
+            crate::lifecycle::conflict_scan::scan_pass(&memories, self.0, conn, budget, begun).await
+        })
     }
 }
 
@@ -148,7 +197,7 @@ impl Engram {
             limits: &self.engine.limits,
             project_id: &self.project_id,
             project_root: self.project_root.as_deref(),
-            scans: self,
+            hooks: self,
         }
     }
 
@@ -414,7 +463,7 @@ impl Engram {
     /// yet). Fails with `ENGRAM_INTERNAL` when one of those scans failed: its memories stay
     /// unflagged until consolidation finds their contradictions.
     pub async fn settled(&self) -> Result<()> {
-        self.engine.conflict_scans.settled().await
+        self.engine.after_write.settled().await
     }
 
     /// One memory by id (forgotten ones included).
@@ -696,7 +745,12 @@ impl Engram {
             let ctx = handle.ctx();
             let lifetime = handle.lease.lifetime();
             let closing = || lifetime.open_handles() == 0;
-            handle.engine.conflict_scans.drain(&ctx, closing).await;
+            let scan = ContradictionScan(&ctx);
+            handle
+                .engine
+                .after_write
+                .drain(&handle.engine.store, &scan, closing)
+                .await;
         });
     }
 

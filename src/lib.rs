@@ -23,7 +23,7 @@ pub mod observer;
 pub mod retrieval;
 pub mod store;
 pub mod sync;
-mod text;
+pub mod text;
 mod thread_priority;
 pub mod vector;
 

@@ -1,5 +1,10 @@
-//! Cutting UTF-8 text by bytes without splitting a character (std's `floor_char_boundary` is
-//! not stable yet). Shared by the chunker, the definition summaries and the HTTP providers.
+//! Text helpers any layer may use: cutting UTF-8 text by bytes without splitting a character
+//! (std's `floor_char_boundary` is not stable yet), shared by the chunker, the definition
+//! summaries and the HTTP providers; and the safe FTS5 query builder ([`fts_query`]), shared by
+//! every BM25 path (memory search, code search, recall), which lives here rather than in
+//! `retrieval` so that `memory` and `code` can search without depending on the ranking pipeline.
+
+pub mod fts_query;
 
 /// The largest character boundary of `text` at or below byte `i` (`text.len()` past the end).
 pub(crate) fn floor_char_boundary(text: &str, i: usize) -> usize {

@@ -15,7 +15,7 @@ use engram::code::{analyze, AnalyzeOptions, ChunkOptions, FileKind, Language, Te
 use engram::memory::privacy::{redact, REDACTED};
 use engram::observer::protocol::json;
 use engram::observer::{SessionOptions, SessionOutcome, SessionType};
-use engram::retrieval::fts_query::FtsQuery;
+use engram::text::fts_query::FtsQuery;
 use engram::{Engram, OpenOptions};
 use serde_json::{json, Map, Value};
 

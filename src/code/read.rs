@@ -3,8 +3,8 @@
 use libsql::{params, Connection, Row};
 
 use crate::error::{DbContext, Result};
-use crate::retrieval::fts_query::FtsQuery;
 use crate::store::Reader;
+use crate::text::fts_query::FtsQuery;
 
 /// A stored chunk, as tools and tests see it.
 #[derive(Debug, Clone, PartialEq, Eq)]

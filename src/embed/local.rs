@@ -3,6 +3,13 @@
 //!
 //! Throughput comes from doing less work, not from approximations: inputs are cut to `max_tokens`,
 //! packed into ragged batches with no padding, and spread over one worker per core.
+//!
+//! Threads: a call runs on tokio's blocking pool (a batch takes up to seconds). Several batches
+//! run on one scoped thread per core, each pulling the next batch from a shared counter with
+//! single-threaded matrix products; a lone small batch splits each product across rayon's
+//! global pool instead, except inputs of up to 32 tokens (a query), which run single-threaded
+//! through the f16 panels: recall embeds its query while its keyword SQL holds the other core,
+//! and splitting the products across a busy core made them slower, not faster.
 
 use tokenizers::{Tokenizer, TruncationParams};
 

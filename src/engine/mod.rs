@@ -4,7 +4,12 @@
 //! Architecture invariant: engines are only created through [`registry::open`], which maps a
 //! canonical path to one live `Arc<Engine>`. Two engines on one file would be two writers
 //! racing for SQLite's lock (and, with replicas, two sync loops corrupting a file).
+//!
+//! An engine holds a file's shared state (store, embedder, vector indexes, sessions, sync, the
+//! after-write queue), not policy: what runs on that state is wired in by the handle
+//! (`Engram`), so the engine never imports `lifecycle` (`tests/layering.rs`).
 
+pub(crate) mod after_write;
 pub(crate) mod lifetime;
 mod registry;
 
@@ -93,8 +98,9 @@ pub struct Engine {
     pub(crate) sessions: crate::observer::Sessions,
     /// Sync with a libSQL server, when configured.
     pub(crate) sync: Option<Arc<crate::sync::SyncService>>,
-    /// Memories written but not yet scanned for contradictions.
-    pub(crate) conflict_scans: crate::lifecycle::conflict_scan::ConflictScans,
+    /// Memories written but not yet scanned for contradictions (the scan itself is the
+    /// lifecycle's: the engine keeps the queue and its schedule, not the policy).
+    pub(crate) after_write: after_write::AfterWrite,
     /// The runtime the engine was opened on, where its background work runs (never a
     /// caller's own runtime: a watcher thread's is dropped, and waited for, when it stops).
     pub(crate) runtime: Option<tokio::runtime::Handle>,
@@ -232,7 +238,7 @@ impl Engine {
             indexing: Mutex::new(HashSet::new()),
             sessions: Default::default(),
             sync,
-            conflict_scans: Default::default(),
+            after_write: Default::default(),
             runtime,
             lifetime,
             _hold: hold,

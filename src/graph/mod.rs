@@ -6,6 +6,20 @@
 //! API boundary: every operation takes a [`GraphCtx`]; writes run in one `BEGIN IMMEDIATE`
 //! transaction that also updates the closure, so a failed write (e.g. `ENGRAM_CYCLE`) leaves
 //! nothing behind.
+//!
+//! Tables (home `code`, local to the device; the authored part also lives by key in the main
+//! home, see `knowledge.rs`):
+//! - `graph_nodes(project_id, key)`: all three layers; `source = 'ast'` rows are the indexer's
+//!   (files `src/a.ts`, symbols `src/a.ts:Qualified.name` with a `content_hash` of their text,
+//!   modules `src/auth/`), the others come from `injectGraph`. Integer ids keep the closure
+//!   small; `graph_nodes(project_id, label)` finds the symbols of a name.
+//! - `graph_edges(from_id, to_id, kind)`: direction is dependency; weight = references
+//!   aggregated. `contains` is left out of the closure.
+//! - `graph_closure`: one shortest path per (ancestor, descendant) pair within the project's
+//!   depth (`graph_state.closure_depth`): depth, summed weight, interior node ids. Clustered by
+//!   `(descendant_id, depth, ancestor_id)`, so impact's "what depends on X, nearest first" is
+//!   one contiguous range per seed carrying weight and path; the unique `(ancestor_id,
+//!   descendant_id)` index serves descendants and keeps one row per pair.
 
 pub mod closure;
 pub mod code_layer;

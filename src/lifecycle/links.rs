@@ -4,7 +4,8 @@
 //! `superseded_by` and decays twice as fast from then on (it is not forgotten: a person may
 //! still want it). Two memories that contradict each other are linked both ways with
 //! `conflicts_with`, both are kept and both are flagged for review (seed 004). Contradictions
-//! are found just after the write by [`super::conflict_scan`], which queues here.
+//! are found just after the write by [`super::conflict_scan`]: [`after_insert`] names the
+//! memories to scan, and the handle queues them.
 
 use libsql::params;
 
@@ -20,14 +21,16 @@ pub const CONFLICT_SCAN_MAX_BATCH: usize = 32;
 const MAX_CHAIN: usize = 256;
 
 /// What a write did with links: called by `remember` inside its transaction after the batch
-/// is stored. Applies the `supersedes` and `conflicts_with` relations the new memories name
-/// (updating `out` in place), then (for small batches) queues the new memories for the
-/// contradiction scan, which runs once the write is over (see [`super::conflict_scan`]).
+/// is stored (through the handle's `memory::WriteHooks`). Applies the `supersedes` and
+/// `conflicts_with` relations the new memories name (updating `out` in place), then returns
+/// the new memories to queue for the contradiction scan (none for a batch over
+/// [`CONFLICT_SCAN_MAX_BATCH`]), which runs once the write is over (see
+/// [`super::conflict_scan`]).
 pub(crate) async fn after_insert(
     ctx: &Ctx<'_>,
     tx: &WriteTx,
     out: &mut [Remembered],
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let scan = out.len() <= CONFLICT_SCAN_MAX_BATCH;
     for written in out.iter_mut() {
         if !written.created {
@@ -62,17 +65,14 @@ pub(crate) async fn after_insert(
             }
         }
     }
-    if scan {
-        let created = out
-            .iter()
-            .filter(|w| w.created)
-            .map(|w| w.memory.id.clone())
-            .collect::<Vec<_>>();
-        if !created.is_empty() {
-            ctx.scans.queue_scan(created);
-        }
+    if !scan {
+        return Ok(Vec::new());
     }
-    Ok(())
+    Ok(out
+        .iter()
+        .filter(|w| w.created)
+        .map(|w| w.memory.id.clone())
+        .collect())
 }
 
 /// Adds a `conflicts_with` link from `id` to `other` (unless it has one) and flags `id` for

@@ -7,6 +7,16 @@
 //! API boundary: like `memory`, everything takes a [`crate::memory::Ctx`] and knows nothing of
 //! JavaScript; [`api`] adds the methods to [`crate::Engram`]. Decay is pure (a memory and
 //! "now"), so retrieval scoring, `prune` and tests with a manual clock agree on it.
+//!
+//! Tables (home `main`, migration 012 on): `memories` gains `superseded_by`, `disputed_at`,
+//! `helpful_count`, `wrong_count` and `uncorrected_uses` (uses since the last `wrong` or
+//! correction, which `memory::touch` turns into trust: see its doc). `memory_events` holds
+//! feedback (helpful, wrong, correction), review (confirm, reject) and dispute threads
+//! (dispute, comment, resolve); it syncs like `memory_versions` (it follows its memory's
+//! shareability and is deleted with it). Partial indexes serve prune
+//! (`memories_forgotten_at`) and unlinking superseded memories (`memories_superseded_by`).
+//! Migration 013 adds sessions (`session_memory_use`, `lifecycle_sessions`), `trust_levels` and
+//! `memory_gaps`.
 
 mod agent_export;
 pub mod agent_files;

@@ -325,4 +325,14 @@ mod tests {
             assert!(discovery_tokens(*t) > 0, "{t:?}");
         }
     }
+
+    #[tokio::test]
+    async fn a_use_finds_its_memories_by_id() {
+        let plan = crate::store::plan::query_plan(RECORD_USE).await;
+        assert!(crate::store::plan::mentions(&plan, "(id=?)"), "{plan:#?}");
+        assert!(
+            !crate::store::plan::mentions(&plan, "(project_id=?)"),
+            "{plan:#?}"
+        );
+    }
 }

@@ -3,6 +3,34 @@
 //!
 //! API boundary: everything here takes a [`Ctx`] (store, clock, limits, project) and knows
 //! nothing of JavaScript; the binding converts types and errors only.
+//!
+//! Architecture invariant: the memory model knows no lifecycle policy (`tests/layering.rs`).
+//! What the lifecycle does when memories are written or used (links, the contradiction scan,
+//! a session's use) it learns through [`WriteHooks`], which the handle passes in the [`Ctx`];
+//! the hooks run inside the write's transaction, so they commit or roll back with it.
+//!
+//! Tables (schema home `main`, `src/store/sql/main/`):
+//! - `memories`: one row per memory; `seq INTEGER PRIMARY KEY` is the stable key the FTS index
+//!   uses (a TEXT primary key's implicit rowid can change on VACUUM); `id` is a UUIDv7. Lists
+//!   and objects are JSON text. The unique partial index `(project_id, scope, content_hash)
+//!   WHERE deprecated = 0` enforces dedup.
+//! - `memory_versions(memory_id, version)`: past states, as compact snapshots (`snapshot.rs`).
+//! - `memories_fts`: FTS5 external-content index over content, tags and related files
+//!   (`porter unicode61 remove_diacritics 2`), one for every project in the file. New rows are
+//!   added by the writer with one `INSERT ... SELECT` per write transaction
+//!   (`write::index_for_search`; migration 003 says why there is no insert trigger); update and
+//!   delete triggers keep it in step and fire only when indexed text actually changes.
+//!   `search` ranks in the index alone for broad filters, then filters an over-fetched top
+//!   (4x `limit`) by project and state; when that leaves the page short and the ranking was
+//!   truncated, the exact joined ranking decides. Narrow filters go straight to the joined
+//!   ranking.
+//! - `memory_links(project_id, node_key, memory_seq, role)`: the graph node keys each memory is
+//!   attached to (`target`, `impacted`, `file`), kept by insert/update triggers on `memories`:
+//!   one insert trigger per column, each guarded by a WHEN, so a memory with empty lists costs
+//!   nothing (one compound `json_each` query per insert cost ~30 us).
+//!
+//! The lifecycle's columns and tables, the observer's, sync's and the vectors' are described by
+//! their modules (`lifecycle`, `observer`, `sync`, `vector::store`).
 
 pub mod dedup;
 pub mod input;
@@ -33,8 +61,12 @@ pub(crate) use write::{
 
 use std::path::Path;
 
+use futures::future::BoxFuture;
+use libsql::Connection;
+
 use crate::clock::Clock;
-use crate::store::Store;
+use crate::error::Result;
+use crate::store::{Store, WriteTx};
 
 /// Everything one memory operation needs: where to read and write, what time it is, the
 /// limits, and which project (and root) the calling handle works in.
@@ -44,8 +76,36 @@ pub(crate) struct Ctx<'a> {
     pub limits: &'a Limits,
     pub project_id: &'a str,
     pub project_root: Option<&'a Path>,
-    /// Where writes queue the memories they created for the contradiction scan.
-    pub scans: &'a dyn crate::lifecycle::conflict_scan::ScanQueue,
+    /// What writes tell the layers above (see [`WriteHooks`]).
+    pub hooks: &'a dyn WriteHooks,
+}
+
+/// What a memory write announces to the layers above, from inside its transaction: the handle
+/// implements it with the lifecycle's functions, so the memory model needs no lifecycle import
+/// while the lifecycle's work still commits or rolls back with the write. Boxed futures: the
+/// hooks are called through `&dyn` from every write path, and a box per write costs nothing
+/// next to the write.
+pub(crate) trait WriteHooks: Send + Sync {
+    /// A `remember` batch stored `written` (new and reinforced memories, in input order) in
+    /// `tx`, search index included; the hook may change the memories it names in the same
+    /// transaction and updates `written` to match.
+    fn inserted<'a>(
+        &'a self,
+        ctx: &'a Ctx<'_>,
+        tx: &'a WriteTx,
+        written: &'a mut [Remembered],
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// `touch` counted a use of the memories `ids_json` (a JSON array of ids) of `project_id`
+    /// at `now`, on behalf of `session_id`, in `tx`.
+    fn used_in_session<'a>(
+        &'a self,
+        tx: &'a Connection,
+        project_id: &'a str,
+        session_id: &'a str,
+        ids_json: &'a str,
+        now: i64,
+    ) -> BoxFuture<'a, Result<()>>;
 }
 
 impl Ctx<'_> {
@@ -57,7 +117,7 @@ impl Ctx<'_> {
             limits: self.limits,
             project_id,
             project_root: None,
-            scans: self.scans,
+            hooks: self.hooks,
         }
     }
 

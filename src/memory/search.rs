@@ -11,8 +11,8 @@ use super::read::{push_filters, ListFilter};
 use super::rows::{from_row, COLUMN_COUNT, SELECT_M};
 use super::Ctx;
 use crate::error::{DbContext, Error, Result};
-use crate::retrieval::fts_query::FtsQuery;
 use crate::store::Reader;
+use crate::text::fts_query::FtsQuery;
 
 /// How terms combine.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

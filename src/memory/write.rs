@@ -171,7 +171,8 @@ pub(crate) fn prepare_batch(ctx: &Ctx<'_>, inputs: Vec<RememberInput>) -> Result
 }
 
 /// Stores a prepared batch inside the caller's write transaction `tx` on `conn` (so that other
-/// writes, like the observer's counts, commit or roll back with it).
+/// writes, like the observer's counts, commit or roll back with it), then tells
+/// [`super::WriteHooks::inserted`] in the same transaction.
 pub(crate) async fn remember_in(
     ctx: &Ctx<'_>,
     conn: &mut Writer<'_>,
@@ -233,7 +234,7 @@ pub(crate) async fn remember_in(
     drop(find);
     drop(insert);
     index_for_search(conn, &mut unindexed).await?;
-    crate::lifecycle::links::after_insert(ctx, tx, &mut out).await?;
+    ctx.hooks.inserted(ctx, tx, &mut out).await?;
     Ok(out)
 }
 
@@ -639,7 +640,7 @@ pub(crate) const TOUCH: &str = "UPDATE memories SET access_count = access_count 
 /// [`TRUST_CAP`] at most), and the [`REVIEW_CLEARING_USES`]th clears `needs_review`.
 ///
 /// With a `session_id`, the use is also counted for that session (its summary's "what the
-/// agent remembered", see `lifecycle::session`), in the same transaction.
+/// agent remembered") through [`super::WriteHooks::used_in_session`], in the same transaction.
 pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String], session_id: Option<&str>) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
@@ -665,7 +666,9 @@ pub(crate) async fn touch(ctx: &Ctx<'_>, ids: &[String], session_id: Option<&str
     .await
     .ctx("recording access")?;
     if let Some(session_id) = session_id {
-        crate::lifecycle::record_session_use_in(&tx, ctx.project_id, session_id, &ids, now).await?;
+        ctx.hooks
+            .used_in_session(&tx, ctx.project_id, session_id, &ids, now)
+            .await?;
     }
     tx.commit().await.ctx("committing access")?;
     Ok(())
@@ -714,10 +717,8 @@ mod plan_tests {
 
     #[tokio::test]
     async fn a_use_finds_its_memories_by_id() {
-        for sql in [TOUCH, crate::lifecycle::session::RECORD_USE] {
-            let plan = query_plan(sql).await;
-            assert!(mentions(&plan, "(id=?)"), "{sql}\n{plan:#?}");
-            assert!(!mentions(&plan, "(project_id=?)"), "{sql}\n{plan:#?}");
-        }
+        let plan = query_plan(TOUCH).await;
+        assert!(mentions(&plan, "(id=?)"), "{plan:#?}");
+        assert!(!mentions(&plan, "(project_id=?)"), "{plan:#?}");
     }
 }

@@ -14,6 +14,21 @@
 //! calibrated step limits (`calibration.rs`), merging parallel agents' pads (`merge.rs`),
 //! checkpoints to resume after a crash (`checkpoint.rs`), synthesis with the app's LLM
 //! (`synthesis.rs`).
+//!
+//! Tables (home `main`, migration 009): `observer_signal_counts(project_id, signal, key)`: in
+//! how many sessions each signal saw each key (a file, a pair, an error fingerprint, a module
+//! and command...), the running sum of a calibration measure, and the memory it was promoted
+//! to. One table for all 17 signals (the seed has one per signal) because frequency,
+//! calibration means and synthesis summaries all read the same "how often, and what came of
+//! it"; the pseudo-signal `session_module` counts sessions per module (prefetch coverage).
+//! `observer_signal_record(project_id, signal)`: memories promoted per signal and how many were
+//! later forgotten, kept by triggers on `memories` (so every way of forgetting counts): the
+//! measured false-positive rate in the signal value. `observer_sessions`: one row per
+//! finalized session, its A/B group, outcome, metrics and promoted ids.
+//! `observer_synthesis_log(project_id, subject, trigger_count)`: which module (or pair) the
+//! app's LLM synthesized at which session-count threshold, so each trigger calls it once.
+//! Scratchpad checkpoints live in the `code` home (`observer_checkpoints`): crash recovery is
+//! device-local and never synced.
 
 pub mod ab;
 pub mod calibration;

@@ -15,8 +15,8 @@ use libsql::params;
 use super::term_counts::TermCounts;
 use crate::code::read::{hits_in_order, CodeHit};
 use crate::error::{DbContext, Result};
-use crate::retrieval::fts_query::FtsQuery;
 use crate::store::Reader;
+use crate::text::fts_query::FtsQuery;
 
 /// Most rowid ranges one term is looked up in: the files' chunks are runs of consecutive ids
 /// (a file's chunks are written together), merged across the smallest gaps down to this many.

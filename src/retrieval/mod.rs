@@ -1,11 +1,12 @@
-//! Retrieval: turning what a user or agent typed into ranked results. The safe FTS5 query
-//! builder every BM25 path uses, and the four-stage recall pipeline: what a recall asks for
-//! (`request`), query kinds and their fusion weights (`query_kind`), weighted RRF and the
-//! neighbourhood boost (`fusion`), a memory's standing (`scoring`), files one graph edge apart
-//! (`neighbourhood`) and the graph path's ranking of their chunks (`graph_chunks`), the pipeline itself (`recall`), the optional reranker (`rerank`), typo tolerance for the keyword path (`typo`), the token-budget packing (`packing`), and what to inject
-//! between an agent's steps (`injection`).
+//! Retrieval: turning what a user or agent typed into ranked results. The four-stage recall
+//! pipeline: what a recall asks for (`request`), query kinds and their fusion weights
+//! (`query_kind`), weighted RRF and the neighbourhood boost (`fusion`), a memory's standing
+//! (`scoring`), files one graph edge apart (`neighbourhood`) and the graph path's ranking of
+//! their chunks (`graph_chunks`), the pipeline itself (`recall`), the optional reranker
+//! (`rerank`), typo tolerance for the keyword path (`typo`), the token-budget packing
+//! (`packing`), and what to inject between an agent's steps (`injection`). The keyword paths
+//! build their FTS5 queries with [`crate::text::fts_query`], which `memory` and `code` share.
 
-pub mod fts_query;
 pub mod fusion;
 mod graph_chunks;
 pub mod injection;

@@ -15,7 +15,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use super::fts_query::FtsQuery;
 use super::fusion::{self, CandidatePath, Fused, ItemRef, RankedList};
 use super::packing::{self, phase_budget};
 use super::query_kind::{self, QueryKind};
@@ -26,6 +25,7 @@ use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
 use crate::store::Reader;
+use crate::text::fts_query::FtsQuery;
 use crate::vector::{DenseQuery, ItemKind};
 use crate::Engram;
 

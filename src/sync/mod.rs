@@ -1,6 +1,6 @@
 //! Sync with a libSQL server (Turso Cloud or self-hosted `sqld`) through an embedded replica.
 //!
-//! The shape (ARCHITECTURE.md, "Sync"): the engine keeps working on its local file, which
+//! The shape: the engine keeps working on its local file, which
 //! holds both homes, so every read, search and transaction stays local and nothing waits on
 //! the network. Writes to the tables that sync ([`tables::TABLES`]: memories, their history,
 //! the observer's cross-session record) are captured by triggers into an outbox in the same
@@ -13,6 +13,72 @@
 //! Architecture invariant: an unreachable or slow server never fails or blocks a local read
 //! or write. Only the loop touches the network, and it never holds the local writer while it
 //! does.
+//!
+//! ```text
+//!  device A working file (both homes)                     server (sqld / Turso): main home
+//!  write ──► memories ──trigger──► sync_changes (outbox)   memories ... sync_changes (change log)
+//!                                     │ push: batch ──────► apply rows, counters += deltas,
+//!                                     │                     sync_devices[A] = batch's last seq
+//!  pull ◄── replica (<path>.sync/) ◄── frames ◄───────────┘   (triggers log every change)
+//!    apply server rows not pending locally, mark pulled_seq
+//! ```
+//!
+//! Why not serve reads from the replica: a write through a replica is a round trip to the
+//! primary (and fails offline), `ATTACH` is refused on replicas, and the code index must stay
+//! local. Keeping the engine on a plain local file makes sync an add-on that cannot slow or
+//! break local work; the cost is the synced tables stored twice per device (small: memories).
+//! Rows move as JSON objects of their columns (read from the schema, `seq` excluded: rowids are
+//! per file), one statement per table per batch. Memories are replaced whole (last writer
+//! wins; history travels as `memory_versions` rows); observer counters travel as increments.
+//! The server's schema is migrated through the replica by the first device that needs it (each
+//! migration step re-checks the version under the write lock: devices race on a fresh server).
+//! The graph's authored part syncs by key (`graph::knowledge`).
+//!
+//! Tables (home `main`, migration 010): `sync_changes(seq AUTOINCREMENT, tbl, key JSON, delta
+//! JSON)` is on a device the outbox and on the server the change log (both filled by the
+//! capture triggers, which exist only where sync is on); `sync_state(name, value)` holds the
+//! URL a file is bound to, its device id and its pull mark; `sync_devices(device_id,
+//! pushed_seq)` holds, on the server, each device's push mark.
+//!
+//! Runs and the engine's lifetime: a push reads the outbox, commits one server transaction per
+//! batch (with the device's push mark, so a lost acknowledgement is not applied twice), then
+//! prunes; a pull reads the replica's change log and applies it in one local transaction with
+//! its mark. Keys with unpushed local changes are not pulled (local wins until pushed; the
+//! push's own log entry brings the merged row back). Rows that are not shareable (personal,
+//! redacted) never enter the outbox and are never deleted by a pull. When the last handle
+//! closes, the loop drops its run and the replica, and runs no more until a handle opens; the
+//! loop holds the engine's files (`engine::lifetime`) until the replica's runtime is shut down
+//! (waiting up to 2 s for what a dropped run left on its blocking threads), so `close()` of the
+//! last handle resolves only when nothing writes the file or `<path>.sync/` any more, and a new
+//! engine of the file waits for that before it opens the replica (without holding the
+//! registry's creation lock, so other files open meanwhile). A failed run only drops its
+//! replica; the next run opens a new one after `replica::probe` finds the server's host known
+//! and not refusing TCP connections (offline that fails in milliseconds, where libSQL's
+//! handshake retries took 3 s a run; a host that does not answer is left to libSQL). Waiting
+//! for the replica's runtime there deadlocked after an offline-writes run that sqld refused
+//! (libSQL leaves a blocking task that never ends), so that wait is the close path's alone, and
+//! bounded: a close after such a run takes the 2 s grace, then leaves that task behind
+//! (`tests/sync.rs` reopens the file after it and finds the unpushed write still pending). Not
+//! covered: an engine opened with no async runtime (no loop ever starts), and a runtime shut
+//! down under the loop (its `SyncService` drop can only shut the replica runtime down in the
+//! background).
+//!
+//! Threads: the loop is one tokio task on the runtime that opened the engine. It sleeps until its
+//! interval (or back-off) ends, `sync()` or `stop()` wakes it, or a write releases the writer
+//! (`Store::written`) and, `WRITE_SETTLE` (50 ms) later (and at least 250 ms after its previous run
+//! ended), the outbox is not empty. A run pushes only what the outbox held when it began: chasing
+//! writes made meanwhile kept one run going as long as the app wrote. Between runs the task holds
+//! the engine only weakly. The run itself is spawned on the service's own runtime, whose threads
+//! run at a lower priority (`thread_priority`): its local reads, row comparisons and libSQL's frame
+//! work take no worker of the app's runtime, and get about a tenth of a core the app's calls also
+//! want. The sections that take the local writer (applying a pulled batch, pruning the pushed
+//! outbox, recording the server's id) go back to the engine's runtime (`AppSide::write`): a writer
+//! held by a lowered thread would make every app write queue behind it (priority inversion); debug
+//! builds assert it (`Store::writer`). Dropping the loop's wait on a run aborts it (`AbortOnDrop`),
+//! and the run holds the run lock until it is gone, so a release that follows waits for it. A write
+//! section it had started is aborted too, but may still be finishing on the engine's runtime after
+//! the release: it holds the engine (so `close()` still waits for it), and its transaction commits
+//! whole or rolls back.
 
 mod pull;
 mod push;
