@@ -465,3 +465,40 @@ async fn bad_requests_are_refused_with_the_field_named() {
         .await
         .is_ok());
 }
+
+/// In a project engram has just met (trust threshold 0.80), a Read brings up the gotchas the
+/// user taught or pinned, as the session-start context does, and not an agent's at the same
+/// confidence.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_brings_up_what_the_user_taught_about_the_file_in_a_new_project() {
+    let p = project().await;
+    let e = &p.e;
+    let mut taught = memory(
+        MemoryType::Gotcha,
+        "acquire() caps the pool at ten connections",
+        Some("src/db/pool.ts"),
+        0.8,
+    );
+    taught.source = Some(MemorySource::UserTaught);
+    let taught = e.remember(taught).await.unwrap().memory;
+    let agents = e
+        .remember(memory(
+            MemoryType::Gotcha,
+            "the pool's idle timeout is thirty seconds",
+            Some("src/db/pool.ts"),
+            0.8,
+        ))
+        .await
+        .unwrap()
+        .memory;
+    let session = e
+        .observe(&SessionOptions::new(full_group_id("taught")))
+        .unwrap();
+    let got = e
+        .augment_tool_result(&session, "Read", Some("src/db/pool.ts"))
+        .await
+        .unwrap()
+        .expect("the taught gotcha");
+    let ids: Vec<_> = got.memories.iter().map(|m| m.id.clone()).collect();
+    assert_eq!(ids, vec![taught.id.clone()], "not {}", agents.id);
+}

@@ -12,7 +12,7 @@
 //!
 //! A memory is injected only when its current confidence is above the project's trust-level
 //! threshold (0.80 for a new project, down to 0.45 at the autonomous level: see
-//! `lifecycle::trust`). The first [`SKIP_STEPS`] steps never get an injection (the agent is
+//! `lifecycle::trust`), or when the user pinned or taught it (a file's gotchas). The first [`SKIP_STEPS`] steps never get an injection (the agent is
 //! still reading its initial context). What is injected counts as used (access count, last
 //! access).
 
@@ -217,10 +217,17 @@ async fn fresh_gotchas(
                 MemoryType::Gotcha | MemoryType::ErrorPattern | MemoryType::DeadEnd
             ) && m.stale_at.is_none()
                 && !shown.contains(m.id.as_str())
-                && current_confidence(m, now) > threshold
+                && (vouched_for(m) || current_confidence(m, now) > threshold)
         })
         .take(GOTCHA_LIMIT)
         .collect())
+}
+
+/// Whether the user vouched for `m` (pinned it, or taught it): shown whatever the trust level,
+/// as the session-start context does. A gotcha the user wrote down about a file is what a
+/// Read of that file should bring up first, even in a project engram has just met.
+fn vouched_for(m: &Memory) -> bool {
+    m.pinned || m.source == memory::MemorySource::UserTaught
 }
 
 /// Trigger 3: a memory matching every word of one of the latest search patterns.
