@@ -859,3 +859,44 @@ async fn file_neighbours_are_one_edge_apart_in_either_direction() {
     assert!(!near.contains_key("src/nowhere.ts"));
     assert!(e.file_neighbours(&[]).await.unwrap().is_empty());
 }
+
+/// A memory about a file that is deleted is stale and up for review after the next index run
+/// (it was left standing before); one about a file that is only edited, or still there, is not.
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_file_marks_the_memories_on_it_stale() {
+    let (dir, e) = indexed("ts").await;
+    let root = dir.path().join("project");
+    let on_file = |content: &str, file: &str| {
+        let mut input = RememberInput::new(MemoryType::Gotcha, content);
+        input.related_files = vec![file.into()];
+        input
+    };
+    let doomed = e
+        .remember(on_file("formatDate drops the time zone", "src/util.ts"))
+        .await
+        .unwrap()
+        .memory;
+    let kept = e
+        .remember(on_file("the app entry reads the config once", "src/main.ts"))
+        .await
+        .unwrap()
+        .memory;
+
+    // An edit leaves what is known about the file standing.
+    let app = root.join("src/main.ts");
+    let text = std::fs::read_to_string(&app).unwrap();
+    std::fs::write(&app, format!("// entry\n{text}")).unwrap();
+    std::fs::remove_file(root.join("src/util.ts")).unwrap();
+    let summary = e
+        .index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.files_removed, 1);
+    let doomed = e.get(&doomed.id).await.unwrap();
+    assert!(
+        doomed.stale_at.is_some() && doomed.needs_review,
+        "{doomed:?}"
+    );
+    let kept = e.get(&kept.id).await.unwrap();
+    assert!(kept.stale_at.is_none() && !kept.needs_review, "{kept:?}");
+}

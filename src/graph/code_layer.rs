@@ -97,6 +97,7 @@ pub(crate) async fn sync(
     let existing = existing_nodes(conn, project_id, paths_json.as_deref()).await?;
     let mut ids: HashMap<String, NodeId> = HashMap::with_capacity(desired.len());
     let mut stale_keys = Vec::new();
+    let mut removed_keys = Vec::new();
     let mut removed_ids = Vec::new();
     // Prepared once: an edit can change every symbol of a file.
     let update = conn
@@ -112,6 +113,7 @@ pub(crate) async fn sync(
             None => {
                 removed_ids.push(*id);
                 stale_keys.push(key.clone());
+                removed_keys.push(key.clone());
             }
             Some(want) => {
                 ids.insert(key.clone(), *id);
@@ -333,6 +335,26 @@ pub(crate) async fn sync(
             )
             .await
             .ctx("marking memories on changed symbols stale")?;
+    }
+    // A memory about a file that left the index (deleted, or ignored now) describes code that
+    // is gone: stale, for review. Only on removal: an edit of a file leaves what is known
+    // about it standing (its symbols' memories above go stale when those symbols change).
+    if !removed_keys.is_empty() {
+        summary.memories_marked_stale += conn
+            .execute(
+                "UPDATE memories SET stale_at = ?3, needs_review = 1
+                 WHERE seq IN (SELECT memory_seq FROM memory_links
+                               WHERE project_id = ?1 AND role = 'file'
+                                 AND node_key IN (SELECT value FROM json_each(?2)))
+                   AND deprecated = 0 AND stale_at IS NULL",
+                libsql::params![
+                    project_id,
+                    serde_json::to_string(&removed_keys).unwrap_or_default(),
+                    now
+                ],
+            )
+            .await
+            .ctx("marking memories on removed files stale")?;
     }
     Ok(summary)
 }
