@@ -877,7 +877,10 @@ async fn deleting_a_file_marks_the_memories_on_it_stale() {
         .unwrap()
         .memory;
     let kept = e
-        .remember(on_file("the app entry reads the config once", "src/main.ts"))
+        .remember(on_file(
+            "the app entry reads the config once",
+            "src/main.ts",
+        ))
         .await
         .unwrap()
         .memory;
