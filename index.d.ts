@@ -75,6 +75,22 @@ export declare class Engram {
    */
   sessionContext(options?: SessionContextOptions): Promise<SessionContext>
   /**
+   * The coder's prefetch plan (the seed's predictive pre-loading, for injection point 2):
+   * the files past observed sessions in `modules` read in more than 80% (`always`, first)
+   * or more than 50% (`usually`) of their module's sessions, at least 3 sessions each,
+   * packed into `budgetTokens` (default 32,000) and `maxFiles` (default 12). Files deleted
+   * since, or too big for the budget left, are listed in `omitted` with the reason.
+   *
+   * ```ts
+   * const plan = await memory.prefetchPlan({ modules: ['src/auth/'], withContent: true })
+   * const first = plan.files.map((f) => `// ${f.path}
+  ${f.content}`).join('
+
+  ')
+   * ```
+   */
+  prefetchPlan(options?: PrefetchPlanOptions): Promise<PrefetchPlan>
+  /**
    * Imports the project's agent files as memories (the handle needs `projectRoot`). Each
    * rule (a bullet, a paragraph, a table row, a command with its code block) becomes a
    * user-taught, user-verified, pinned memory typed from its words and heading (gotcha,
@@ -1827,6 +1843,11 @@ export interface IndexSummary {
   /** What the run changed in the knowledge graph. */
   graph: GraphSyncSummary
   /**
+   * Memories on files this run found edited more than 30 days after the memory was last
+   * written: flagged for review (`needsReview`), still in use.
+   */
+  memoriesFlaggedForReview: number
+  /**
    * What `deriveRelations` wrote for the modules the run changed (absent when it was not
    * given, nothing changed, or it failed).
    */
@@ -2366,6 +2387,69 @@ export interface OpenOptions {
   sync?: SyncOptions
 }
 
+/** A file of a prefetch plan. */
+export interface PrefetchFile {
+  /** Relative to the project root. */
+  path: string
+  /** Its module (directory, `/`-terminated). */
+  module: string
+  /** `always`: read in more than 80% of its module's past sessions; `usually`: more than 50%. */
+  tier: 'always' | 'usually'
+  /** Share of its module's sessions that read it (0 to 1). */
+  share: number
+  /** Sessions that read it. */
+  sessions: number
+  /** Sessions that read anything in its module. */
+  moduleSessions: number
+  /** Its estimated tokens. */
+  tokens: number
+  /** Its text (with `withContent`). */
+  content?: string
+}
+
+/** A frequently read file left out of a prefetch plan. */
+export interface PrefetchOmitted {
+  /** Relative to the project root. */
+  path: string
+  /** Its tier. */
+  tier: 'always' | 'usually'
+  /**
+   * `budget`: it does not fit the budget left; `max_files`: the plan is full; `missing`:
+   * deleted or no longer indexed; `unreadable`: binary, too large or not UTF-8.
+   */
+  reason: 'budget' | 'max_files' | 'missing' | 'unreadable'
+}
+
+/** The files to load before a coding session starts, in loading order. */
+export interface PrefetchPlan {
+  /** The planned files: the `always` tier, then `usually`, each by share. */
+  files: Array<PrefetchFile>
+  /** Tiered files left out, in the order they were considered. */
+  omitted: Array<PrefetchOmitted>
+  /** Tokens the planned files use. */
+  usedTokens: number
+  /** The budget packed to. */
+  budgetTokens: number
+}
+
+/** What `prefetchPlan()` is asked for. */
+export interface PrefetchPlanOptions {
+  /**
+   * Module directories (`'src/auth/'`) the session will work in, relative to the project
+   * root (at most 50); none: the whole project.
+   */
+  modules?: Array<string>
+  /** Tokens the planned files may use (1 to 1,000,000; default 32,000). */
+  budgetTokens?: number
+  /** Most files (1 to 200; default 12). */
+  maxFiles?: number
+  /**
+   * Read each planned file's text from the project root into `content` (needs a handle
+   * opened with `projectRoot`).
+   */
+  withContent?: boolean
+}
+
 /** Options of `prune` (besides `signal`). */
 export interface PruneOptions {
   /** Days a forgotten memory, or an orphan node, is kept before deletion (default 30). */
@@ -2826,6 +2910,11 @@ export interface SearchHit {
   score: number
   /** Every query term matched (false for hits added by the OR fallback). */
   matchedAll: boolean
+  /**
+   * The query this hit was found with, when it was the typo-corrected one
+   * (`dokcer compose` -> `docker* compose`).
+   */
+  correctedQuery?: string
 }
 
 /** `memory:search`: the agent searched memory. */
@@ -2863,6 +2952,12 @@ export interface SearchOptions {
   minConfidence?: number
   /** Include forgotten memories. */
   includeForgotten?: boolean
+  /**
+   * When fewer than half of `limit` hits match every term, search once more with the
+   * words no index holds corrected to the closest indexed ones (`dokcer` -> `docker`,
+   * `confgurations` -> `configur*`); those hits carry `correctedQuery` (default true).
+   */
+  typo?: boolean
 }
 
 /** `memory:session-complete`: the loop ended. */
@@ -2892,6 +2987,11 @@ export interface SessionContext {
   handoff?: SessionHandoff
   /** Candidates left out because they did not fit the budget. */
   omitted: number
+  /**
+   * Build sessions: the prefetch plan's files listed in the text (paths, no content; see
+   * `prefetchPlan()` to load them).
+   */
+  files: Array<PrefetchFile>
 }
 
 /** What `sessionContext()` is asked for. */

@@ -309,6 +309,17 @@ test('health and sessions', async (t) => {
   assert.ok(one.stdout.includes('learned [Memory #'))
 })
 
+test('search says what it searched for when it corrected a misspelt word', (t) => {
+  const root = project(t)
+  runJson(root, ['remember', 'Run migrations before seeding the database', '--tags', 'db'])
+  const r = run(root, ['search', 'migratons', 'seeding'])
+  assert.equal(r.code, 0, r.stderr)
+  assert.match(r.stdout, /\(also searched for: migrat\* seeding\)/)
+  assert.match(r.stdout, /\(corrected\)[^]*Run migrations before seeding/)
+  const [hit] = runJson(root, ['search', 'migratons', 'seeding'])
+  assert.equal(hit.correctedQuery, 'migrat* seeding')
+})
+
 test('--json gives one JSON document on stdout for every command', (t) => {
   const root = project(t)
   const { memory } = runJson(root, ['remember', 'Run migrations before seeding', '--tags', 'db'])

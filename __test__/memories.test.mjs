@@ -78,6 +78,26 @@ test('duplicates reinforce; secrets never reach storage', async (t) => {
   assert.equal((await db.search('hunter2')).length, 0)
 })
 
+test('a misspelt search word is corrected to the indexed one, and the hit says so', async (t) => {
+  const dir = tempDir(t)
+  const db = await Engram.open({ path: join(dir, 'memory.db') })
+  t.after(() => db.close())
+  await db.rememberMany([
+    { type: 'gotcha', content: 'Docker networking: containers resolve each other by service name' },
+    { type: 'pattern', content: 'Configuration is read from the XDG config directory' },
+  ])
+  const [hit, ...rest] = await db.search('dokcer networking')
+  assert.match(hit.memory.content, /^Docker networking/)
+  assert.equal(hit.correctedQuery, 'docker* networking')
+  assert.equal(rest.length, 0)
+  const [inflected] = await db.search('confgurations')
+  assert.match(inflected.memory.content, /^Configuration/)
+  assert.equal(inflected.correctedQuery, 'configur*')
+  assert.deepEqual(await db.search('confgurations', { typo: false }), [])
+  const [exact] = await db.search('docker')
+  assert.equal(exact.correctedQuery, undefined)
+})
+
 test('hostile search text is always a valid query', async (t) => {
   const dir = tempDir(t)
   const db = await Engram.open({ path: join(dir, 'memory.db') })

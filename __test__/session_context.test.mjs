@@ -29,7 +29,7 @@ function fullSession(db, prefix) {
 test('sessionContext packs pinned and relevant memories with labels, ids and citations', async (t) => {
   const { db } = await project(t)
   const empty = await db.sessionContext()
-  assert.deepEqual(empty, { text: '', tokens: 0, budgetTokens: 2000, memories: [], handoff: null, omitted: 0 })
+  assert.deepEqual(empty, { text: '', tokens: 0, budgetTokens: 2000, memories: [], handoff: null, omitted: 0, files: [] })
 
   const pinned = await db.remember({ type: 'decision', content: 'Pool sizes come from config, never from code', pinned: true, confidence: 0.5 })
   const gotcha = await db.remember({ type: 'gotcha', content: 'acquire() caps the pool at ten connections', relatedFiles: ['src/db/pool.ts'], confidence: 0.95 })
@@ -89,4 +89,55 @@ test('augmentToolResult appends unseen pitfalls once, and never what the session
   await rejectsWithCode(assert, reader.augmentToolResult('Read', 'src/db/pool.ts'), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, reader.augmentToolResult(undefined, {}), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, reader.augmentToolResult('Read', {}, 42), 'ENGRAM_INVALID_ARG')
+})
+
+/** `n` finalized observed sessions, the i-th reading `files(i)`. */
+async function readSessions(db, prefix, n, files) {
+  for (let i = 0; i < n; i++) {
+    const s = db.observe({ sessionId: `${prefix}-${i}` })
+    files(i).forEach((file, step) => s.observe({ type: 'memory:tool-call', toolName: 'Read', args: { file_path: file }, stepIndex: step + 1 }))
+    await s.finalize('success')
+  }
+}
+
+test('prefetchPlan tiers the files past sessions read, with contents, and sessionContext lists them', async (t) => {
+  const { db, root } = await project(t)
+  writeFileSync(join(root, 'src', 'db', 'schema.ts'), 'export const tables = ["users"]\n')
+  writeFileSync(join(root, 'src', 'db', 'seed.ts'), 'export const rows = 3\n')
+  await db.index()
+  // pool.ts in 4 of 4 sessions, schema.ts in 3 (75%: second tier), seed.ts in 2 (too few).
+  await readSessions(db, 'db', 4, (i) => ['src/db/pool.ts', ...(i < 3 ? ['src/db/schema.ts'] : []), ...(i < 2 ? ['src/db/seed.ts'] : [])])
+
+  const plan = await db.prefetchPlan({ modules: ['src/db'], withContent: true })
+  assert.deepEqual(plan.files.map((f) => [f.path, f.tier, f.sessions, f.moduleSessions]), [
+    ['src/db/pool.ts', 'always', 4, 4],
+    ['src/db/schema.ts', 'usually', 3, 4],
+  ])
+  assert.equal(plan.files[1].content, 'export const tables = ["users"]\n')
+  assert.equal(plan.files[1].share, 0.75)
+  assert.equal(plan.usedTokens, plan.files[0].tokens + plan.files[1].tokens)
+  assert.deepEqual(plan.omitted, [])
+  assert.equal(plan.budgetTokens, 32000)
+
+  const one = await db.prefetchPlan({ maxFiles: 1 })
+  assert.deepEqual(one.omitted, [{ path: 'src/db/schema.ts', tier: 'usually', reason: 'max_files' }])
+  assert.equal(one.files[0].content, undefined)
+
+  const c = await db.sessionContext({ modules: ['src/db/'] })
+  assert.deepEqual(c.files.map((f) => f.path), ['src/db/pool.ts', 'src/db/schema.ts'])
+  assert.match(c.text, /## Files usually read first in these modules\n- `src\/db\/pool.ts` \(read in 4 of 4 sessions in `src\/db\/`\)/)
+
+  for (const [options, pattern] of [
+    [{ budgetTokens: 0 }, /budgetTokens must be between 1 and 1000000/],
+    [{ maxFiles: -1 }, /maxFiles/],
+    [{ maxFile: 3 }, /maxFile/],
+    [{ modules: ['../x/'] }, /modules: .*escapes the project root/],
+    [{ withContent: 'yes' }, /withContent/],
+  ]) {
+    await assert.rejects(db.prefetchPlan(options), (err) => {
+      assert.equal(err.code, 'ENGRAM_INVALID_ARG', `${JSON.stringify(options)}: ${err.code} ${err.message}`)
+      assert.match(err.message, pattern)
+      return true
+    })
+  }
 })

@@ -447,11 +447,14 @@ async function main(argv) {
         const hits = await db.search(query, { limit: number(values.limit, 'limit'), types })
         if (json) console.log(JSON.stringify(hits))
         else if (!hits.length) console.log('no matches')
-        else
+        else {
+          const corrected = hits.find((h) => h.correctedQuery)?.correctedQuery
+          if (corrected) console.log(`(also searched for: ${corrected})`)
           for (const h of hits) {
-            process.stdout.write(`${h.score.toFixed(3)}${h.matchedAll ? '' : ' (partial)'}  `)
+            process.stdout.write(`${h.score.toFixed(3)}${h.matchedAll ? '' : ' (partial)'}${h.correctedQuery ? ' (corrected)' : ''}  `)
             printMemory(h.memory)
           }
+        }
         return 0
       }
       case 'list': {

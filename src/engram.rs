@@ -413,6 +413,16 @@ impl Engram {
         crate::agent::session_context::build(self, request).await
     }
 
+    /// The coder's prefetch plan (injection point 2): the files past sessions in these
+    /// modules read in more than 80%, then more than 50% of their module's sessions, packed
+    /// into a token budget (see `agent::prefetch`).
+    pub async fn prefetch_plan(
+        &self,
+        request: crate::agent::prefetch::PrefetchRequest,
+    ) -> Result<crate::agent::prefetch::PrefetchPlan> {
+        crate::agent::prefetch::plan(&self.ctx(), request).await
+    }
+
     /// The observer session `session_id` open in this engine, if any.
     pub(crate) fn open_session(&self, session_id: &str) -> Option<Arc<crate::observer::Session>> {
         self.engine.sessions.get(&self.project_id, session_id)
@@ -498,9 +508,16 @@ impl Engram {
         memory::list(&self.ctx(), filter).await
     }
 
-    /// BM25 keyword search over memories.
+    /// BM25 keyword search over memories; misspelt words are corrected when exact search
+    /// finds too little (`SearchOptions::typo`).
     pub async fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
-        memory::search(&self.ctx(), query, options).await
+        crate::retrieval::typo::search_memories(
+            &self.ctx(),
+            &self.engine.vocabulary,
+            query,
+            options,
+        )
+        .await
     }
 
     /// Counts over the project's memories.

@@ -903,3 +903,74 @@ async fn deleting_a_file_marks_the_memories_on_it_stale() {
     let kept = e.get(&kept.id).await.unwrap();
     assert!(kept.stale_at.is_none() && !kept.needs_review, "{kept:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_long_after_a_memory_flags_it_for_review() {
+    use std::time::{Duration, SystemTime};
+    let (dir, e) = indexed("ts").await;
+    let root = dir.path().join("project");
+    let on_file = |content: &str, file: &str| {
+        let mut input = RememberInput::new(MemoryType::Gotcha, content);
+        input.related_files = vec![file.into()];
+        input
+    };
+    let late = e
+        .remember(on_file("formatDate drops the time zone", "src/util.ts"))
+        .await
+        .unwrap()
+        .memory;
+    let soon = e
+        .remember(on_file(
+            "the app entry reads the config once",
+            "src/main.ts",
+        ))
+        .await
+        .unwrap()
+        .memory;
+    assert!(!late.needs_review && !soon.needs_review);
+    let day = Duration::from_secs(86_400);
+    let edit = |file: &str, after: Duration, change: bool| {
+        let path = root.join(file);
+        if change {
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, format!("// edited\n{text}")).unwrap();
+        }
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(SystemTime::now() + after)
+            .unwrap();
+    };
+    // Edited 31 days after its memory, 10 days after; a file touched but not changed.
+    edit("src/util.ts", 31 * day, true);
+    edit("src/main.ts", 10 * day, true);
+    let untouched = e
+        .remember(on_file("other holds the leftovers", "src/other.ts"))
+        .await;
+    let untouched = untouched.unwrap().memory;
+    edit("src/other.ts", 60 * day, false);
+
+    let summary = e
+        .index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.memories_flagged_for_review, 1, "{summary:?}");
+    let late = e.get(&late.id).await.unwrap();
+    assert!(late.needs_review && late.stale_at.is_none(), "{late:?}");
+    assert!(!e.get(&soon.id).await.unwrap().needs_review);
+    assert!(!e.get(&untouched.id).await.unwrap().needs_review);
+    // Reviewed (written again): an edit soon after it flags nothing.
+    let reviewed = engram::memory::MemoryPatch {
+        needs_review: Some(false),
+        ..Default::default()
+    };
+    e.update(&late.id, reviewed).await.unwrap();
+    edit("src/util.ts", 5 * day, true);
+    let summary = e
+        .index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.memories_flagged_for_review, 0);
+    assert!(!e.get(&late.id).await.unwrap().needs_review);
+}

@@ -233,6 +233,62 @@ async fn the_or_fill_skips_words_in_more_than_a_thousand_memories() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn misspelt_words_are_corrected_when_exact_search_finds_too_little() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open(&dir).await;
+    let texts = [
+        "Docker compose needs the host network for the test database",
+        "Configuration files are loaded from the XDG config directory",
+        "Compose files are validated before the deploy step",
+    ];
+    e.remember_many(texts.iter().map(|t| gotcha(t)).collect())
+        .await
+        .unwrap();
+
+    // One edit away from an indexed word: the AND finds nothing, the correction finds it,
+    // ahead of the partial match the OR fill brings.
+    let hits = e
+        .search("dokcer compose", &SearchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(hits[0].memory.content, texts[0], "{hits:?}");
+    assert_eq!(hits[0].corrected_query.as_deref(), Some("docker* compose"));
+    assert!(hits[0].matched_all);
+    assert!(
+        hits.iter()
+            .any(|h| h.memory.content == texts[2] && !h.matched_all),
+        "the partial hit stays, after: {hits:?}"
+    );
+
+    // An inflected misspelling meets the stem the index holds.
+    let hits = e
+        .search("confgurations", &SearchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].memory.content, texts[1]);
+    assert_eq!(hits[0].corrected_query.as_deref(), Some("configur*"));
+
+    // Off, and never for words the index holds or enough exact hits.
+    let exact = SearchOptions {
+        typo: false,
+        ..Default::default()
+    };
+    assert!(e.search("confgurations", &exact).await.unwrap().is_empty());
+    let hits = e
+        .search("compose", &SearchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().all(|h| h.corrected_query.is_none()));
+    assert!(e
+        .search("zqxwvy", &SearchOptions::default())
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn search_ranks_and_survives_hostile_queries() {
     let dir = tempfile::tempdir().unwrap();
     let e = open(&dir).await;

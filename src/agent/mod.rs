@@ -7,7 +7,13 @@
 //!   and user-taught memories, memories for the task and modules, workflow recipes, stale
 //!   warnings), packed into a token budget with citations.
 //!
+//! - [`prefetch`]: the coder's predictive prefetch plan, the files past sessions in these
+//!   modules read (two frequency tiers), packed into a token budget.
+//! - [`modules`]: how every builder checks and normalises the module directories it is given.
+//!
 //! Injection point 3 (gotchas appended to a file tool's result) lives with the step injection
 //! it shares its trigger with: `retrieval::injection::for_tool_result`.
 
+pub mod modules;
+pub mod prefetch;
 pub mod session_context;

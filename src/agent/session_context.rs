@@ -17,6 +17,9 @@
 //! 5. **Workflow recipes**: for the task when there is one, else the most confident.
 //! 6. **Possibly outdated**: memories marked stale (their code changed), those in the modules
 //!    first, so the agent verifies them before relying on them.
+//! 7. **Files usually read first** (build sessions): the prefetch plan's paths for the
+//!    modules (`agent::prefetch`), so the agent opens them without searching; the app loads
+//!    their contents itself with `prefetch_plan` when it wants them in the first message.
 //!
 //! A memory appears once, in its first section. An item that does not fit the remaining budget
 //! is left out and counted in [`SessionContext::omitted`]; later, smaller items may still fit.
@@ -35,15 +38,18 @@ use crate::lifecycle::decay::current_confidence;
 use crate::memory::rows::{from_row, SELECT_M};
 use crate::memory::{self, ListFilter, ListOrder, Memory, MemorySource, MemoryType};
 use crate::observer::SessionType;
+
+use super::prefetch::{self, PrefetchFile, PrefetchRequest};
 use crate::retrieval::request::{RecallFilters, RecallRequest, Stages, MAX_BUDGET_TOKENS};
 use crate::retrieval::scoring::Phase;
 use crate::vector::ItemKind;
 use crate::Engram;
 
+/// The heading of the prefetched files' section.
+const FILES_HEADING: &str = "## Files usually read first in these modules";
+
 /// Tokens the context may use when the request names no budget (the Yaad seed's "~2K").
 pub const DEFAULT_BUDGET_TOKENS: u32 = 2_000;
-/// Most modules a request may name.
-pub const MAX_MODULES: usize = 50;
 /// Most candidates per section (pinned, relevant); the budget usually ends a section sooner.
 const SECTION_LIMIT: u32 = 20;
 /// Most workflow recipes and stale warnings.
@@ -171,6 +177,8 @@ pub struct SessionContext {
     pub handoff: Option<Handoff>,
     /// Candidates left out because they did not fit.
     pub omitted: u32,
+    /// The prefetch plan's files listed in the text (build sessions), in its order.
+    pub files: Vec<PrefetchFile>,
 }
 
 /// Builds the session-start context for `request` (see the module doc).
@@ -211,7 +219,16 @@ pub(crate) async fn build(
         candidates.push((Section::Stale, memory));
     }
 
-    let packed = pack(candidates, handoff, budget);
+    let files = if request.session_type.unwrap_or(SessionType::Build) == SessionType::Build {
+        let plan = PrefetchRequest {
+            modules: request.modules.clone(),
+            ..PrefetchRequest::default()
+        };
+        prefetch::plan(&ctx, plan).await?.files
+    } else {
+        Vec::new()
+    };
+    let packed = pack(candidates, handoff, files, budget);
     if let Some(session_id) = request.session_id.as_deref() {
         let ids: Vec<String> = packed
             .memories
@@ -239,26 +256,7 @@ fn validated(handle: &Engram, mut request: SessionContextRequest) -> Result<Sess
             )));
         }
     }
-    if request.modules.len() > MAX_MODULES {
-        return Err(Error::invalid(format!(
-            "modules has {} entries; at most {MAX_MODULES} are accepted",
-            request.modules.len()
-        )));
-    }
-    let mut modules = Vec::with_capacity(request.modules.len());
-    for module in &request.modules {
-        // The root itself holds every file: no module filter is what that means.
-        if names_the_root(module, handle.project_root()) {
-            continue;
-        }
-        let relative = memory::input::confine_path(module, handle.project_root())
-            .map_err(|e| Error::invalid(format!("modules: {e}")))?;
-        let normalised = format!("{}/", relative.trim_end_matches('/'));
-        if !modules.contains(&normalised) {
-            modules.push(normalised);
-        }
-    }
-    request.modules = modules;
+    request.modules = super::modules::normalised(&request.modules, handle.project_root())?;
     if let Some(budget) = request.budget_tokens {
         if budget == 0 || budget > MAX_BUDGET_TOKENS {
             return Err(Error::invalid(format!(
@@ -271,22 +269,6 @@ fn validated(handle: &Engram, mut request: SessionContextRequest) -> Result<Sess
         .validator()
         .opt_id("sessionId", request.session_id.as_deref())?;
     Ok(request)
-}
-
-/// Whether `module` is the project root itself (`.`, `./`, or the root's absolute path).
-fn names_the_root(module: &str, root: Option<&std::path::Path>) -> bool {
-    use std::path::{Component, Path};
-    let path = Path::new(module);
-    let relative = match root {
-        Some(root) if path.is_absolute() => match path.strip_prefix(root) {
-            Ok(rest) => rest,
-            Err(_) => return false,
-        },
-        _ => path,
-    };
-    relative
-        .components()
-        .all(|c| matches!(c, Component::CurDir))
 }
 
 /// The phase a session of this type ranks its memories for.
@@ -677,6 +659,7 @@ impl Packer {
 fn pack(
     candidates: Vec<(Section, Memory)>,
     mut handoff: Option<Handoff>,
+    files: Vec<PrefetchFile>,
     budget: u32,
 ) -> SessionContext {
     let mut packer = Packer {
@@ -706,6 +689,21 @@ fn pack(
         }
     }
     add_handoff(&mut packer, &mut handoff);
+    let mut shown_files = Vec::new();
+    for file in files {
+        let line = format!(
+            "- `{}` (read in {} of {} sessions in `{}`)\n",
+            file.path, file.sessions, file.module_sessions, file.module
+        );
+        let block = if shown_files.is_empty() {
+            format!("\n{FILES_HEADING}\n{line}")
+        } else {
+            line
+        };
+        if packer.add(&block) {
+            shown_files.push(file);
+        }
+    }
     SessionContext {
         tokens: tokens_of(&packer.text),
         text: packer.text,
@@ -713,6 +711,7 @@ fn pack(
         memories: packer.memories,
         handoff: shown_handoff,
         omitted: packer.omitted,
+        files: shown_files,
     }
 }
 

@@ -23,6 +23,7 @@ use crate::clock::Clock;
 use crate::error::{DbContext, Error, Result};
 use crate::graph::code_layer::{self, SyncScope};
 use crate::graph::GraphSyncSummary;
+use crate::memory;
 use crate::store::{begin_write, Store};
 
 /// Ignored in every project unless `use_default_ignores` is off (gitignore syntax).
@@ -148,6 +149,9 @@ pub struct IndexSummary {
     pub removed_paths: Vec<String>,
     /// What the structural graph sync changed.
     pub graph: GraphSyncSummary,
+    /// Memories on files this run found edited more than 30 days after the memory was last
+    /// written, flagged for review (`memory::review`).
+    pub memories_flagged_for_review: u64,
 }
 
 /// Problems and paths listed in a summary, at most.
@@ -695,6 +699,15 @@ async fn write(
         .collect();
     touched.add_replaced(store::symbol_names_of(&tx, &replaced).await?);
     let written = store::write_batch(&tx, ctx.project_id, batch, now).await?;
+    // Files whose content changed since their last index: memories on them written long
+    // before the edit go back to review.
+    let edits: Vec<(&str, i64)> = batch
+        .iter()
+        .filter(|f| !f.unchanged && f.existing_id.is_some())
+        .filter_map(|f| Some((f.path.as_str(), f.mtime_ns? / 1_000_000)))
+        .collect();
+    summary.memories_flagged_for_review +=
+        memory::review::flag_after_late_edits(&tx, ctx.project_id, &edits).await?;
     super::pending::mark(&tx, ctx.project_id, &touched.run, now).await?;
     tx.commit().await.ctx("committing an index batch")?;
     summary.chunks += written.chunks;

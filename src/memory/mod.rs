@@ -29,6 +29,8 @@
 //!   one insert trigger per column, each guarded by a WHEN, so a memory with empty lists costs
 //!   nothing (one compound `json_each` query per insert cost ~30 us).
 //!
+//! `review` raises review flags for memories on files edited long after them (for the indexer).
+//!
 //! The lifecycle's columns and tables, the observer's, sync's and the vectors' are described by
 //! their modules (`lifecycle`, `observer`, `sync`, `vector::store`).
 
@@ -37,6 +39,7 @@ pub mod input;
 pub mod model;
 pub mod privacy;
 mod read;
+pub mod review;
 pub(crate) mod rows;
 pub(crate) mod scrub;
 mod search;
@@ -49,7 +52,7 @@ pub use model::{
     WorkUnitRef,
 };
 pub use read::{ListFilter, ListOrder, MemoryVersion, Stats};
-pub use search::{SearchHit, SearchMode, SearchOptions};
+pub use search::{SearchHit, SearchMode, SearchOptions, DEFAULT_SEARCH_LIMIT};
 pub use write::Remembered;
 
 pub(crate) use read::{attached_to_files, get, get_many, history, list, stats, triggered};

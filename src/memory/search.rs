@@ -42,7 +42,7 @@ impl SearchMode {
 }
 
 /// Options of `search`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SearchOptions {
     /// Maximum hits (default 10, at most 200).
     pub limit: Option<u32>,
@@ -50,6 +50,21 @@ pub struct SearchOptions {
     pub mode: SearchMode,
     /// The same filters as `list` (order, limit and offset of the filter are ignored).
     pub filter: ListFilter,
+    /// When fewer than half of `limit` hits match every term, search once more with the words
+    /// no index holds corrected to the closest indexed terms (default true). Applied by the
+    /// handle's `search` (`retrieval::typo`), which knows the code index's words too.
+    pub typo: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            limit: None,
+            mode: SearchMode::default(),
+            filter: ListFilter::default(),
+            typo: true,
+        }
+    }
 }
 
 /// One search result.
@@ -61,6 +76,8 @@ pub struct SearchHit {
     pub score: f64,
     /// True when every query term matched (the AND pass), false for OR-fallback hits.
     pub matched_all: bool,
+    /// The query this hit was found with, when that was the typo-corrected one.
+    pub corrected_query: Option<String>,
 }
 
 /// Default number of hits.
@@ -299,5 +316,6 @@ fn hit_from_row(row: &libsql::Row) -> Result<SearchHit> {
         memory: from_row(row)?,
         score: -bm25,
         matched_all: false,
+        corrected_query: None,
     })
 }

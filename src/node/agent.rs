@@ -1,5 +1,6 @@
-//! The agent-loop builders' JS surface: `Engram.sessionContext()` (injection points 1 and 2)
-//! and `ObserverSession.augmentToolResult()` (injection point 3). Options are checked here;
+//! The agent-loop builders' JS surface: `Engram.sessionContext()` (injection points 1 and 2),
+//! `Engram.prefetchPlan()` (the coder's files for injection point 2) and
+//! `ObserverSession.augmentToolResult()` (injection point 3). Options are checked here;
 //! results cross as JSON (see `json.rs`).
 
 use napi::bindgen_prelude::*;
@@ -9,7 +10,9 @@ use super::args::{optional_object, required};
 use super::class::{live_handle, Engram};
 use super::json::{promise_json, JsonText};
 use super::observer::{read_tool_target, ObserverSession};
+use super::strict::Count;
 use super::types::Memory;
+use crate::agent::prefetch;
 use crate::agent::session_context as core;
 use crate::error::Error as CoreError;
 use crate::observer::SessionType;
@@ -103,6 +106,9 @@ pub struct SessionContext {
     pub handoff: Option<SessionHandoff>,
     /// Candidates left out because they did not fit the budget.
     pub omitted: u32,
+    /// Build sessions: the prefetch plan's files listed in the text (paths, no content; see
+    /// `prefetchPlan()` to load them).
+    pub files: Vec<PrefetchFile>,
 }
 
 /// What `augmentToolResult()` adds to a tool's result.
@@ -117,6 +123,121 @@ pub struct ToolResultAugmentation {
     pub result: String,
     /// The memories in it.
     pub memories: Vec<Memory>,
+}
+
+/// What `prefetchPlan()` is asked for.
+#[napi(object, object_to_js = false)]
+pub struct PrefetchPlanOptions {
+    /// Module directories (`'src/auth/'`) the session will work in, relative to the project
+    /// root (at most 50); none: the whole project.
+    pub modules: Option<Vec<String>>,
+    /// Tokens the planned files may use (1 to 1,000,000; default 32,000).
+    #[napi(ts_type = "number")]
+    pub budget_tokens: Option<Count>,
+    /// Most files (1 to 200; default 12).
+    #[napi(ts_type = "number")]
+    pub max_files: Option<Count>,
+    /// Read each planned file's text from the project root into `content` (needs a handle
+    /// opened with `projectRoot`).
+    pub with_content: Option<bool>,
+}
+
+/// A file of a prefetch plan.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrefetchFile {
+    /// Relative to the project root.
+    pub path: String,
+    /// Its module (directory, `/`-terminated).
+    pub module: String,
+    /// `always`: read in more than 80% of its module's past sessions; `usually`: more than 50%.
+    #[napi(ts_type = "'always' | 'usually'")]
+    pub tier: String,
+    /// Share of its module's sessions that read it (0 to 1).
+    pub share: f64,
+    /// Sessions that read it.
+    pub sessions: u32,
+    /// Sessions that read anything in its module.
+    pub module_sessions: u32,
+    /// Its estimated tokens.
+    pub tokens: u32,
+    /// Its text (with `withContent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// A frequently read file left out of a prefetch plan.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrefetchOmitted {
+    /// Relative to the project root.
+    pub path: String,
+    /// Its tier.
+    #[napi(ts_type = "'always' | 'usually'")]
+    pub tier: String,
+    /// `budget`: it does not fit the budget left; `max_files`: the plan is full; `missing`:
+    /// deleted or no longer indexed; `unreadable`: binary, too large or not UTF-8.
+    #[napi(ts_type = "'budget' | 'max_files' | 'missing' | 'unreadable'")]
+    pub reason: String,
+}
+
+/// The files to load before a coding session starts, in loading order.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrefetchPlan {
+    /// The planned files: the `always` tier, then `usually`, each by share.
+    pub files: Vec<PrefetchFile>,
+    /// Tiered files left out, in the order they were considered.
+    pub omitted: Vec<PrefetchOmitted>,
+    /// Tokens the planned files use.
+    pub used_tokens: u32,
+    /// The budget packed to.
+    pub budget_tokens: u32,
+}
+
+fn prefetch_request(options: Option<PrefetchPlanOptions>) -> prefetch::PrefetchRequest {
+    let Some(o) = options else {
+        return prefetch::PrefetchRequest::default();
+    };
+    prefetch::PrefetchRequest {
+        modules: o.modules.unwrap_or_default(),
+        budget_tokens: o.budget_tokens.map(u32::from),
+        max_files: o.max_files.map(u32::from),
+        with_content: o.with_content.unwrap_or(false),
+    }
+}
+
+fn prefetch_file(f: prefetch::PrefetchFile) -> PrefetchFile {
+    PrefetchFile {
+        path: f.path,
+        module: f.module,
+        tier: f.tier.as_str().to_owned(),
+        share: f.share,
+        sessions: f.sessions,
+        module_sessions: f.module_sessions,
+        tokens: f.tokens,
+        content: f.content,
+    }
+}
+
+fn prefetch_result(plan: prefetch::PrefetchPlan) -> PrefetchPlan {
+    PrefetchPlan {
+        files: plan.files.into_iter().map(prefetch_file).collect(),
+        omitted: plan
+            .omitted
+            .into_iter()
+            .map(|o| PrefetchOmitted {
+                path: o.path,
+                tier: o.tier.as_str().to_owned(),
+                reason: o.reason.as_str().to_owned(),
+            })
+            .collect(),
+        used_tokens: plan.used_tokens,
+        budget_tokens: plan.budget_tokens,
+    }
 }
 
 fn section_name(section: core::Section) -> &'static str {
@@ -189,6 +310,7 @@ fn result(c: core::SessionContext) -> SessionContext {
             text: h.text,
         }),
         omitted: c.omitted,
+        files: c.files.into_iter().map(prefetch_file).collect(),
     }
 }
 
@@ -224,6 +346,39 @@ impl Engram {
             env,
             async move { handle.session_context(request).await },
             result,
+        )
+    }
+}
+
+#[napi]
+impl Engram {
+    /// The coder's prefetch plan (the seed's predictive pre-loading, for injection point 2):
+    /// the files past observed sessions in `modules` read in more than 80% (`always`, first)
+    /// or more than 50% (`usually`) of their module's sessions, at least 3 sessions each,
+    /// packed into `budgetTokens` (default 32,000) and `maxFiles` (default 12). Files deleted
+    /// since, or too big for the budget left, are listed in `omitted` with the reason.
+    ///
+    /// ```ts
+    /// const plan = await memory.prefetchPlan({ modules: ['src/auth/'], withContent: true })
+    /// const first = plan.files.map((f) => `// ${f.path}\n${f.content}`).join('\n\n')
+    /// ```
+    #[napi(
+        ts_args_type = "options?: PrefetchPlanOptions",
+        ts_return_type = "Promise<PrefetchPlan>"
+    )]
+    pub fn prefetch_plan<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let options: Option<PrefetchPlanOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let request = prefetch_request(options);
+        promise_json(
+            env,
+            async move { handle.prefetch_plan(request).await },
+            prefetch_result,
         )
     }
 }

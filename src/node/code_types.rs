@@ -113,6 +113,9 @@ pub struct IndexSummary {
     pub removed_paths: Vec<String>,
     /// What the run changed in the knowledge graph.
     pub graph: GraphSyncSummary,
+    /// Memories on files this run found edited more than 30 days after the memory was last
+    /// written: flagged for review (`needsReview`), still in use.
+    pub memories_flagged_for_review: u32,
     /// What `deriveRelations` wrote for the modules the run changed (absent when it was not
     /// given, nothing changed, or it failed).
     pub derived_relations: Option<DerivedSummary>,
@@ -172,6 +175,7 @@ impl From<core::IndexSummary> for IndexSummary {
                 graph_nodes_marked_stale: s.graph.graph_nodes_marked_stale as u32,
                 edges_marked_stale: s.graph.edges_marked_stale as u32,
             },
+            memories_flagged_for_review: s.memories_flagged_for_review as u32,
             derived_relations: None,
             derived_relations_error: None,
             problems: s

@@ -701,7 +701,7 @@ macro_rules! strict_objects {
     };
 }
 
-use super::agent::SessionContextOptions;
+use super::agent::{PrefetchPlanOptions, SessionContextOptions};
 use super::agent_file_types::{ExportAgentFileOptions, ImportAgentFilesOptions};
 use super::code_types::{CodeSearchOptions, IndexOptions, WatchOptions};
 use super::consolidate::ConsolidateOptions;
@@ -767,7 +767,7 @@ strict_objects! {
     }
     SearchOptions {
         limit, mode, types, scopes, sources, share_scopes, tags, related_file, min_confidence,
-        include_forgotten,
+        include_forgotten, typo,
     }
     RecallFilters {
         kinds, types, scopes, share_scopes, files, modules, min_confidence, include_stale,
@@ -780,6 +780,7 @@ strict_objects! {
     AgentToolCall { tool, file_path, pattern }
     StepContext { tool_calls, injected_ids, session_id }
     SessionContextOptions { session_type, task, modules, budget_tokens, session_id }
+    PrefetchPlanOptions { modules, budget_tokens, max_files, with_content }
     IndexOptions { ignore, use_default_ignores, max_file_bytes, threads }
     CodeSearchOptions { limit }
     WatchOptions { ignore, use_default_ignores, max_file_bytes, debounce_ms }

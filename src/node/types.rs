@@ -503,6 +503,10 @@ pub struct SearchOptions {
     pub min_confidence: Option<f64>,
     /// Include forgotten memories.
     pub include_forgotten: Option<bool>,
+    /// When fewer than half of `limit` hits match every term, search once more with the
+    /// words no index holds corrected to the closest indexed ones (`dokcer` -> `docker`,
+    /// `confgurations` -> `configur*`); those hits carry `correctedQuery` (default true).
+    pub typo: Option<bool>,
 }
 
 /// One search result.
@@ -516,6 +520,10 @@ pub struct SearchHit {
     pub score: f64,
     /// Every query term matched (false for hits added by the OR fallback).
     pub matched_all: bool,
+    /// The query this hit was found with, when it was the typo-corrected one
+    /// (`dokcer compose` -> `docker* compose`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrected_query: Option<String>,
 }
 
 /// A state of a memory in its history.
@@ -811,6 +819,7 @@ impl SearchOptions {
                 include_forgotten: self.include_forgotten.unwrap_or(false),
                 ..Default::default()
             },
+            typo: self.typo.unwrap_or(true),
         })
     }
 }
@@ -821,6 +830,7 @@ impl From<core::SearchHit> for SearchHit {
             memory: h.memory.into(),
             score: h.score,
             matched_all: h.matched_all,
+            corrected_query: h.corrected_query,
         }
     }
 }

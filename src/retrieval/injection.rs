@@ -250,6 +250,8 @@ async fn known_answer(
             limit: Some(5),
             mode: SearchMode::All,
             filter: ListFilter::default(),
+            // A grep pattern names what it wants exactly: a near word answers something else.
+            typo: false,
         };
         let hits = handle.search(&words, &options).await?;
         if let Some(hit) = hits.into_iter().find(|h| {

@@ -21,6 +21,7 @@ use super::query_kind::{self, QueryKind};
 use super::request::{under_any, RecallFilters, RecallRequest};
 use super::scoring::{current_confidence, memory_factor};
 use super::term_counts::TermCounts;
+use super::typo;
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
@@ -428,7 +429,11 @@ async fn keyword_path(
     let mut out = keyword_lists(handle, &request.query, filters, scope, weight, counts).await?;
     let found: usize = out.lists.iter().map(|l| l.items.len()).sum();
     if request.stages.typo && found < TYPO_TRIGGER {
-        if let Some(corrected) = corrected_query(handle, &request.query, counts).await? {
+        let ctx = handle.ctx();
+        let vocabulary = &handle.engine().vocabulary;
+        if let Some(corrected) =
+            typo::corrected_query(&ctx, vocabulary, &request.query, counts).await?
+        {
             let more = keyword_lists(handle, &corrected, filters, scope, weight, counts).await?;
             out.lists.extend(more.lists);
             out.rows.chunks.extend(more.rows.chunks);
@@ -438,54 +443,6 @@ async fn keyword_path(
     }
     out.micros = micros(started);
     Ok(out)
-}
-
-/// `query` with every word that neither index holds replaced by the closest indexed term (as
-/// a prefix: the terms are stems); `None` when no word needed or found a correction.
-async fn corrected_query(
-    handle: &Engram,
-    query: &str,
-    counts: &mut TermCounts,
-) -> Result<Option<String>> {
-    let Some(parsed) = FtsQuery::parse(query) else {
-        return Ok(None);
-    };
-    let mut reader = handle.engine().store.reader().await;
-    let mut vocabulary = None;
-    let mut changed = false;
-    let mut words = Vec::with_capacity(parsed.positive.len());
-    for (term, expr) in parsed.positive.iter().zip(parsed.term_exprs()) {
-        let plain = !term.phrase && !term.prefix && term.text.chars().all(char::is_alphanumeric);
-        if plain
-            && counts.of(&mut reader, &expr).await? == 0
-            && memory::document_frequency(&mut reader, &expr).await? == 0
-        {
-            if vocabulary.is_none() {
-                let now = handle.engine().clock.now_ms();
-                vocabulary = Some(handle.engine().vocabulary.current(&mut reader, now).await?);
-            }
-            if let Some(fixed) = vocabulary.as_ref().and_then(|v| v.correct(&term.text)) {
-                words.push(format!("{fixed}*"));
-                changed = true;
-                continue;
-            }
-        }
-        words.push(if term.phrase {
-            format!("\"{}\"", term.text)
-        } else if term.prefix {
-            format!("{}*", term.text)
-        } else {
-            term.text.clone()
-        });
-    }
-    for term in &parsed.negative {
-        words.push(format!(
-            "-{}{}",
-            term.text,
-            if term.prefix { "*" } else { "" }
-        ));
-    }
-    Ok(changed.then(|| words.join(" ")))
 }
 
 /// BM25 over chunks (all terms, then any term to fill the depth) and over memories.
@@ -538,6 +495,8 @@ async fn keyword_lists(
                 min_confidence: filters.min_confidence,
                 ..ListFilter::default()
             },
+            // The keyword path corrects the query itself, for chunks and memories alike.
+            typo: false,
         };
         let hits = handle.search(query, &options).await?;
         let memories = hits.into_iter().map(|h| h.memory).collect();

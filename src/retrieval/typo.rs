@@ -10,10 +10,15 @@
 //! stemmer applied to a stem does not always give the stem back.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use rust_stemmers::{Algorithm, Stemmer};
+
+use super::term_counts::TermCounts;
 use crate::error::{DbContext, Result};
+use crate::memory::{self, Ctx};
 use crate::store::Reader;
+use crate::text::fts_query::FtsQuery;
 
 /// Words shorter than this are never corrected (too many terms are one edit away).
 const MIN_WORD_CHARS: usize = 4;
@@ -70,6 +75,97 @@ impl VocabularyCache {
         });
         Ok(vocabulary)
     }
+}
+
+/// Memory search with typo tolerance: the hits of `query`, and when fewer than half of the
+/// page match every term (`Any` mode: fewer than half are found), the hits of the corrected
+/// query after the exact ones and before the partial ones, marked with the corrected query.
+pub(crate) async fn search_memories(
+    ctx: &Ctx<'_>,
+    vocabulary: &VocabularyCache,
+    query: &str,
+    options: &memory::SearchOptions,
+) -> Result<Vec<memory::SearchHit>> {
+    let hits = memory::search(ctx, query, options).await?;
+    let limit = options.limit.unwrap_or(memory::DEFAULT_SEARCH_LIMIT) as usize;
+    let good = if options.mode == memory::SearchMode::Any {
+        hits.len()
+    } else {
+        hits.iter().filter(|h| h.matched_all).count()
+    };
+    if !options.typo || good >= (limit / 2).max(1) {
+        return Ok(hits);
+    }
+    let Some(corrected) =
+        corrected_query(ctx, vocabulary, query, &mut TermCounts::default()).await?
+    else {
+        return Ok(hits);
+    };
+    let more = memory::search(ctx, &corrected, options).await?;
+    let (exact, partial): (Vec<_>, Vec<_>) = hits.into_iter().partition(|h| h.matched_all);
+    let mut merged = exact;
+    for mut hit in more {
+        if !merged.iter().any(|h| h.memory.id == hit.memory.id) {
+            hit.corrected_query = Some(corrected.clone());
+            merged.push(hit);
+        }
+    }
+    for hit in partial {
+        if !merged.iter().any(|h| h.memory.id == hit.memory.id) {
+            merged.push(hit);
+        }
+    }
+    merged.truncate(limit);
+    Ok(merged)
+}
+
+/// `query` with every word that neither index holds replaced by the closest indexed term (as
+/// a prefix: the terms are stems); `None` when no word needed or found a correction.
+pub(crate) async fn corrected_query(
+    ctx: &Ctx<'_>,
+    cache: &VocabularyCache,
+    query: &str,
+    counts: &mut TermCounts,
+) -> Result<Option<String>> {
+    let Some(parsed) = FtsQuery::parse(query) else {
+        return Ok(None);
+    };
+    let mut reader = ctx.store.reader().await;
+    let mut vocabulary = None;
+    let mut changed = false;
+    let mut words = Vec::with_capacity(parsed.positive.len());
+    for (term, expr) in parsed.positive.iter().zip(parsed.term_exprs()) {
+        let plain = !term.phrase && !term.prefix && term.text.chars().all(char::is_alphanumeric);
+        if plain
+            && counts.of(&mut reader, &expr).await? == 0
+            && memory::document_frequency(&mut reader, &expr).await? == 0
+        {
+            if vocabulary.is_none() {
+                let now = ctx.clock.now_ms();
+                vocabulary = Some(cache.current(&mut reader, now).await?);
+            }
+            if let Some(fixed) = vocabulary.as_ref().and_then(|v| v.correct(&term.text)) {
+                words.push(format!("{fixed}*"));
+                changed = true;
+                continue;
+            }
+        }
+        words.push(if term.phrase {
+            format!("\"{}\"", term.text)
+        } else if term.prefix {
+            format!("{}*", term.text)
+        } else {
+            term.text.clone()
+        });
+    }
+    for term in &parsed.negative {
+        words.push(format!(
+            "-{}{}",
+            term.text,
+            if term.prefix { "*" } else { "" }
+        ));
+    }
+    Ok(changed.then(|| words.join(" ")))
 }
 
 /// Row counts and largest ids of both indexed tables (any insert or delete changes one) and
@@ -134,10 +230,43 @@ impl Vocabulary {
 
     /// The indexed term closest to `word` (lower-cased), when one is close enough (one edit
     /// for words of up to five characters, two for longer ones) and `word` is not itself one.
+    /// A word too far from every term is tried once more as its English stem, so an inflected
+    /// misspelling meets the stem the index holds (`confgurations` -> `confgur` -> `configur`).
     pub(crate) fn correct(&self, word: &str) -> Option<&str> {
-        let word: Vec<char> = word.to_lowercase().chars().collect();
+        let word = word.to_lowercase();
+        match self.closest(&word) {
+            Closest::Known => None,
+            Closest::Term(term) => Some(term),
+            Closest::Nothing => {
+                let stem = STEMMER.stem(&word);
+                if stem == word {
+                    return None;
+                }
+                match self.closest(&stem) {
+                    // The index holds the stem under the other Porter: searching it finds the word.
+                    Closest::Known => self.term(&stem),
+                    Closest::Term(term) => Some(term),
+                    Closest::Nothing => None,
+                }
+            }
+        }
+    }
+
+    /// `word` as the vocabulary stores it, when it is there.
+    fn term(&self, word: &str) -> Option<&str> {
+        let grams = trigrams(word);
+        let first = self.grams.get(grams.first()?)?;
+        first
+            .iter()
+            .map(|&i| self.terms[i as usize].0.as_str())
+            .find(|term| *term == word)
+    }
+
+    /// The closest indexed term to the lower-cased `word`, or that `word` is indexed itself.
+    fn closest(&self, word: &str) -> Closest<'_> {
+        let word: Vec<char> = word.chars().collect();
         if !(MIN_WORD_CHARS..=MAX_WORD_CHARS).contains(&word.len()) {
-            return None;
+            return Closest::Nothing;
         }
         let max_distance = if word.len() <= 5 { 1 } else { 2 };
         let word_text: String = word.iter().collect();
@@ -161,7 +290,7 @@ impl Vocabulary {
             let (term, docs) = &self.terms[i as usize];
             let chars: Vec<char> = term.chars().collect();
             if chars == word {
-                return None; // an indexed word needs no correction
+                return Closest::Known; // an indexed word needs no correction
             }
             if chars.len().abs_diff(word.len()) > max_distance {
                 continue;
@@ -181,9 +310,23 @@ impl Vocabulary {
                 best = Some((distance, *docs, term));
             }
         }
-        best.map(|(_, _, term)| term)
+        best.map_or(Closest::Nothing, |(_, _, term)| Closest::Term(term))
     }
 }
+
+/// What the vocabulary holds near a word.
+enum Closest<'a> {
+    /// The word itself is indexed.
+    Known,
+    /// The closest indexed term within the allowed edits.
+    Term(&'a str),
+    /// No indexed term is close enough.
+    Nothing,
+}
+
+/// English stems (Porter2) of query words. The index stems with the original Porter, so the
+/// two may differ in a suffix; a correction is searched as a prefix, which absorbs that.
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
 /// The trigrams of `word` padded with two `\0` on each side, so that its ends count.
 fn trigrams(word: &str) -> Vec<[char; 3]> {
@@ -262,6 +405,30 @@ mod tests {
         assert_eq!(v.correct("dbx"), None, "too short to correct");
         assert_eq!(v.correct("zebra"), None);
         assert_eq!(v.correct("dxqwer"), None, "three edits from docker");
+    }
+
+    #[test]
+    fn inflected_misspellings_meet_the_stem_the_index_holds() {
+        let v = Vocabulary::new(
+            [
+                ("configur", 12),
+                ("migrat", 9),
+                ("deploy", 20),
+                ("general", 4),
+            ]
+            .into_iter()
+            .map(|(t, n)| (t.to_owned(), n))
+            .collect(),
+        );
+        assert_eq!(v.correct("confgurations"), Some("configur"));
+        assert_eq!(v.correct("migratons"), Some("migrat"));
+        assert_eq!(v.correct("deplyoing"), Some("deploy"));
+        assert_eq!(
+            v.correct("generalizations"),
+            Some("general"),
+            "the stem itself, when the other Porter left the word unmatched"
+        );
+        assert_eq!(v.correct("zebras"), None, "a stem far from every term");
     }
 
     #[test]
