@@ -91,6 +91,33 @@ export declare class Engram {
    */
   prefetchPlan(options?: PrefetchPlanOptions): Promise<PrefetchPlan>
   /**
+   * The planner's context (the seed's planner injection): task calibrations, dead ends,
+   * causal dependencies, the newest work-unit outcomes and the recipes ranked for `task`,
+   * for the `modules` it will touch, packed into `budgetTokens` (default 3,000), with the
+   * planning transformations as data: `calibration.factor` to multiply subtask estimates
+   * by, `constraints` from dead ends to write into the plan, `scopeFiles` coupled to the
+   * modules to add to its scope.
+   *
+   * ```ts
+   * const p = await memory.plannerContext('add rate limiting to login', { modules: ['src/auth/'] })
+   * const estimate = Math.ceil(subtasks.length * (p.calibration?.factor ?? 1))
+   * ```
+   */
+  plannerContext(task: string, options?: PlannerContextOptions): Promise<PlannerContext>
+  /**
+   * The QA context (the seed's QA injection, before the first browser or test call): the
+   * requirements, end-to-end observations and error patterns of the `modules` under test,
+   * in that order, packed into `budgetTokens` (default 2,000) with citations.
+   *
+   * ```ts
+   * const qa = await memory.qaContext({ modules: ['src/checkout/'] })
+   * const system = `${basePrompt}
+
+  ${qa.text}`
+   * ```
+   */
+  qaContext(options?: QaContextOptions): Promise<SessionContext>
+  /**
    * Imports the project's agent files as memories (the handle needs `projectRoot`). Each
    * rule (a bullet, a paragraph, a table row, a command with its code block) becomes a
    * user-taught, user-verified, pinned memory typed from its words and heading (gotcha,
@@ -1092,10 +1119,12 @@ export interface ConsolidateReport {
 /** A memory in a session-start context. */
 export interface ContextMemory {
   /**
-   * Its section: unfinished work to resume, pinned or user-taught, relevant to the task
-   * and modules, a workflow recipe, or possibly outdated (its code changed).
+   * Its section: in a session context, unfinished work to resume, pinned or user-taught,
+   * relevant to the task and modules, a workflow recipe, or possibly outdated (its code
+   * changed); in a planner's context, calibrations, dead ends, dependencies, outcomes and
+   * recipes; in a QA context, requirements, observations and error patterns.
    */
-  section: 'resume' | 'pinned' | 'relevant' | 'recipes' | 'stale'
+  section: 'resume' | 'pinned' | 'relevant' | 'recipes' | 'stale' | 'calibrations' | 'dead_ends' | 'dependencies' | 'outcomes' | 'requirements' | 'observations' | 'error_patterns'
   /** Its label in the text (`[label]`), from 1. */
   label: number
   /** The chip an agent writes to cite it (`[Memory #id: brief]`). */
@@ -2387,6 +2416,71 @@ export interface OpenOptions {
   sync?: SyncOptions
 }
 
+/** How past tasks in the modules compared with their plans. */
+export interface PlanCalibration {
+  /**
+   * Steps run per step planned (above 1: tasks here run over their plans): multiply
+   * subtask estimates by it.
+   */
+  factor: number
+  /** Finalized observed sessions it comes from. */
+  sessions: number
+}
+
+/** A line to write into the plan, from a dead end. */
+export interface PlanConstraint {
+  /** The constraint (`Do not repeat: ...`). */
+  text: string
+  /** The dead-end memory it comes from. */
+  memoryId: string
+}
+
+/** What a planning agent should know, and the planning transformations as data. */
+export interface PlannerContext {
+  /**
+   * Markdown for the planner's prompt: the transformations (`## Apply to the plan`), then
+   * calibrations, dead ends, causal dependencies, recent outcomes and recipes, each memory
+   * labelled `[n]` with its id.
+   */
+  text: string
+  /** Its estimated tokens. */
+  tokens: number
+  /** The budget it was packed to. */
+  budgetTokens: number
+  /** The memories in it, in the order shown. */
+  memories: Array<ContextMemory>
+  /** Candidates left out because they did not fit the budget. */
+  omitted: number
+  /**
+   * Multiply subtask estimates by `factor`; null until 3 sessions in the modules were
+   * measured against a plan.
+   */
+  calibration?: PlanCalibration
+  /** Constraints from dead ends, most confident first. */
+  constraints: Array<PlanConstraint>
+  /** Files outside the modules that causal dependencies couple to them. */
+  scopeFiles: Array<PlanScopeFile>
+}
+
+/** What `plannerContext()` is asked for besides the task. */
+export interface PlannerContextOptions {
+  /**
+   * Module directories (`'src/auth/'`) the task is likely to touch, relative to the
+   * project root (at most 50); none: the whole project.
+   */
+  modules?: Array<string>
+  /** Tokens the text may use (1 to 200,000; default 3,000). */
+  budgetTokens?: number
+}
+
+/** A file to add to the plan's scope. */
+export interface PlanScopeFile {
+  /** Relative to the project root. */
+  path: string
+  /** The causal-dependency memories coupling it to the modules. */
+  memoryIds: Array<string>
+}
+
 /** A file of a prefetch plan. */
 export interface PrefetchFile {
   /** Relative to the project root. */
@@ -2476,6 +2570,14 @@ export interface PruneReport {
   dryRun: boolean
   /** Wall time in milliseconds. */
   durationMs: number
+}
+
+/** What `qaContext()` is asked for. */
+export interface QaContextOptions {
+  /** Module directories (`'src/checkout/'`) under test (at most 50); none: the project. */
+  modules?: Array<string>
+  /** Tokens the text may use (1 to 200,000; default 2,000). */
+  budgetTokens?: number
 }
 
 /** A node reached from a start node. */

@@ -18,7 +18,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js'
 import { Engram } from './helpers.mjs'
 
 const bin = fileURLToPath(new URL('../bin/engram.js', import.meta.url))
-const TOOL_NAMES = ['feedback', 'forget', 'impact', 'memory_health', 'recall', 'remember', 'search_code', 'session_context']
+const TOOL_NAMES = ['feedback', 'forget', 'impact', 'memory_health', 'planner_context', 'qa_context', 'recall', 'remember', 'search_code', 'session_context']
 
 let dir
 let root
@@ -169,6 +169,8 @@ test('lists the eight tools with schemas and descriptions', async () => {
   assert.deepEqual(props('memory_health'), [])
   assert.deepEqual(props('session_context'), ['budgetTokens', 'modules', 'sessionType', 'task'])
   assert.equal(byName.session_context.required, undefined)
+  assert.deepEqual(byName.planner_context.required, ['task'])
+  assert.deepEqual(props('qa_context'), ['budgetTokens', 'modules'])
 })
 
 test('search_code finds the project once indexing is done, and files written later (watch)', async () => {
@@ -240,6 +242,9 @@ test('remember, then recall and impact return the memory', async () => {
   assert.match(start, new RegExp(`## Relevant memories\n\\[1\\] gotcha · confidence 0\\.85 · ${memoryId} · src/money\\.ts\nroundCents uses`), start)
   assert.match(start, /\(\d+ of 800 tokens\)$/, start)
   assert.match(await call('session_context', { modules: ['docs/'] }), /^Nothing to start with: no unfinished work/)
+  // The planner and QA contexts: nothing recorded for them in this project yet.
+  assert.match(await call('planner_context', { task: 'round invoice totals', modules: ['src/'] }), /^Nothing to plan with yet/)
+  assert.match(await call('qa_context', { modules: ['src/'] }), /^Nothing recorded yet for testing/)
   const symbol = await call('impact', { target: 'src/money.ts:roundCents', maxDepth: 1, limit: 1 })
   assert.match(symbol, /^Impact of a change to src\/money\.ts:roundCents \(function, src\/money\.ts\)/, symbol)
   assert.match(symbol, /Affected \(1, nearest first\):\n- src\/billing\.ts:computeInvoiceTotal \(function\), depth 1 at src\/billing\.ts:3\n/, symbol)
@@ -338,6 +343,8 @@ test('bad arguments and engram errors come back as tool errors with the code, an
     ['feedback', { id: 'no-such-id', kind: 'helpful' }, 'ENGRAM_NOT_FOUND', /no-such-id/],
     ['forget', { id: 'no-such-id' }, 'ENGRAM_NOT_FOUND', /no-such-id/],
     ['session_context', { modules: ['../outside/'] }, 'ENGRAM_INVALID_ARG', /modules: .*escapes the project root/],
+    ['planner_context', { modules: ['src/'] }, 'ENGRAM_INVALID_ARG', /planner_context: task: /],
+    ['qa_context', { modules: ['../outside/'] }, 'ENGRAM_INVALID_ARG', /modules: .*escapes the project root/],
   ]
   for (const [name, args, code, pattern] of bad) {
     const text = await callFails(name, args, code)

@@ -141,3 +141,36 @@ test('prefetchPlan tiers the files past sessions read, with contents, and sessio
     })
   }
 })
+
+test('plannerContext returns the transformations as data; qaContext puts requirements first', async (t) => {
+  const { db } = await project(t)
+  const deadEnd = await db.remember({ type: 'dead_end', content: 'A global lock around acquire() deadlocked the workers', relatedFiles: ['src/db/pool.ts'], confidence: 0.9 })
+  const coupling = await db.remember({ type: 'causal_dependency', content: 'pool.ts and config/db.ts change together', relatedFiles: ['src/db/pool.ts', 'config/db.ts'], confidence: 0.9 })
+  const p = await db.plannerContext('resize the pool under load', { modules: ['src/db/'] })
+  assert.equal(p.calibration, null)
+  assert.deepEqual(p.constraints, [{ text: 'Do not repeat: A global lock around acquire() deadlocked the workers', memoryId: deadEnd.memory.id }])
+  assert.deepEqual(p.scopeFiles, [{ path: 'config/db.ts', memoryIds: [coupling.memory.id] }])
+  assert.deepEqual(p.memories.map((m) => m.section), ['dead_ends', 'dependencies'])
+  assert.match(p.text, /## Apply to the plan\n- Constraint: Do not repeat: A global lock/)
+  assert.ok(p.tokens <= p.budgetTokens && p.budgetTokens === 3000)
+
+  const requirement = await db.remember({ type: 'requirement', content: 'acquire() never waits more than 5 s', relatedFiles: ['src/db/pool.ts'], confidence: 0.95 })
+  const error = await db.remember({ type: 'error_pattern', content: '`PoolTimeout` after deploys means the old pool was not drained', relatedFiles: ['src/db/pool.ts'], confidence: 0.9 })
+  const qa = await db.qaContext({ modules: ['src/db/'], budgetTokens: 1000 })
+  assert.deepEqual(qa.memories.map((m) => [m.section, m.memory.id]), [['requirements', requirement.memory.id], ['error_patterns', error.memory.id]])
+  assert.equal(qa.budgetTokens, 1000)
+
+  for (const [call, pattern] of [
+    [() => db.plannerContext(''), /task must be 1 to/],
+    [() => db.plannerContext(42), /task/],
+    [() => db.plannerContext('x', { budget: 5 }), /budget/],
+    [() => db.qaContext({ budgetTokens: 0 }), /budgetTokens must be between 1 and 200000/],
+    [() => db.qaContext({ modules: ['../up'] }), /modules: .*escapes the project root/],
+  ]) {
+    await assert.rejects(call(), (err) => {
+      assert.equal(err.code, 'ENGRAM_INVALID_ARG', `${call}: ${err.code} ${err.message}`)
+      assert.match(err.message, pattern)
+      return true
+    })
+  }
+})

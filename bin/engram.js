@@ -79,7 +79,8 @@ Usage:
   engram model status                       where the embedding model stands for this database
   engram mcp [--no-index] [--no-watch]      MCP server on stdio for agents (Claude Code, Cursor, any
                                             MCP client) on --root and --db: tools recall, remember,
-                                            search_code, impact, feedback, forget, memory_health;
+                                            search_code, impact, feedback, forget, session_context,
+                                            planner_context, qa_context, memory_health;
                                             indexes the root in the background and watches it
                                             (docs/AGENTS.md)
   engram hook <event>                       a Claude Code hook (session-start, user-prompt-submit,

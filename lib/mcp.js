@@ -57,6 +57,7 @@ const INSTRUCTIONS = `engram is this project's persistent memory: what earlier s
 - Before starting a task, or when unsure how something here works, call recall with a description of the task; pass the files you are working on as recentFiles.
 - When you learn something a future session should know (a pitfall, a decision and its reason, a command that works), call remember with a short, specific statement and the files it concerns.
 - Before changing a file or function, call impact to see what depends on it and the memories attached to it.
+- Before planning a multi-step task, call planner_context (step-estimate calibration, failed approaches, coupled files); before end-to-end testing, call qa_context.
 - When a memory you were given was helpful or wrong, call feedback with its id (a correction stores the right text and retires the wrong one); call forget for one that no longer applies.`
 
 // --- tool schemas --------------------------------------------------------------------------------
@@ -187,6 +188,30 @@ const TOOLS = {
         .enum(SESSION_TYPES)
         .optional()
         .describe('The kind of session (default build): insights for reading and explaining code, pr_review for reviewing, spec_creation for planning.'),
+      budgetTokens: z.number().int().min(1).max(200000).optional().describe('Tokens the context may use (default 2000).'),
+    }),
+  },
+  planner_context: {
+    title: 'What to know before planning',
+    description:
+      'Before you split a task into steps: how past tasks in these modules compared with their plans (a factor to multiply your step estimates by), approaches that already failed here (write them into the plan as constraints), ' +
+      'files that change together with these modules (add them to the plan\'s scope), how recent work units ended, and workflow recipes for the task. ' +
+      'Returns Markdown starting with "Apply to the plan", then the memories behind it, each labelled [n] with its id.',
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    schema: z.strictObject({
+      task: z.string().min(1).max(8192).describe('The task to plan, in words.'),
+      modules: z.array(z.string().min(1)).max(50).optional().describe('Directories the task will touch, relative to the project root (e.g. ["src/auth/"]).'),
+      budgetTokens: z.number().int().min(1).max(200000).optional().describe('Tokens the context may use (default 3000).'),
+    }),
+  },
+  qa_context: {
+    title: 'What to know before testing',
+    description:
+      'Before you validate a change (a browser run, end-to-end or manual tests): the requirements of these modules, what earlier end-to-end runs observed (preconditions, timings, UI behaviour, test order, tool gotchas), and error patterns seen before with their fixes. ' +
+      'Returns Markdown packed into a token budget, each memory labelled [n] with its id.',
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    schema: z.strictObject({
+      modules: z.array(z.string().min(1)).max(50).optional().describe('Directories under test, relative to the project root (e.g. ["src/checkout/"]).'),
       budgetTokens: z.number().int().min(1).max(200000).optional().describe('Tokens the context may use (default 2000).'),
     }),
   },
@@ -471,6 +496,18 @@ async function runMcpServer(options) {
       if (!c.text) {
         return text('Nothing to start with: no unfinished work, pinned rules or memories confident enough for this task and these modules yet. Use recall while you work, and remember what the next session should know.')
       }
+      const omitted = c.omitted ? `; ${c.omitted} more did not fit the budget` : ''
+      return text(`${c.text}\n(${c.tokens} of ${c.budgetTokens} tokens${omitted})`)
+    },
+    async planner_context(a) {
+      const p = await db.plannerContext(a.task, { modules: a.modules, budgetTokens: a.budgetTokens })
+      if (!p.text) return text('Nothing to plan with yet: no measured sessions, dead ends, couplings, outcomes or recipes for these modules.')
+      const omitted = p.omitted ? `; ${p.omitted} more did not fit the budget` : ''
+      return text(`${p.text}\n(${p.tokens} of ${p.budgetTokens} tokens${omitted})`)
+    },
+    async qa_context(a) {
+      const c = await db.qaContext({ modules: a.modules, budgetTokens: a.budgetTokens })
+      if (!c.text) return text('Nothing recorded yet for testing these modules: no requirements, end-to-end observations or error patterns confident enough.')
       const omitted = c.omitted ? `; ${c.omitted} more did not fit the budget` : ''
       return text(`${c.text}\n(${c.tokens} of ${c.budgetTokens} tokens${omitted})`)
     },

@@ -423,6 +423,25 @@ impl Engram {
         crate::agent::prefetch::plan(&self.ctx(), request).await
     }
 
+    /// The planner's context: task calibrations, dead ends, causal dependencies, recent
+    /// outcomes and recipes for the task's modules, with the planning transformations as data
+    /// (see `agent::planner`).
+    pub async fn planner_context(
+        &self,
+        request: crate::agent::planner::PlannerRequest,
+    ) -> Result<crate::agent::planner::PlannerContext> {
+        crate::agent::planner::build(self, request).await
+    }
+
+    /// The QA context: requirements, end-to-end observations and error patterns for the
+    /// modules under test (see `agent::qa`).
+    pub async fn qa_context(
+        &self,
+        request: crate::agent::qa::QaRequest,
+    ) -> Result<crate::agent::session_context::SessionContext> {
+        crate::agent::qa::build(self, request).await
+    }
+
     /// The observer session `session_id` open in this engine, if any.
     pub(crate) fn open_session(&self, session_id: &str) -> Option<Arc<crate::observer::Session>> {
         self.engine.sessions.get(&self.project_id, session_id)

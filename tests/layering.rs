@@ -56,6 +56,16 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "adds `Engram::session_context` (each subsystem keeps its `impl Engram` block)",
     ),
     (
+        "src/agent/planner.rs",
+        "engram",
+        "the planner's context ranks recipes through `Engram::recall`, like the session context",
+    ),
+    (
+        "src/agent/qa.rs",
+        "engram",
+        "the QA context reads the trust level and project root through the handle",
+    ),
+    (
         "src/code/watch.rs",
         "engram",
         "the watcher thread holds a handle and calls `Engram::index_paths` on it",

@@ -9,11 +9,17 @@
 //!
 //! - [`prefetch`]: the coder's predictive prefetch plan, the files past sessions in these
 //!   modules read (two frequency tiers), packed into a token budget.
+//! - [`planner`]: the planner's context, with its transformations (calibration factor,
+//!   constraints from dead ends, coupled files to add to scope) as data.
+//! - [`qa`]: the QA context: requirements, end-to-end observations, error patterns.
 //! - [`modules`]: how every builder checks and normalises the module directories it is given.
 //!
 //! Injection point 3 (gotchas appended to a file tool's result) lives with the step injection
 //! it shares its trigger with: `retrieval::injection::for_tool_result`.
 
 pub mod modules;
+pub mod planner;
 pub mod prefetch;
+pub mod qa;
+mod select;
 pub mod session_context;

@@ -40,6 +40,7 @@ use crate::memory::{self, ListFilter, ListOrder, Memory, MemorySource, MemoryTyp
 use crate::observer::SessionType;
 
 use super::prefetch::{self, PrefetchFile, PrefetchRequest};
+use super::select::{self, Order};
 use crate::retrieval::request::{RecallFilters, RecallRequest, Stages, MAX_BUDGET_TOKENS};
 use crate::retrieval::scoring::Phase;
 use crate::vector::ItemKind;
@@ -104,6 +105,20 @@ pub enum Section {
     Recipes,
     /// Memories whose code changed since they were written.
     Stale,
+    /// Planner: how past tasks' step counts compared with their plans.
+    Calibrations,
+    /// Planner: approaches tried and abandoned.
+    DeadEnds,
+    /// Planner: files that change together.
+    Dependencies,
+    /// Planner: how recent work units ended.
+    Outcomes,
+    /// QA: what the app must do.
+    Requirements,
+    /// QA: what end-to-end runs observed.
+    Observations,
+    /// QA: errors seen before and their fixes.
+    ErrorPatterns,
 }
 
 impl Section {
@@ -114,6 +129,13 @@ impl Section {
             Section::Relevant => "## Relevant memories",
             Section::Recipes => "## Workflow recipes",
             Section::Stale => "## Possibly outdated: verify before relying on these",
+            Section::Calibrations => "## Calibration: past tasks against their plans",
+            Section::DeadEnds => "## Dead ends: approaches that failed here",
+            Section::Dependencies => "## Causal dependencies: files that change together",
+            Section::Outcomes => "## Recent work-unit outcomes",
+            Section::Requirements => "## Requirements",
+            Section::Observations => "## End-to-end observations",
+            Section::ErrorPatterns => "## Error patterns",
         }
     }
 }
@@ -433,10 +455,28 @@ async fn pinned_and_taught(handle: &Engram) -> Result<Vec<Memory>> {
 async fn relevant(handle: &Engram, request: &SessionContextRequest) -> Result<Vec<Memory>> {
     let mut out = Vec::new();
     if let Some(task) = request.task.as_deref() {
-        out.extend(recalled(handle, task, request, KNOWLEDGE_TYPES, SECTION_LIMIT).await?);
+        out.extend(
+            recalled(
+                handle,
+                task,
+                phase_of(request.session_type),
+                KNOWLEDGE_TYPES,
+                SECTION_LIMIT,
+            )
+            .await?,
+        );
     }
     if !request.modules.is_empty() {
-        out.extend(in_modules(handle, &request.modules).await?);
+        out.extend(
+            select::of_types(
+                &handle.ctx(),
+                &request.modules,
+                KNOWLEDGE_TYPES,
+                Order::Confidence,
+                SECTION_LIMIT,
+            )
+            .await?,
+        );
     }
     if request.task.is_none() && request.modules.is_empty() {
         out = handle
@@ -458,7 +498,7 @@ async fn recipes(handle: &Engram, request: &SessionContextRequest) -> Result<Vec
             recalled(
                 handle,
                 task,
-                request,
+                phase_of(request.session_type),
                 &[MemoryType::WorkflowRecipe],
                 SHORT_SECTION_LIMIT,
             )
@@ -479,17 +519,17 @@ async fn recipes(handle: &Engram, request: &SessionContextRequest) -> Result<Vec
 
 /// Memories of `types` that recall ranks for `task` (memories only, no packing, the trust
 /// threshold applied; nothing counted as used: [`build`] does that for what it packs).
-async fn recalled(
+pub(crate) async fn recalled(
     handle: &Engram,
     task: &str,
-    request: &SessionContextRequest,
+    phase: Phase,
     types: &[MemoryType],
     limit: u32,
 ) -> Result<Vec<Memory>> {
     let recall = handle
         .recall(RecallRequest {
             query: task.to_owned(),
-            phase: Some(phase_of(request.session_type)),
+            phase: Some(phase),
             filters: RecallFilters {
                 kinds: vec![ItemKind::Memory],
                 types: types.to_vec(),
@@ -511,45 +551,6 @@ async fn recalled(
             crate::retrieval::recall::ItemContent::Memory(m) => Some(m),
             crate::retrieval::recall::ItemContent::Chunk(_) => None,
         })
-        .collect())
-}
-
-/// Knowledge memories naming one of `modules` or attached to a file under one, most confident
-/// first.
-async fn in_modules(handle: &Engram, modules: &[String]) -> Result<Vec<Memory>> {
-    use std::sync::LazyLock;
-    // Files under a module are the link keys in [module, module-with-'/'-bumped-to-'0'): a
-    // range on the key index per module, not a scan. Named modules need the JSON column.
-    static SQL: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            "SELECT {} FROM memories m WHERE m.seq IN (
-               SELECT l.memory_seq FROM json_each(?2) j CROSS JOIN memory_links l
-               WHERE l.project_id = ?1 AND l.node_key >= j.value
-                 AND l.node_key < substr(j.value, 1, length(j.value) - 1) || '0'
-               UNION
-               SELECT m2.seq FROM memories m2
-               WHERE m2.project_id = ?1 AND m2.deprecated = 0 AND m2.related_modules <> '[]'
-                 AND EXISTS (SELECT 1 FROM json_each(m2.related_modules) r, json_each(?2) j
-                             WHERE r.value = j.value OR r.value || '/' = j.value))
-             AND m.deprecated = 0
-             ORDER BY m.confidence DESC, m.seq DESC LIMIT ?3",
-            *SELECT_M
-        )
-    });
-    let ctx = handle.ctx();
-    let json = serde_json::to_string(modules).map_err(|e| Error::Internal(e.to_string()))?;
-    let mut reader = ctx.store.reader().await;
-    let found = reader
-        .query_cached(
-            SQL.as_str(),
-            params![ctx.project_id, json, i64::from(SECTION_LIMIT) * 2],
-            from_row,
-        )
-        .await?;
-    Ok(found
-        .into_iter()
-        .filter(|m| KNOWLEDGE_TYPES.contains(&m.memory_type))
-        .take(SECTION_LIMIT as usize)
         .collect())
 }
 
@@ -662,6 +663,27 @@ fn pack(
     files: Vec<PrefetchFile>,
     budget: u32,
 ) -> SessionContext {
+    pack_with(None, candidates, &mut handoff, files, budget)
+}
+
+/// Packs `preamble` (a block of its own, first; left out whole when it does not fit) and the
+/// candidates into `budget` tokens in the session context's format: the planner's and the QA
+/// context are built this way too.
+pub(crate) fn pack_sections(
+    preamble: Option<&str>,
+    candidates: Vec<(Section, Memory)>,
+    budget: u32,
+) -> SessionContext {
+    pack_with(preamble, candidates, &mut None, Vec::new(), budget)
+}
+
+fn pack_with(
+    preamble: Option<&str>,
+    candidates: Vec<(Section, Memory)>,
+    handoff: &mut Option<Handoff>,
+    files: Vec<PrefetchFile>,
+    budget: u32,
+) -> SessionContext {
     let mut packer = Packer {
         budget,
         text: String::new(),
@@ -670,6 +692,9 @@ fn pack(
         current: None,
         memories: Vec::new(),
     };
+    if let Some(block) = preamble.filter(|b| !b.is_empty()) {
+        packer.add(block);
+    }
     let mut shown_handoff = None;
     let mut add_handoff = |packer: &mut Packer, handoff: &mut Option<Handoff>| {
         if let Some(h) = handoff.take() {
@@ -682,13 +707,13 @@ fn pack(
     let mut seen: HashSet<String> = HashSet::new();
     for (section, memory) in candidates {
         if section != Section::Resume {
-            add_handoff(&mut packer, &mut handoff);
+            add_handoff(&mut packer, handoff);
         }
         if seen.insert(memory.id.clone()) {
             packer.add_memory(section, memory);
         }
     }
-    add_handoff(&mut packer, &mut handoff);
+    add_handoff(&mut packer, handoff);
     let mut shown_files = Vec::new();
     for file in files {
         let line = format!(

@@ -45,9 +45,13 @@ pub struct SessionContextOptions {
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextMemory {
-    /// Its section: unfinished work to resume, pinned or user-taught, relevant to the task
-    /// and modules, a workflow recipe, or possibly outdated (its code changed).
-    #[napi(ts_type = "'resume' | 'pinned' | 'relevant' | 'recipes' | 'stale'")]
+    /// Its section: in a session context, unfinished work to resume, pinned or user-taught,
+    /// relevant to the task and modules, a workflow recipe, or possibly outdated (its code
+    /// changed); in a planner's context, calibrations, dead ends, dependencies, outcomes and
+    /// recipes; in a QA context, requirements, observations and error patterns.
+    #[napi(
+        ts_type = "'resume' | 'pinned' | 'relevant' | 'recipes' | 'stale' | 'calibrations' | 'dead_ends' | 'dependencies' | 'outcomes' | 'requirements' | 'observations' | 'error_patterns'"
+    )]
     pub section: String,
     /// Its label in the text (`[label]`), from 1.
     pub label: u32,
@@ -240,6 +244,130 @@ fn prefetch_result(plan: prefetch::PrefetchPlan) -> PrefetchPlan {
     }
 }
 
+/// What `plannerContext()` is asked for besides the task.
+#[napi(object, object_to_js = false)]
+pub struct PlannerContextOptions {
+    /// Module directories (`'src/auth/'`) the task is likely to touch, relative to the
+    /// project root (at most 50); none: the whole project.
+    pub modules: Option<Vec<String>>,
+    /// Tokens the text may use (1 to 200,000; default 3,000).
+    #[napi(ts_type = "number")]
+    pub budget_tokens: Option<Count>,
+}
+
+/// How past tasks in the modules compared with their plans.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanCalibration {
+    /// Steps run per step planned (above 1: tasks here run over their plans): multiply
+    /// subtask estimates by it.
+    pub factor: f64,
+    /// Finalized observed sessions it comes from.
+    pub sessions: u32,
+}
+
+/// A line to write into the plan, from a dead end.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanConstraint {
+    /// The constraint (`Do not repeat: ...`).
+    pub text: String,
+    /// The dead-end memory it comes from.
+    pub memory_id: String,
+}
+
+/// A file to add to the plan's scope.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanScopeFile {
+    /// Relative to the project root.
+    pub path: String,
+    /// The causal-dependency memories coupling it to the modules.
+    pub memory_ids: Vec<String>,
+}
+
+/// What a planning agent should know, and the planning transformations as data.
+#[napi(object, object_from_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannerContext {
+    /// Markdown for the planner's prompt: the transformations (`## Apply to the plan`), then
+    /// calibrations, dead ends, causal dependencies, recent outcomes and recipes, each memory
+    /// labelled `[n]` with its id.
+    pub text: String,
+    /// Its estimated tokens.
+    pub tokens: u32,
+    /// The budget it was packed to.
+    pub budget_tokens: u32,
+    /// The memories in it, in the order shown.
+    pub memories: Vec<ContextMemory>,
+    /// Candidates left out because they did not fit the budget.
+    pub omitted: u32,
+    /// Multiply subtask estimates by `factor`; null until 3 sessions in the modules were
+    /// measured against a plan.
+    pub calibration: Option<PlanCalibration>,
+    /// Constraints from dead ends, most confident first.
+    pub constraints: Vec<PlanConstraint>,
+    /// Files outside the modules that causal dependencies couple to them.
+    pub scope_files: Vec<PlanScopeFile>,
+}
+
+/// What `qaContext()` is asked for.
+#[napi(object, object_to_js = false)]
+pub struct QaContextOptions {
+    /// Module directories (`'src/checkout/'`) under test (at most 50); none: the project.
+    pub modules: Option<Vec<String>>,
+    /// Tokens the text may use (1 to 200,000; default 2,000).
+    #[napi(ts_type = "number")]
+    pub budget_tokens: Option<Count>,
+}
+
+fn context_memories(memories: Vec<core::ContextMemory>) -> Vec<ContextMemory> {
+    memories
+        .into_iter()
+        .map(|m| ContextMemory {
+            section: section_name(m.section).to_owned(),
+            label: m.label,
+            citation: m.citation,
+            tokens: m.tokens,
+            memory: Memory::from(m.memory),
+        })
+        .collect()
+}
+
+fn planner_result(p: crate::agent::planner::PlannerContext) -> PlannerContext {
+    PlannerContext {
+        text: p.context.text,
+        tokens: p.context.tokens,
+        budget_tokens: p.context.budget_tokens,
+        memories: context_memories(p.context.memories),
+        omitted: p.context.omitted,
+        calibration: p.calibration.map(|c| PlanCalibration {
+            factor: c.factor,
+            sessions: c.sessions,
+        }),
+        constraints: p
+            .constraints
+            .into_iter()
+            .map(|c| PlanConstraint {
+                text: c.text,
+                memory_id: c.memory_id,
+            })
+            .collect(),
+        scope_files: p
+            .scope_files
+            .into_iter()
+            .map(|f| PlanScopeFile {
+                path: f.path,
+                memory_ids: f.memory_ids,
+            })
+            .collect(),
+    }
+}
+
 fn section_name(section: core::Section) -> &'static str {
     match section {
         core::Section::Resume => "resume",
@@ -247,6 +375,13 @@ fn section_name(section: core::Section) -> &'static str {
         core::Section::Relevant => "relevant",
         core::Section::Recipes => "recipes",
         core::Section::Stale => "stale",
+        core::Section::Calibrations => "calibrations",
+        core::Section::DeadEnds => "dead_ends",
+        core::Section::Dependencies => "dependencies",
+        core::Section::Outcomes => "outcomes",
+        core::Section::Requirements => "requirements",
+        core::Section::Observations => "observations",
+        core::Section::ErrorPatterns => "error_patterns",
     }
 }
 
@@ -285,17 +420,7 @@ fn result(c: core::SessionContext) -> SessionContext {
         text: c.text,
         tokens: c.tokens,
         budget_tokens: c.budget_tokens,
-        memories: c
-            .memories
-            .into_iter()
-            .map(|m| ContextMemory {
-                section: section_name(m.section).to_owned(),
-                label: m.label,
-                citation: m.citation,
-                tokens: m.tokens,
-                memory: Memory::from(m.memory),
-            })
-            .collect(),
+        memories: context_memories(c.memories),
         handoff: c.handoff.map(|h| SessionHandoff {
             session_id: h.session_id,
             session_type: h.session_type,
@@ -380,6 +505,76 @@ impl Engram {
             async move { handle.prefetch_plan(request).await },
             prefetch_result,
         )
+    }
+
+    /// The planner's context (the seed's planner injection): task calibrations, dead ends,
+    /// causal dependencies, the newest work-unit outcomes and the recipes ranked for `task`,
+    /// for the `modules` it will touch, packed into `budgetTokens` (default 3,000), with the
+    /// planning transformations as data: `calibration.factor` to multiply subtask estimates
+    /// by, `constraints` from dead ends to write into the plan, `scopeFiles` coupled to the
+    /// modules to add to its scope.
+    ///
+    /// ```ts
+    /// const p = await memory.plannerContext('add rate limiting to login', { modules: ['src/auth/'] })
+    /// const estimate = Math.ceil(subtasks.length * (p.calibration?.factor ?? 1))
+    /// ```
+    #[napi(
+        ts_args_type = "task: string, options?: PlannerContextOptions",
+        ts_return_type = "Promise<PlannerContext>"
+    )]
+    pub fn planner_context<'env>(
+        &self,
+        env: &'env Env,
+        task: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let task: String = arg!(env, required(env, &task, "task"));
+        let options: Option<PlannerContextOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let request = crate::agent::planner::PlannerRequest {
+            task,
+            modules: options
+                .as_ref()
+                .and_then(|o| o.modules.clone())
+                .unwrap_or_default(),
+            budget_tokens: options.and_then(|o| o.budget_tokens).map(u32::from),
+        };
+        promise_json(
+            env,
+            async move { handle.planner_context(request).await },
+            planner_result,
+        )
+    }
+
+    /// The QA context (the seed's QA injection, before the first browser or test call): the
+    /// requirements, end-to-end observations and error patterns of the `modules` under test,
+    /// in that order, packed into `budgetTokens` (default 2,000) with citations.
+    ///
+    /// ```ts
+    /// const qa = await memory.qaContext({ modules: ['src/checkout/'] })
+    /// const system = `${basePrompt}\n\n${qa.text}`
+    /// ```
+    #[napi(
+        ts_args_type = "options?: QaContextOptions",
+        ts_return_type = "Promise<SessionContext>"
+    )]
+    pub fn qa_context<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, JsonText>> {
+        let handle = arg!(env, self.handle());
+        let options: Option<QaContextOptions> =
+            arg!(env, optional_object(env, options.as_ref(), "options"));
+        let request = crate::agent::qa::QaRequest {
+            modules: options
+                .as_ref()
+                .and_then(|o| o.modules.clone())
+                .unwrap_or_default(),
+            budget_tokens: options.and_then(|o| o.budget_tokens).map(u32::from),
+        };
+        promise_json(env, async move { handle.qa_context(request).await }, result)
     }
 }
 

@@ -701,7 +701,9 @@ macro_rules! strict_objects {
     };
 }
 
-use super::agent::{PrefetchPlanOptions, SessionContextOptions};
+use super::agent::{
+    PlannerContextOptions, PrefetchPlanOptions, QaContextOptions, SessionContextOptions,
+};
 use super::agent_file_types::{ExportAgentFileOptions, ImportAgentFilesOptions};
 use super::code_types::{CodeSearchOptions, IndexOptions, WatchOptions};
 use super::consolidate::ConsolidateOptions;
@@ -781,6 +783,8 @@ strict_objects! {
     StepContext { tool_calls, injected_ids, session_id }
     SessionContextOptions { session_type, task, modules, budget_tokens, session_id }
     PrefetchPlanOptions { modules, budget_tokens, max_files, with_content }
+    PlannerContextOptions { modules, budget_tokens }
+    QaContextOptions { modules, budget_tokens }
     IndexOptions { ignore, use_default_ignores, max_file_bytes, threads }
     CodeSearchOptions { limit }
     WatchOptions { ignore, use_default_ignores, max_file_bytes, debounce_ms }

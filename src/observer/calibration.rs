@@ -76,3 +76,40 @@ pub(crate) async fn step_limit(
         sessions,
     })
 }
+
+/// How far the sessions in `modules` (module keys such as `src/auth/`; every module when
+/// empty) ran over their plans: the mean steps-run-to-planned ratio over the modules whose
+/// step-overrun signal has its 3 sessions, weighted by their measures, with the sessions it
+/// comes from; `None` without such a module. Unclamped: the planner shows it as measured.
+pub(crate) async fn overrun_ratio(ctx: &Ctx<'_>, modules: &[String]) -> Result<Option<(f64, u32)>> {
+    let keys = serde_json::to_string(modules).unwrap_or_default();
+    let mut reader = ctx.store.reader().await;
+    let found = reader
+        .query_cached(
+            "SELECT sum(measure_sum), sum(measure_count), sum(session_count)
+             FROM observer_signal_counts
+             WHERE project_id = ?1 AND signal = ?2 AND session_count >= ?3 AND measure_count > 0
+               AND (?4 = '[]' OR key IN (SELECT value FROM json_each(?4)))",
+            params![
+                ctx.project_id,
+                Signal::StepOverrun.as_str(),
+                i64::from(Signal::StepOverrun.min_sessions()),
+                keys
+            ],
+            |row| {
+                Ok((
+                    row.get::<Option<f64>>(0).ctx("reading calibration")?,
+                    row.get::<Option<i64>>(1).ctx("reading calibration")?,
+                    row.get::<Option<i64>>(2).ctx("reading calibration")?,
+                ))
+            },
+        )
+        .await?;
+    Ok(match found.first() {
+        Some(&(Some(sum), Some(count), Some(sessions))) if count > 0 => Some((
+            sum / count as f64,
+            sessions.clamp(0, i64::from(u32::MAX)) as u32,
+        )),
+        _ => None,
+    })
+}

@@ -1,0 +1,310 @@
+//! The planner's and the QA context from recorded sessions and memories, on real libSQL files:
+//! the calibration measured from three observed sessions that ran over their plans (the
+//! observer's fixture, replayed), constraints from dead ends, files coupled by causal
+//! dependencies added to scope, sections in order, the trust threshold, and what each builder
+//! must leave out.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use engram::agent::planner::PlannerRequest;
+use engram::agent::qa::QaRequest;
+use engram::agent::session_context::Section;
+use engram::clock::ManualClock;
+use engram::memory::{Memory, MemorySource, MemoryType, RememberInput};
+use engram::observer::protocol::json;
+use engram::observer::{SessionOptions, SessionType};
+use engram::{EngineOptions, Engram, OpenOptions};
+use serde_json::Value;
+
+const T0: i64 = 1_767_225_600_000;
+
+/// An engine that observed the fixture's three checkout sessions (each planned 10 steps, ran
+/// 16, in `src/ui/`).
+async fn calibrated() -> (tempfile::TempDir, Engram) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut options = OpenOptions::new(dir.path().join("memory.db"));
+    options.engine = EngineOptions {
+        clock: clock.clone(),
+        ..EngineOptions::default()
+    };
+    let e = Engram::open(options).await.unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/observer/calibration_three_sessions.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    for spec in doc["sessions"].as_array().unwrap() {
+        let s = &spec["session"];
+        let mut o = SessionOptions::new(s["sessionId"].as_str().unwrap());
+        o.session_type = SessionType::parse(s["sessionType"].as_str().unwrap()).unwrap();
+        o.planned_steps = s["plannedSteps"].as_u64().map(|n| n as u32);
+        let session = e.observe(&o).unwrap();
+        for m in spec["messages"].as_array().unwrap() {
+            clock.advance(1000);
+            session.observe(json::message(m).unwrap()).unwrap();
+        }
+        e.finalize(&session, None).await.unwrap();
+    }
+    (dir, e)
+}
+
+fn memory(t: MemoryType, content: &str, files: &[&str], confidence: f64) -> RememberInput {
+    let mut i = RememberInput::new(t, content);
+    i.related_files = files.iter().map(|f| (*f).to_owned()).collect();
+    i.confidence = Some(confidence);
+    i
+}
+
+async fn remember(e: &Engram, input: RememberInput) -> Memory {
+    e.remember(input).await.unwrap().memory
+}
+
+fn sections(memories: &[engram::agent::session_context::ContextMemory]) -> Vec<(Section, &str)> {
+    memories
+        .iter()
+        .map(|m| (m.section, m.memory.content.as_str()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_planner_gets_calibration_constraints_and_scope_as_data() {
+    let (_dir, e) = calibrated().await;
+    let dead_end = remember(
+        &e,
+        memory(
+            MemoryType::DeadEnd,
+            "Debouncing the pay button in CSS: the double submit still went through",
+            &["src/ui/Checkout.tsx"],
+            0.9,
+        ),
+    )
+    .await;
+    // Below the cautious trust threshold (0.80): not a constraint.
+    remember(
+        &e,
+        memory(
+            MemoryType::DeadEnd,
+            "Maybe the form library is at fault",
+            &["src/ui/Checkout.tsx"],
+            0.5,
+        ),
+    )
+    .await;
+    let coupled = remember(
+        &e,
+        memory(
+            MemoryType::CausalDependency,
+            "Checkout.tsx and api/payments.ts change together",
+            &["src/ui/Checkout.tsx", "src/api/payments.ts"],
+            0.9,
+        ),
+    )
+    .await;
+    // A dependency elsewhere: neither in the modules nor coupled to them.
+    remember(
+        &e,
+        memory(
+            MemoryType::CausalDependency,
+            "db/pool.ts and db/migrate.ts change together",
+            &["src/db/pool.ts", "src/db/migrate.ts"],
+            0.9,
+        ),
+    )
+    .await;
+    let mut recipe = memory(
+        MemoryType::WorkflowRecipe,
+        "Checkout changes: run the end-to-end checkout suite twice before merging",
+        &[],
+        0.9,
+    );
+    recipe.source = Some(MemorySource::UserTaught);
+    remember(&e, recipe).await;
+
+    let request = PlannerRequest {
+        task: "make the checkout pay button safe against double submits".into(),
+        modules: vec!["src/ui".into()],
+        budget_tokens: None,
+    };
+    let p = e.planner_context(request.clone()).await.unwrap();
+    let calibration = p.calibration.clone().expect("three measured sessions");
+    assert!((calibration.factor - 1.6).abs() < 1e-9, "{calibration:?}");
+    assert_eq!(calibration.sessions, 3);
+    assert_eq!(p.constraints.len(), 1, "{:?}", p.constraints);
+    assert_eq!(p.constraints[0].memory_id, dead_end.id);
+    assert!(p.constraints[0]
+        .text
+        .contains("Debouncing the pay button in CSS"));
+    assert_eq!(p.scope_files.len(), 1, "{:?}", p.scope_files);
+    assert_eq!(p.scope_files[0].path, "src/api/payments.ts");
+    assert_eq!(p.scope_files[0].memory_ids, vec![coupled.id.clone()]);
+
+    let text = &p.context.text;
+    let apply = text
+        .find("## Apply to the plan")
+        .expect("the transformations");
+    assert!(
+        text.contains("multiply subtask estimates by 1.60"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("[Memory #{}]", dead_end.id)),
+        "{text}"
+    );
+    assert!(
+        text.contains("also include `src/api/payments.ts`"),
+        "{text}"
+    );
+    assert!(apply < text.find("## Dead ends").unwrap());
+    let shown = sections(&p.context.memories);
+    let order: Vec<Section> = shown.iter().map(|(s, _)| *s).collect();
+    let mut sorted = order.clone();
+    sorted.sort_by_key(|s| {
+        [
+            Section::Calibrations,
+            Section::DeadEnds,
+            Section::Dependencies,
+            Section::Outcomes,
+            Section::Recipes,
+        ]
+        .iter()
+        .position(|x| x == s)
+    });
+    assert_eq!(order, sorted, "sections in the planner's order: {shown:?}");
+    assert!(shown.contains(&(
+        Section::Recipes,
+        "Checkout changes: run the end-to-end checkout suite twice before merging"
+    )));
+    assert!(!shown.iter().any(|(_, c)| c.contains("form library")));
+    assert!(!shown.iter().any(|(_, c)| c.contains("db/pool.ts")));
+    // The calibration memories the observer promoted from the same sessions come first.
+    assert_eq!(order.first(), Some(&Section::Calibrations), "{shown:?}");
+
+    // The API module has no measured sessions or dead ends; the coupling works both ways.
+    let other = e
+        .planner_context(PlannerRequest {
+            modules: vec!["src/api/".into()],
+            ..request.clone()
+        })
+        .await
+        .unwrap();
+    assert!(other.calibration.is_none() && other.constraints.is_empty());
+    let scope: Vec<&str> = other.scope_files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(scope, ["src/ui/Checkout.tsx"]);
+
+    for bad in [
+        PlannerRequest {
+            task: "  ".into(),
+            ..request.clone()
+        },
+        PlannerRequest {
+            budget_tokens: Some(0),
+            ..request.clone()
+        },
+        PlannerRequest {
+            modules: vec!["../x".into()],
+            ..request.clone()
+        },
+    ] {
+        let err = e.planner_context(bad).await.unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_INVALID_ARG", "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn qa_starts_with_requirements_then_observations_then_error_patterns() {
+    let (_dir, e) = calibrated().await;
+    let error = remember(
+        &e,
+        memory(
+            MemoryType::ErrorPattern,
+            "`TypeError: pay is not a function` means the Checkout form lost its handler",
+            &["src/ui/Checkout.tsx"],
+            0.9,
+        ),
+    )
+    .await;
+    let observed = remember(
+        &e,
+        memory(
+            MemoryType::E2eObservation,
+            "The pay button is enabled only after the card iframe reports ready (~2 s)",
+            &["src/ui/Checkout.tsx"],
+            0.9,
+        ),
+    )
+    .await;
+    let requirement = remember(
+        &e,
+        memory(
+            MemoryType::Requirement,
+            "A payment must never be submitted twice",
+            &["src/ui/Checkout.tsx"],
+            0.95,
+        ),
+    )
+    .await;
+    remember(
+        &e,
+        memory(
+            MemoryType::Gotcha,
+            "Checkout.tsx re-renders on every keystroke",
+            &["src/ui/Checkout.tsx"],
+            0.95,
+        ),
+    )
+    .await;
+    remember(
+        &e,
+        memory(
+            MemoryType::Requirement,
+            "Migrations run before the API starts",
+            &["src/db/migrate.ts"],
+            0.95,
+        ),
+    )
+    .await;
+
+    let qa = e
+        .qa_context(QaRequest {
+            modules: vec!["src/ui/".into()],
+            budget_tokens: None,
+        })
+        .await
+        .unwrap();
+    let ids: Vec<(Section, &str)> = qa
+        .memories
+        .iter()
+        .map(|m| (m.section, m.memory.id.as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            (Section::Requirements, requirement.id.as_str()),
+            (Section::Observations, observed.id.as_str()),
+            (Section::ErrorPatterns, error.id.as_str()),
+        ],
+        "{}",
+        qa.text
+    );
+    assert!(qa.text.find("## Requirements").unwrap() < qa.text.find("## Error patterns").unwrap());
+    assert!(!qa.text.contains("re-renders"), "no other types");
+
+    // The whole project: the other module's requirement too; a tight budget keeps the first.
+    let all = e.qa_context(QaRequest::default()).await.unwrap();
+    assert_eq!(
+        all.memories
+            .iter()
+            .filter(|m| m.section == Section::Requirements)
+            .count(),
+        2
+    );
+    let tight = e
+        .qa_context(QaRequest {
+            modules: vec!["src/ui/".into()],
+            budget_tokens: Some(100),
+        })
+        .await
+        .unwrap();
+    assert_eq!(tight.memories[0].memory.id, requirement.id);
+    assert!(tight.omitted > 0 && tight.tokens <= 100, "{tight:?}");
+}
