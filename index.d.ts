@@ -788,6 +788,21 @@ export declare class ObserverSession {
    */
   augmentToolResult(toolName: string, args: Record<string, unknown>, result?: string): Promise<ToolResultAugmentation | null>
   /**
+   * The end-to-end observation pipeline (the seed's `processMcpToolResult`): for a
+   * browser-tool result (`take_screenshot`, `click_by_text`, `fill_input`,
+   * `get_page_structure`, `eval`, or `options.tools`), asks `classify` (your fast model)
+   * whether it is a precondition, a timing, UI behaviour, a test sequence or a tool gotcha,
+   * and stores the one-sentence answer as an `e2e_observation` for review (confidence 0.75,
+   * `needsReview`, tagged with its category). `classify` gets `{ toolName, result, prompt }`
+   * and returns the model's reply to `prompt` (a letter A-F and a sentence) or null. Its
+   * failures are reported in `error`, never thrown.
+   *
+   * ```ts
+   * const seen = await session.observeE2E('take_screenshot', output, ({ prompt }) => fastModel(prompt))
+   * ```
+   */
+  observeE2E(toolName: string, result: string, classify: (request: E2EClassifyRequest) => string | null | Promise<string | null>, options?: ObserveE2EOptions): Promise<E2EObservation>
+  /**
    * Not for use: a session comes from `db.observe(options)` or `db.resumeSession(id)`.
    * Throws `ENGRAM_INVALID_ARG` saying so (napi's own refusal carried no code).
    */
@@ -1230,6 +1245,37 @@ export interface DisputeResult {
   memory: Memory
   /** The event recorded. */
   event: MemoryEvent
+}
+
+/** What the app's classifier is given. */
+export interface E2EClassifyRequest {
+  /** The tool that produced the result. */
+  toolName: string
+  /** The first 400 characters of its result. */
+  result: string
+  /**
+   * The seed's prompt for a fast model: the tool, the result and the letters A-F; the
+   * reply is read as a letter and one sentence.
+   */
+  prompt: string
+}
+
+/** What `observeE2E()` did. */
+export interface E2EObservation {
+  /** The stored observation (`e2e_observation`, confidence 0.75, `needsReview`), or null. */
+  memory?: Memory
+  /** Its category. */
+  category?: 'precondition' | 'timing' | 'ui_behavior' | 'test_sequence' | 'mcp_gotcha'
+  /**
+   * Why nothing was stored: `not_an_observation_tool` (the classifier was not called),
+   * `not_worth_remembering` (F, an empty or unreadable reply), `error`.
+   */
+  skipped?: 'not_an_observation_tool' | 'not_worth_remembering' | 'error'
+  /**
+   * The classifier's failure (`ENGRAM_CALLBACK: ...`) or the store's, when `skipped` is
+   * `error`.
+   */
+  error?: string
 }
 
 /** An early trigger that fired: its signal is promoted without waiting for other sessions. */
@@ -2321,6 +2367,18 @@ export interface NodeScore {
   key: string
   /** Its score. */
   score: number
+}
+
+/** Options of `observeE2E()`. */
+export interface ObserveE2EOptions {
+  /**
+   * The observation tools (default `take_screenshot`, `click_by_text`, `fill_input`,
+   * `get_page_structure`, `eval`), matched without case and after an MCP
+   * `mcp__<server>__` prefix; other tools are skipped without calling the classifier.
+   */
+  tools?: Array<string>
+  /** How long the classifier may take, in ms (default 30,000). */
+  timeoutMs?: number
 }
 
 /** How an observed session is opened. */

@@ -174,3 +174,49 @@ test('plannerContext returns the transformations as data; qaContext puts require
     })
   }
 })
+
+test('observeE2E stores what the app model says about a browser result, for review; failures are reported', async (t) => {
+  const { db } = await project(t)
+  const session = db.observe({ sessionId: 'qa-run' })
+  const asked = []
+  const model = (reply) => (request) => {
+    asked.push(request)
+    return reply
+  }
+  const seen = await session.observeE2E('mcp__chrome-devtools__take_screenshot', 'Checkout page: the Pay button is disabled (grey) while the card frame loads', model('B: The Pay button is enabled about 2 s after the card frame loads'))
+  assert.equal(seen.category, 'timing')
+  assert.equal(seen.skipped, null)
+  assert.equal(seen.memory.type, 'e2e_observation')
+  assert.equal(seen.memory.content, 'The Pay button is enabled about 2 s after the card frame loads')
+  assert.deepEqual([seen.memory.source, seen.memory.needsReview, seen.memory.confidence, seen.memory.tags], ['mcp_auto', true, 0.75, ['timing']])
+  assert.equal(seen.memory.sessionId, 'qa-run')
+  assert.equal(asked[0].toolName, 'mcp__chrome-devtools__take_screenshot')
+  assert.match(asked[0].prompt, /^Classify this MCP observation\. .*F=not_worth_remembering\nTool=mcp__chrome-devtools__take_screenshot, Result=Checkout page/s)
+
+  // Not an observation tool: the model is not asked.
+  assert.deepEqual(await session.observeE2E('Read', 'file text', model('A: x')), { memory: null, category: null, skipped: 'not_an_observation_tool', error: null })
+  assert.equal(asked.length, 1)
+  assert.equal((await session.observeE2E('browser_snapshot', 'x', model('C: the menu opens on hover'), { tools: ['browser_snapshot'] })).category, 'ui_behavior')
+  for (const reply of ['F: nothing new', null, '', 'no idea']) {
+    assert.equal((await session.observeE2E('eval', 'ok', model(reply))).skipped, 'not_worth_remembering', String(reply))
+  }
+  // The model's failures come back as data; the session goes on.
+  const failures = [
+    () => { throw new Error('model down') },
+    () => Promise.reject(new Error('quota')),
+    () => 42,
+    () => new Promise(() => {}),
+  ]
+  for (const classify of failures) {
+    const r = await session.observeE2E('eval', 'ok', classify, { timeoutMs: 200 })
+    assert.equal(r.skipped, 'error')
+    assert.match(r.error, /^ENGRAM_CALLBACK: classify (threw|rejected|timed out)/, r.error)
+  }
+  await assert.rejects(session.observeE2E('eval', 'ok', 'not a function'), (err) => err.code === 'ENGRAM_INVALID_ARG' && /classify/.test(err.message))
+
+  // Reviewed and trusted, it reaches QA sessions.
+  assert.equal((await db.qaContext()).memories.length, 0, 'under review, below the trust threshold')
+  await db.update(seen.memory.id, { needsReview: false, confidence: 0.9 })
+  const qa = await db.qaContext()
+  assert.deepEqual(qa.memories.map((m) => [m.section, m.memory.id]), [['observations', seen.memory.id]])
+})

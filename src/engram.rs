@@ -442,6 +442,18 @@ impl Engram {
         crate::agent::qa::build(self, request).await
     }
 
+    /// Stores, for review, the end-to-end observation the app's model made of `tool`'s
+    /// result in `reply` (a letter A-E and a sentence; see `agent::e2e`); `None` for F or an
+    /// unreadable reply.
+    pub async fn store_e2e_observation(
+        &self,
+        session_id: &str,
+        tool: &str,
+        reply: &str,
+    ) -> Result<Option<(crate::agent::e2e::E2eCategory, Memory)>> {
+        crate::agent::e2e::store(self, session_id, tool, reply).await
+    }
+
     /// The observer session `session_id` open in this engine, if any.
     pub(crate) fn open_session(&self, session_id: &str) -> Option<Arc<crate::observer::Session>> {
         self.engine.sessions.get(&self.project_id, session_id)

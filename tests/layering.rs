@@ -56,6 +56,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "adds `Engram::session_context` (each subsystem keeps its `impl Engram` block)",
     ),
     (
+        "src/agent/e2e.rs",
+        "engram",
+        "an observation is stored through `Engram::remember` (privacy filter, dedup, hooks)",
+    ),
+    (
         "src/agent/planner.rs",
         "engram",
         "the planner's context ranks recipes through `Engram::recall`, like the session context",

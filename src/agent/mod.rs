@@ -12,11 +12,14 @@
 //! - [`planner`]: the planner's context, with its transformations (calibration factor,
 //!   constraints from dead ends, coupled files to add to scope) as data.
 //! - [`qa`]: the QA context: requirements, end-to-end observations, error patterns.
+//! - [`e2e`]: end-to-end observations from browser-tool results, classified by the app's
+//!   model and stored for review.
 //! - [`modules`]: how every builder checks and normalises the module directories it is given.
 //!
 //! Injection point 3 (gotchas appended to a file tool's result) lives with the step injection
 //! it shares its trigger with: `retrieval::injection::for_tool_result`.
 
+pub mod e2e;
 pub mod modules;
 pub mod planner;
 pub mod prefetch;

@@ -27,6 +27,7 @@ mod class;
 mod code_types;
 mod consolidate;
 mod derive;
+mod e2e;
 mod embed;
 mod embed_options;
 mod error;

@@ -707,6 +707,7 @@ use super::agent::{
 use super::agent_file_types::{ExportAgentFileOptions, ImportAgentFilesOptions};
 use super::code_types::{CodeSearchOptions, IndexOptions, WatchOptions};
 use super::consolidate::ConsolidateOptions;
+use super::e2e::ObserveE2EOptions;
 use super::embed::InstallModelOptions;
 use super::embed_options::{EmbedFunction, EmbeddingsOptions};
 use super::graph_class::DeriveOptions;
@@ -784,6 +785,7 @@ strict_objects! {
     SessionContextOptions { session_type, task, modules, budget_tokens, session_id }
     PrefetchPlanOptions { modules, budget_tokens, max_files, with_content }
     PlannerContextOptions { modules, budget_tokens }
+    ObserveE2EOptions { tools, timeout_ms }
     QaContextOptions { modules, budget_tokens }
     IndexOptions { ignore, use_default_ignores, max_file_bytes, threads }
     CodeSearchOptions { limit }
