@@ -544,7 +544,7 @@ impl Engram {
     pub async fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
         crate::retrieval::typo::search_memories(
             &self.ctx(),
-            &self.engine.vocabulary,
+            &self.engine.memory_vocabulary,
             query,
             options,
         )

@@ -281,6 +281,15 @@ async fn misspelt_words_are_corrected_when_exact_search_finds_too_little() {
         .unwrap();
     assert_eq!(hits.len(), 2);
     assert!(hits.iter().all(|h| h.corrected_query.is_none()));
+    // Corrected to the memories' words, not to a word only code holds.
+    assert_eq!(
+        e.search("netwrok", &SearchOptions::default())
+            .await
+            .unwrap()[0]
+            .corrected_query
+            .as_deref(),
+        Some("network*")
+    );
     assert!(e
         .search("zqxwvy", &SearchOptions::default())
         .await

@@ -90,6 +90,8 @@ pub struct Engine {
     pub(crate) reranker: crate::retrieval::rerank::RerankerProvider,
     /// The indexed terms, for recall's typo tolerance (built on first need).
     pub(crate) vocabulary: crate::retrieval::typo::VocabularyCache,
+    /// The memories' terms alone, for memory search's typo tolerance.
+    pub(crate) memory_vocabulary: crate::retrieval::typo::VocabularyCache,
     /// Per project, held while an embedding run is going (runs queue behind each other).
     embed_runs: Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Projects with an index run in progress.
@@ -234,6 +236,9 @@ impl Engine {
             auto_embed,
             reranker: options.reranker,
             vocabulary: Default::default(),
+            memory_vocabulary: crate::retrieval::typo::VocabularyCache::new(
+                crate::retrieval::typo::Terms::Memories,
+            ),
             embed_runs: Mutex::default(),
             indexing: Mutex::new(HashSet::new()),
             sessions: Default::default(),

@@ -41,9 +41,23 @@ pub(crate) struct Generation([i64; 5]);
 /// rebuild per write would make every corrected recall pay it.
 const REBUILD_AFTER_MS: i64 = 30_000;
 
-/// The engine's vocabulary, built on first need.
+/// Which index's terms a vocabulary holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Terms {
+    /// The chunks' and the memories' (recall searches both).
+    #[default]
+    All,
+    /// The memories' alone (memory search): a correction to a word only code holds would
+    /// find no memory.
+    Memories,
+}
+
+/// One of the engine's vocabularies, built on first need.
 #[derive(Debug, Default)]
-pub(crate) struct VocabularyCache(tokio::sync::Mutex<Option<Built>>);
+pub(crate) struct VocabularyCache {
+    terms: Terms,
+    built: tokio::sync::Mutex<Option<Built>>,
+}
 
 #[derive(Debug)]
 struct Built {
@@ -53,6 +67,14 @@ struct Built {
 }
 
 impl VocabularyCache {
+    /// An empty cache of `terms`.
+    pub(crate) fn new(terms: Terms) -> VocabularyCache {
+        VocabularyCache {
+            terms,
+            built: Default::default(),
+        }
+    }
+
     /// The vocabulary: rebuilt when the indexes changed since it was built and it is at
     /// least [`REBUILD_AFTER_MS`] old (`now_ms` on the engine's clock).
     pub(crate) async fn current(
@@ -60,14 +82,14 @@ impl VocabularyCache {
         reader: &mut Reader<'_>,
         now_ms: i64,
     ) -> Result<Arc<Vocabulary>> {
-        let mut cached = self.0.lock().await;
+        let mut cached = self.built.lock().await;
         let generation = generation(reader).await?;
         if let Some(built) = cached.as_ref() {
             if built.generation == generation || now_ms - built.at_ms < REBUILD_AFTER_MS {
                 return Ok(built.vocabulary.clone());
             }
         }
-        let vocabulary = Arc::new(Vocabulary::load(reader).await?);
+        let vocabulary = Arc::new(Vocabulary::load(reader, self.terms).await?);
         *cached = Some(Built {
             generation,
             at_ms: now_ms,
@@ -191,13 +213,18 @@ async fn generation(reader: &mut Reader<'_>) -> Result<Generation> {
 }
 
 impl Vocabulary {
-    /// Reads every term of both indexes (document counts summed over them).
-    async fn load(reader: &mut Reader<'_>) -> Result<Vocabulary> {
-        const SQL: &str = "SELECT term, sum(doc) FROM (
+    /// Reads every term of the `source` indexes (document counts summed over them).
+    async fn load(reader: &mut Reader<'_>, source: Terms) -> Result<Vocabulary> {
+        const ALL: &str = "SELECT term, sum(doc) FROM (
             SELECT term, doc FROM code_chunks_vocab UNION ALL SELECT term, doc FROM memories_vocab)
             GROUP BY term";
+        const MEMORIES: &str = "SELECT term, doc FROM memories_vocab";
+        let sql = match source {
+            Terms::All => ALL,
+            Terms::Memories => MEMORIES,
+        };
         let terms = reader
-            .query_cached(SQL, (), |row| {
+            .query_cached(sql, (), |row| {
                 let term: String = row.get(0).ctx("term")?;
                 let docs: i64 = row.get(1).ctx("term documents")?;
                 Ok((term, docs.clamp(0, i64::from(u32::MAX)) as u32))
@@ -234,21 +261,28 @@ impl Vocabulary {
     /// misspelling meets the stem the index holds (`confgurations` -> `confgur` -> `configur`).
     pub(crate) fn correct(&self, word: &str) -> Option<&str> {
         let word = word.to_lowercase();
-        match self.closest(&word) {
-            Closest::Known => None,
-            Closest::Term(term) => Some(term),
-            Closest::Nothing => {
-                let stem = STEMMER.stem(&word);
-                if stem == word {
-                    return None;
-                }
-                match self.closest(&stem) {
-                    // The index holds the stem under the other Porter: searching it finds the word.
-                    Closest::Known => self.term(&stem),
-                    Closest::Term(term) => Some(term),
-                    Closest::Nothing => None,
-                }
+        let raw = match self.closest(&word) {
+            Closest::Known => return None,
+            Closest::Term(term, distance) => Some((distance, term)),
+            Closest::Nothing => None,
+        };
+        // The stem too: `conenction` is two edits from `convention` but its stem one from
+        // `connect`, the word meant. The nearer wins; a tie keeps the word's own match.
+        let stem = STEMMER.stem(&word);
+        let stemmed = if stem == word {
+            None
+        } else {
+            match self.closest(&stem) {
+                // The index holds the stem under the other Porter: searching it finds the word.
+                Closest::Known => self.term(&stem).map(|term| (0, term)),
+                Closest::Term(term, distance) => Some((distance, term)),
+                Closest::Nothing => None,
             }
+        };
+        match (raw, stemmed) {
+            (Some(r), Some(s)) if s.0 < r.0 => Some(s.1),
+            (Some(r), _) => Some(r.1),
+            (None, s) => s.map(|(_, term)| term),
         }
     }
 
@@ -310,7 +344,9 @@ impl Vocabulary {
                 best = Some((distance, *docs, term));
             }
         }
-        best.map_or(Closest::Nothing, |(_, _, term)| Closest::Term(term))
+        best.map_or(Closest::Nothing, |(distance, _, term)| {
+            Closest::Term(term, distance)
+        })
     }
 }
 
@@ -318,8 +354,8 @@ impl Vocabulary {
 enum Closest<'a> {
     /// The word itself is indexed.
     Known,
-    /// The closest indexed term within the allowed edits.
-    Term(&'a str),
+    /// The closest indexed term within the allowed edits, and its distance.
+    Term(&'a str, usize),
     /// No indexed term is close enough.
     Nothing,
 }
@@ -429,6 +465,9 @@ mod tests {
             "the stem itself, when the other Porter left the word unmatched"
         );
         assert_eq!(v.correct("zebras"), None, "a stem far from every term");
+        // Two edits from a term as written, one from another through its stem: the nearer.
+        let v = Vocabulary::new(vec![("convention".into(), 50), ("connect".into(), 5)]);
+        assert_eq!(v.correct("conenction"), Some("connect"));
     }
 
     #[test]
