@@ -2567,7 +2567,8 @@ export interface PrefetchOmitted {
   tier: 'always' | 'usually'
   /**
    * `budget`: it does not fit the budget left; `max_files`: the plan is full; `missing`:
-   * deleted or no longer indexed; `unreadable`: binary, too large or not UTF-8.
+   * not in the code index (deleted, ignored, never indexed) or gone from disk;
+   * `unreadable`: skipped by the indexer, binary, or not UTF-8.
    */
   reason: 'budget' | 'max_files' | 'missing' | 'unreadable'
 }

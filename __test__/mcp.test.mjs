@@ -145,7 +145,7 @@ test('initialize answers at once, at the current protocol version, while indexin
   console.log(`# connect (spawn, addon load, open, initialize): ${server.connectMs.toFixed(0)} ms`)
 })
 
-test('lists the eight tools with schemas and descriptions', async () => {
+test('lists the ten tools with schemas and descriptions', async () => {
   const { tools } = await server.client.listTools()
   assert.deepEqual(tools.map((t) => t.name).sort(), TOOL_NAMES)
   for (const tool of tools) {

@@ -214,9 +214,9 @@ test('observeE2E stores what the app model says about a browser result, for revi
   }
   await assert.rejects(session.observeE2E('eval', 'ok', 'not a function'), (err) => err.code === 'ENGRAM_INVALID_ARG' && /classify/.test(err.message))
 
-  // Reviewed and trusted, it reaches QA sessions.
-  assert.equal((await db.qaContext()).memories.length, 0, 'under review, below the trust threshold')
-  await db.update(seen.memory.id, { needsReview: false, confidence: 0.9 })
+  // In review it stays out of QA sessions; confirmed by a person, it reaches them.
+  assert.equal((await db.qaContext()).memories.length, 0, 'under review')
+  await db.confirm(seen.memory.id)
   const qa = await db.qaContext()
   assert.deepEqual(qa.memories.map((m) => [m.section, m.memory.id]), [['observations', seen.memory.id]])
 })

@@ -196,7 +196,7 @@ const TOOLS = {
     description:
       'Before you split a task into steps: how past tasks in these modules compared with their plans (a factor to multiply your step estimates by), approaches that already failed here (write them into the plan as constraints), ' +
       'files that change together with these modules (add them to the plan\'s scope), how recent work units ended, and workflow recipes for the task. ' +
-      'Returns Markdown starting with "Apply to the plan", then the memories behind it, each labelled [n] with its id.',
+      'Returns Markdown with an "Apply to the plan" section (the factor, constraints and files), then the memories behind it, each labelled [n] with its id.',
     annotations: { readOnlyHint: true, openWorldHint: false },
     schema: z.strictObject({
       task: z.string().min(1).max(8192).describe('The task to plan, in words.'),

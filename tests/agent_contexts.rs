@@ -179,6 +179,16 @@ async fn the_planner_gets_calibration_constraints_and_scope_as_data() {
     // The calibration memories the observer promoted from the same sessions come first.
     assert_eq!(order.first(), Some(&Section::Calibrations), "{shown:?}");
 
+    // A parent directory counts the sessions of the modules under it.
+    let parent = e
+        .planner_context(PlannerRequest {
+            modules: vec!["src/".into()],
+            ..request.clone()
+        })
+        .await
+        .unwrap();
+    assert_eq!(parent.calibration.map(|c| c.sessions), Some(3));
+
     // The API module has no measured sessions or dead ends; the coupling works both ways.
     let other = e
         .planner_context(PlannerRequest {

@@ -328,3 +328,52 @@ async fn a_build_sessions_context_lists_the_files_to_open_first() {
     assert!(ctx.files.len() < 4 && ctx.omitted > 0, "{ctx:?}");
     assert!(ctx.tokens <= 40);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_indexed_files_are_planned_and_contents_pass_the_privacy_filter() {
+    let p = recorded().await;
+    // On disk and read in every later session, but never indexed (as an ignored file would
+    // be): never planned, never read.
+    std::fs::write(
+        p.root.join("src/auth/local.ts"),
+        "export const local = 1;\n",
+    )
+    .unwrap();
+    // (10 of the module's 15 sessions: the second tier.)
+    for i in 0..10 {
+        session(
+            &p.e,
+            &format!("late-{i}"),
+            &["src/auth/local.ts", "src/auth/login.ts"],
+        )
+        .await;
+    }
+    let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    std::fs::write(
+        p.root.join("src/auth/login.ts"),
+        format!("export const token = \"{secret}\";\n"),
+    )
+    .unwrap();
+    let plan =
+        p.e.prefetch_plan(PrefetchRequest {
+            with_content: true,
+            ..auth()
+        })
+        .await
+        .unwrap();
+    assert!(plan
+        .omitted
+        .iter()
+        .any(|o| o.path == "src/auth/local.ts" && o.reason == OmitReason::Missing));
+    assert!(plan.files.iter().all(|f| f.path != "src/auth/local.ts"));
+    let login = plan
+        .files
+        .iter()
+        .find(|f| f.path == "src/auth/login.ts")
+        .unwrap();
+    let text = login.content.as_deref().unwrap();
+    assert!(
+        !text.contains(secret) && text.contains("[REDACTED]"),
+        "{text}"
+    );
+}

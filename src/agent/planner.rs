@@ -12,9 +12,9 @@
 //! The text packs, to a token budget, the transformations first, then the memories behind
 //! them: task calibrations, dead ends, causal dependencies, the newest work-unit outcomes and
 //! the workflow recipes recall ranks for the task, each labelled and cited like the session
-//! context's. Memories below the trust level's injection threshold, and stale ones, are left
-//! out, except those pinned or taught by the user and the task calibrations (measurements of
-//! the project's own sessions, not claims).
+//! context's. Stale memories, those in review and those below the trust level's injection
+//! threshold are left out, except those a person pinned, taught or confirmed, and the task
+//! calibrations (measurements of the project's own sessions, not claims).
 
 use super::modules;
 use super::select::{self, Order};
@@ -150,8 +150,16 @@ pub(crate) async fn build(handle: &Engram, request: PlannerRequest) -> Result<Pl
     let calibration = crate::observer::calibration::overrun_ratio(&ctx, &modules)
         .await?
         .map(|(factor, sessions)| Calibration { factor, sessions });
-    let dead_ends: Vec<Memory> = dead_ends.into_iter().filter(&trusted).collect();
-    let dependencies: Vec<Memory> = dependencies.into_iter().filter(&trusted).collect();
+    let dead_ends: Vec<Memory> = dead_ends
+        .into_iter()
+        .filter(&trusted)
+        .take(DEAD_ENDS as usize)
+        .collect();
+    let dependencies: Vec<Memory> = dependencies
+        .into_iter()
+        .filter(&trusted)
+        .take(DEPENDENCIES as usize)
+        .collect();
     let constraints: Vec<Constraint> = dead_ends
         .iter()
         .map(|m| Constraint {
@@ -164,13 +172,13 @@ pub(crate) async fn build(handle: &Engram, request: PlannerRequest) -> Result<Pl
     let preamble = transformations(calibration.as_ref(), &constraints, &scope_files);
     let mut candidates: Vec<(Section, Memory)> = Vec::new();
     let sections = [
-        (Section::Calibrations, calibrations),
-        (Section::DeadEnds, dead_ends),
-        (Section::Dependencies, dependencies),
-        (Section::Outcomes, outcomes),
-        (Section::Recipes, recipes),
+        (Section::Calibrations, calibrations, CALIBRATIONS),
+        (Section::DeadEnds, dead_ends, DEAD_ENDS),
+        (Section::Dependencies, dependencies, DEPENDENCIES),
+        (Section::Outcomes, outcomes, OUTCOMES),
+        (Section::Recipes, recipes, RECIPES),
     ];
-    for (section, memories) in sections {
+    for (section, memories, limit) in sections {
         // Calibrations are measurements of this project's own sessions, not claims: the trust
         // threshold (meant for what an agent may be told as fact) does not hold them back.
         let measured = |m: &Memory| section == Section::Calibrations && m.stale_at.is_none();
@@ -178,6 +186,7 @@ pub(crate) async fn build(handle: &Engram, request: PlannerRequest) -> Result<Pl
             memories
                 .into_iter()
                 .filter(|m| measured(m) || trusted(m))
+                .take(limit as usize)
                 .map(|memory| (section, memory)),
         );
     }
@@ -189,8 +198,9 @@ pub(crate) async fn build(handle: &Engram, request: PlannerRequest) -> Result<Pl
     })
 }
 
-/// Whether a memory may go in front of an agent: not stale, and above the trust level's
-/// injection threshold unless a person pinned or taught it.
+/// Whether a memory may go in front of an agent: not stale, and vouched for by a person
+/// (pinned, taught, or confirmed in review), or out of review and above the trust level's
+/// injection threshold.
 pub(crate) async fn trust_filter(handle: &Engram) -> Result<impl Fn(&Memory) -> bool> {
     let threshold = crate::lifecycle::trust::level(&handle.ctx())
         .await?
@@ -199,8 +209,9 @@ pub(crate) async fn trust_filter(handle: &Engram) -> Result<impl Fn(&Memory) -> 
     Ok(move |m: &Memory| {
         m.stale_at.is_none()
             && (m.pinned
+                || m.user_verified
                 || m.source == MemorySource::UserTaught
-                || current_confidence(m, now) > threshold)
+                || (!m.needs_review && current_confidence(m, now) > threshold))
     })
 }
 

@@ -9,12 +9,13 @@
 //! (`always`), more than 50% the second (`usually`); a file needs the file-access signal's own
 //! minimum of sessions (3), so one session's reads never make a plan.
 //!
-//! Sizes come from the code index: a file it no longer holds (deleted, or ignored since) or
-//! skipped (binary, too large) is left out. With a project root, a file the index never saw is
-//! measured on disk. Packing: the first tier, then the second, each by share, then sessions,
-//! then path; a file that does not fit the budget left is omitted and a later, smaller one may
-//! still fit; at most `max_files`. With `with_content`, each planned file is read from the
-//! project root and measured by what was read.
+//! Only files the code index holds are planned, sized by it: a file it does not hold (deleted,
+//! ignored such as `.env`, never indexed) or skipped (binary, too large) is left out, so an
+//! ignored file an agent read never reaches a prompt. Packing: the first tier, then the second,
+//! each by share, then sessions, then path; a file that does not fit the budget left is omitted
+//! and a later, smaller one may still fit; at most `max_files`. With `with_content`, each
+//! planned file is read from the project root (confined to it, at most the budget left, text
+//! only, through the privacy filter) and measured by what was read.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -22,9 +23,11 @@ use std::path::Path;
 use libsql::params;
 
 use super::modules;
+use crate::code::analyze::looks_binary;
 use crate::code::chunk::estimate_tokens;
 use crate::error::{DbContext, Error, Result};
 use crate::graph::module_layer::module_of;
+use crate::memory::privacy::redact;
 use crate::memory::Ctx;
 use crate::observer::signals::Signal;
 
@@ -104,7 +107,8 @@ pub enum OmitReason {
     Budget,
     /// The plan already holds `max_files`.
     MaxFiles,
-    /// The code index no longer holds it, or skipped it, and it is not on disk.
+    /// The code index does not hold it (deleted, ignored, never indexed), or it is gone from
+    /// disk.
     Missing,
     /// It could not be read as text.
     Unreadable,
@@ -196,7 +200,7 @@ pub(crate) async fn plan(ctx: &Ctx<'_>, request: PrefetchRequest) -> Result<Pref
             continue;
         }
         // Sized before anything is read: a file over the budget left is never opened.
-        let mut tokens = match size(&c.path, sizes.get(&c.path), root) {
+        let mut tokens = match size(sizes.get(&c.path)) {
             Ok(tokens) => tokens,
             Err(reason) => {
                 omit(&mut plan, reason);
@@ -210,7 +214,7 @@ pub(crate) async fn plan(ctx: &Ctx<'_>, request: PrefetchRequest) -> Result<Pref
         }
         let mut content = None;
         if let Some(root) = root.filter(|_| request.with_content) {
-            match read_confined(root, &c.path) {
+            match read_confined(root, &c.path, u64::from(left) * 4) {
                 Ok(text) => {
                     // The file may have changed since it was indexed: what was read counts.
                     tokens = token_count(text.len() as u64);
@@ -349,21 +353,14 @@ async fn indexed_sizes(
     Ok(rows.into_iter().collect())
 }
 
-/// A candidate's tokens from the code index's size for it, else (with a project root) from
-/// the file on disk; or why it cannot be planned.
-fn size(
-    path: &str,
-    indexed: Option<&Option<u64>>,
-    root: Option<&Path>,
-) -> std::result::Result<u32, OmitReason> {
+/// A candidate's tokens from the code index's size for it; or why it cannot be planned. Only
+/// indexed files are planned: what the index leaves out (ignored files such as `.env`, files
+/// gone since) never reaches a prompt.
+fn size(indexed: Option<&Option<u64>>) -> std::result::Result<u32, OmitReason> {
     match indexed {
         Some(Some(bytes)) => Ok(token_count(*bytes)),
         Some(None) => Err(OmitReason::Unreadable),
-        None => root
-            .and_then(|root| std::fs::metadata(root.join(path)).ok())
-            .filter(|m| m.is_file())
-            .map(|m| token_count(m.len()))
-            .ok_or(OmitReason::Missing),
+        None => Err(OmitReason::Missing),
     }
 }
 
@@ -372,16 +369,35 @@ fn token_count(bytes: u64) -> u32 {
     estimate_tokens(usize::try_from(bytes).unwrap_or(usize::MAX)).min(u32::MAX as usize) as u32
 }
 
-/// The text of `path` under `root`, refusing anything that resolves outside it (a symlink
-/// pointing away) and anything that is not UTF-8 text.
-fn read_confined(root: &Path, path: &str) -> std::result::Result<String, OmitReason> {
+/// The text of `path` under `root` through the privacy filter, refusing anything that
+/// resolves outside the root (a symlink pointing away), is not a regular file, is bigger than
+/// `max_bytes` (it grew past the budget left since it was indexed) or is not UTF-8 text. A
+/// small blocking read (at most the budget's bytes), like the indexer's own.
+fn read_confined(
+    root: &Path,
+    path: &str,
+    max_bytes: u64,
+) -> std::result::Result<String, OmitReason> {
     let full = std::fs::canonicalize(root.join(path)).map_err(|_| OmitReason::Missing)?;
-    if !full.starts_with(root) || !full.is_file() {
+    if !full.starts_with(root) {
         return Err(OmitReason::Missing);
     }
-    let bytes = std::fs::read(&full).map_err(|_| OmitReason::Unreadable)?;
-    if bytes.contains(&0) {
+    let len = std::fs::metadata(&full)
+        .map_err(|_| OmitReason::Missing)?
+        .len();
+    if len > max_bytes {
+        return Err(OmitReason::Budget);
+    }
+    let bytes = crate::file_read::read_regular(&full, max_bytes, "a prefetched file")
+        .map_err(|_| OmitReason::Unreadable)?;
+    if looks_binary(&bytes) {
         return Err(OmitReason::Unreadable);
     }
-    String::from_utf8(bytes).map_err(|_| OmitReason::Unreadable)
+    let text = String::from_utf8(bytes).map_err(|_| OmitReason::Unreadable)?;
+    let redacted = redact(&text);
+    Ok(if redacted.count > 0 {
+        redacted.text
+    } else {
+        text
+    })
 }

@@ -3,8 +3,9 @@
 //! requirements first (what the app must do), then end-to-end observations (preconditions,
 //! timings, UI behaviour, test sequences, tool gotchas from earlier runs), then error patterns
 //! (errors seen before and how they were fixed). Each section is drawn from the modules under
-//! test (or the whole project) and filtered like the planner's: not stale, above the trust
-//! level's injection threshold unless pinned or taught by the user.
+//! test (or the whole project) and filtered like the planner's: not stale, not in review,
+//! above the trust level's injection threshold, unless a person pinned, taught or confirmed
+//! it (an end-to-end observation waits in review until confirmed).
 
 use super::modules;
 use super::planner::trust_filter;
@@ -59,6 +60,7 @@ pub(crate) async fn build(handle: &Engram, request: QaRequest) -> Result<Session
             found
                 .into_iter()
                 .filter(&trusted)
+                .take(SECTION_LIMIT as usize)
                 .map(|memory| (section, memory)),
         );
     }

@@ -19,7 +19,9 @@ pub(crate) enum Order {
     Newest,
 }
 
-/// Up to `limit` active memories of `types` in `modules` (every module when empty), in `order`.
+/// Up to `limit` active, not stale memories of `types` in `modules` (every module when
+/// empty), in `order`, over-fetched twice so that the caller's trust filter leaves a section
+/// full. The caller takes its `limit` after filtering.
 pub(crate) async fn of_types(
     ctx: &Ctx<'_>,
     modules: &[String],
@@ -41,7 +43,8 @@ pub(crate) async fn of_types(
                    WHERE m2.project_id = ?1 AND m2.deprecated = 0 AND m2.related_modules <> '[]'
                      AND EXISTS (SELECT 1 FROM json_each(m2.related_modules) r, json_each(?2) j
                                  WHERE r.value = j.value OR r.value || '/' = j.value))
-                 AND m.deprecated = 0 AND m.type IN (SELECT value FROM json_each(?3))
+                 AND m.deprecated = 0 AND m.stale_at IS NULL
+                 AND m.type IN (SELECT value FROM json_each(?3))
                  ORDER BY {} LIMIT ?4",
                 *SELECT_M,
                 order_by(order)
@@ -52,7 +55,7 @@ pub(crate) async fn of_types(
         [Order::Confidence, Order::Newest].map(|order| {
             format!(
                 "SELECT {} FROM memories m
-                 WHERE m.project_id = ?1 AND m.deprecated = 0
+                 WHERE m.project_id = ?1 AND m.deprecated = 0 AND m.stale_at IS NULL
                    AND m.type IN (SELECT value FROM json_each(?3)) AND ?2 IS NULL
                  ORDER BY {} LIMIT ?4",
                 *SELECT_M,

@@ -26,13 +26,17 @@ pub(crate) async fn flag_after_late_edits(
         return Ok(0);
     }
     let json = serde_json::to_string(edits).unwrap_or_default();
+    // Not correlated with the outer row (that made SQLite scan every memory and rerun the
+    // join for each: 12 s at 500 memories and 50 edits): the set is built once from the
+    // edits, through the link index.
     tx.execute(
-        "UPDATE memories SET needs_review = 1
-         WHERE deprecated = 0 AND needs_review = 0 AND stale_at IS NULL
-           AND seq IN (SELECT l.memory_seq FROM json_each(?2) e
-                         JOIN memory_links l ON l.project_id = ?1 AND l.role = 'file'
-                                            AND l.node_key = e.value ->> 0
-                        WHERE memories.updated_at + ?3 < e.value ->> 1)",
+        "UPDATE memories SET needs_review = 1 WHERE seq IN (
+           SELECT m.seq FROM json_each(?2) e
+             CROSS JOIN memory_links l ON l.project_id = ?1 AND l.role = 'file'
+                                      AND l.node_key = e.value ->> 0
+             JOIN memories m ON m.seq = l.memory_seq
+           WHERE m.deprecated = 0 AND m.needs_review = 0 AND m.stale_at IS NULL
+             AND m.updated_at + ?3 < e.value ->> 1)",
         libsql::params![project_id, json, REVIEW_AFTER_EDIT_MS],
     )
     .await

@@ -182,7 +182,8 @@ pub struct PrefetchOmitted {
     #[napi(ts_type = "'always' | 'usually'")]
     pub tier: String,
     /// `budget`: it does not fit the budget left; `max_files`: the plan is full; `missing`:
-    /// deleted or no longer indexed; `unreadable`: binary, too large or not UTF-8.
+    /// not in the code index (deleted, ignored, never indexed) or gone from disk;
+    /// `unreadable`: skipped by the indexer, binary, or not UTF-8.
     #[napi(ts_type = "'budget' | 'max_files' | 'missing' | 'unreadable'")]
     pub reason: String,
 }

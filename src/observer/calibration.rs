@@ -77,8 +77,8 @@ pub(crate) async fn step_limit(
     })
 }
 
-/// How far the sessions in `modules` (module keys such as `src/auth/`; every module when
-/// empty) ran over their plans: the mean steps-run-to-planned ratio over the modules whose
+/// How far the sessions in `modules` (module keys such as `src/auth/`, their subdirectories
+/// included; every module when empty) ran over their plans: the mean steps-run-to-planned ratio over the modules whose
 /// step-overrun signal has its 3 sessions, weighted by their measures, with the sessions it
 /// comes from; `None` without such a module. Unclamped: the planner shows it as measured.
 pub(crate) async fn overrun_ratio(ctx: &Ctx<'_>, modules: &[String]) -> Result<Option<(f64, u32)>> {
@@ -87,9 +87,11 @@ pub(crate) async fn overrun_ratio(ctx: &Ctx<'_>, modules: &[String]) -> Result<O
     let found = reader
         .query_cached(
             "SELECT sum(measure_sum), sum(measure_count), sum(session_count)
-             FROM observer_signal_counts
+             FROM observer_signal_counts c
              WHERE project_id = ?1 AND signal = ?2 AND session_count >= ?3 AND measure_count > 0
-               AND (?4 = '[]' OR key IN (SELECT value FROM json_each(?4)))",
+               AND (?4 = '[]' OR EXISTS (
+                     SELECT 1 FROM json_each(?4) j WHERE c.key >= j.value
+                       AND c.key < substr(j.value, 1, length(j.value) - 1) || '0'))",
             params![
                 ctx.project_id,
                 Signal::StepOverrun.as_str(),

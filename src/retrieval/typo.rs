@@ -100,8 +100,9 @@ impl VocabularyCache {
 }
 
 /// Memory search with typo tolerance: the hits of `query`, and when fewer than half of the
-/// page match every term (`Any` mode: fewer than half are found), the hits of the corrected
-/// query after the exact ones and before the partial ones, marked with the corrected query.
+/// page match every term (`Any` mode: fewer than half are found), those of the corrected
+/// query: exact hits of the original, then of the correction, then partial ones in the same
+/// order; the hits the correction placed carry the corrected query.
 pub(crate) async fn search_memories(
     ctx: &Ctx<'_>,
     vocabulary: &VocabularyCache,
@@ -124,16 +125,27 @@ pub(crate) async fn search_memories(
         return Ok(hits);
     };
     let more = memory::search(ctx, &corrected, options).await?;
+    // Exact before partial, the original's before the correction's at each level. A hit
+    // carries the corrected query when the correction is what found it, or what made it match
+    // every term (the original found it partially).
     let (exact, partial): (Vec<_>, Vec<_>) = hits.into_iter().partition(|h| h.matched_all);
-    let mut merged = exact;
-    for mut hit in more {
-        if !merged.iter().any(|h| h.memory.id == hit.memory.id) {
-            hit.corrected_query = Some(corrected.clone());
-            merged.push(hit);
-        }
-    }
-    for hit in partial {
-        if !merged.iter().any(|h| h.memory.id == hit.memory.id) {
+    let (more_exact, more_partial): (Vec<_>, Vec<_>) =
+        more.into_iter().partition(|h| h.matched_all);
+    let mut merged: Vec<memory::SearchHit> = Vec::with_capacity(limit);
+    let levels = [
+        (exact, false),
+        (more_exact, true),
+        (partial, false),
+        (more_partial, true),
+    ];
+    for (level, corrected_level) in levels {
+        for mut hit in level {
+            if merged.iter().any(|h| h.memory.id == hit.memory.id) {
+                continue;
+            }
+            if corrected_level {
+                hit.corrected_query = Some(corrected.clone());
+            }
             merged.push(hit);
         }
     }
