@@ -97,6 +97,54 @@ binding.__setModelPackageDir(modelPackageDir())
 for (const name of INTERNAL_EXPORTS) {
   if (name in binding) Object.defineProperty(binding, name, { enumerable: false })
 }
+for (const Class of [binding.Engram, binding.ObserverSession]) guardReceivers(Class)
+
+/**
+ * Methods and getters of `Class` that answer a wrong receiver (`Engram.prototype.search.call({})`)
+ * with a coded `ENGRAM_INVALID_ARG` instead of V8's uncoded "Illegal invocation" (or napi-rs's
+ * `InvalidArg` for a getter). The check runs only after the native call refused: a right
+ * receiver pays one extra frame, nothing else.
+ */
+function guardReceivers(Class) {
+  for (const [name, desc] of Object.entries(Object.getOwnPropertyDescriptors(Class.prototype))) {
+    if (name === 'constructor') continue
+    const guard = (native, what) =>
+      function (...args) {
+        try {
+          return native.apply(this, args)
+        } catch (err) {
+          if (!isReceiverRefusal(err)) throw err
+          const coded = new TypeError(`${what} must be called on an ${Class.name} (got ${describe(this, Class)})`, { cause: err })
+          coded.code = 'ENGRAM_INVALID_ARG'
+          throw coded
+        }
+      }
+    if (typeof desc.value === 'function') {
+      const wrapped = guard(desc.value, `${Class.name}.prototype.${name}`)
+      Object.defineProperty(wrapped, 'name', { value: name })
+      Object.defineProperty(Class.prototype, name, { ...desc, value: wrapped })
+    } else if (desc.get) {
+      const get = guard(desc.get, `the getter ${Class.name}.prototype.${name}`)
+      Object.defineProperty(get, 'name', { value: `get ${name}` })
+      Object.defineProperty(Class.prototype, name, { ...desc, get })
+    }
+  }
+}
+
+/** V8's refusal of a method's receiver, or napi-rs's of a getter's (its status as the code). */
+function isReceiverRefusal(err) {
+  if (!(err instanceof Error)) return false
+  if (err instanceof TypeError && err.message === 'Illegal invocation' && err.code === undefined) return true
+  return err.code === 'InvalidArg' && /^(Failed to unwrap|Value is not an instance of class)/.test(err.message)
+}
+
+/** A short name of a wrong receiver for an error message. */
+function describe(value, Class) {
+  if (value === null || value === undefined) return String(value)
+  if (typeof value !== 'object') return typeof value
+  if (value instanceof Class) return `an object made from ${Class.name}.prototype, not by engram`
+  return value.constructor?.name ? `an object of class ${value.constructor.name}` : 'an object'
+}
 
 // Written as a re-export so that Node's CommonJS lexer gives `import { Engram } from 'engram'`
 // the names binding.js exports.

@@ -31,8 +31,8 @@
 // Callbacks the fixture cannot make engram call (`onSyncEvent`'s listener without a sync
 // server, `synthesize` without a module past a session threshold, `finalize`'s `synthesize`
 // without promoted signals) are still passed, just never invoked.
-// Wrong receivers (`Engram.prototype.search.call({})`) are outside the argument corpus: the
-// last test reports them as a todo.
+// Wrong receivers (`Engram.prototype.search.call({})`) are called too: V8 refuses them before
+// engram runs, and index.js codes the refusal.
 //
 // ENGRAM_SURFACE_FUZZ_DUMP=/tmp/fuzz.json writes every outcome there.
 import assert from 'node:assert/strict'
@@ -801,9 +801,9 @@ if (process.env.ENGRAM_SURFACE_FUZZ_CHILD) {
     verdict(t, (r) => r.mode === 'returns' || r.mode === 'throws')
   })
 
-  // A method taken off its object and called on something else: V8 refuses most before engram
-  // runs ("Illegal invocation"), which engram cannot code. Reported, not required (yet).
-  test('methods and getters on a wrong receiver', { todo: 'outside the argument corpus of issue 35' }, (t) => {
+  // A method taken off its object and called on something else: V8 refuses it before engram's
+  // native code runs ("Illegal invocation"); the entry's receiver guard codes that refusal.
+  test('methods and getters on a wrong receiver: a coded error', (t) => {
     verdict(t, (r) => r.mode === 'receiver')
   })
 
