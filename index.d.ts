@@ -1792,6 +1792,17 @@ export interface HealthParts {
   agreed: number
 }
 
+/** What `hyde.generate` is asked. */
+export interface HydeGenerateRequest {
+  /** The recall's query. */
+  query: string
+  /**
+   * The spec's prompt for a fast model: "Write a 2-sentence memory that would perfectly
+   * answer: ...".
+   */
+  prompt: string
+}
+
 /** What depends on a target, and the memories on any of it. */
 export interface Impact {
   /** The node the target named. */
@@ -2695,6 +2706,22 @@ export interface RecallFilters {
   includeStale?: boolean
 }
 
+/** The HyDE fallback of `recall()`. */
+export interface RecallHyde {
+  /**
+   * Your fast model: returns the hypothetical memory (text), or null for none. Its
+   * failures (a throw, a rejection, another type, `timeoutMs`) are named in `skipped` and
+   * the first result stands; what it writes is searched with, never stored.
+   */
+  generate: (request: HydeGenerateRequest) => string | null | Promise<string | null>
+  /** Items needed close to the query for the fallback not to run (1..200, default 3). */
+  minResults?: number
+  /** Cosine similarity to the query an item needs to count as close (-1..1, default 0.5). */
+  minSimilarity?: number
+  /** How long `generate` may take, in ms (default 10,000). */
+  timeoutMs?: number
+}
+
 /** One recalled item: a code chunk or a memory. */
 export interface RecallItem {
   /** `'chunk'` or `'memory'`. */
@@ -2722,6 +2749,8 @@ export interface RecallItem {
   rerankScore?: number
   /** Memories: the trigger pattern found in the query or a recent file, which put it first. */
   triggeredBy?: string
+  /** Cosine similarity to the query's vector (-1..1), when the dense path found the item. */
+  similarity?: number
   /** Chunks: the file, relative to the project root. */
   path?: string
   /** Chunks: the qualified name of the definition, when the chunk is one. */
@@ -2783,6 +2812,12 @@ export interface RecallOptions {
    * the stricter wins). Default false.
    */
   applyTrust?: boolean
+  /**
+   * The HyDE fallback: when fewer than `minResults` items are close to the query's vector,
+   * your model writes the memory that would answer it and the dense path searches with that
+   * too. For searches an agent asks for, not for context injected unasked.
+   */
+  hyde?: RecallHyde
 }
 
 /** Where each stage ranked an item (1-based; absent where a path did not find it). */
@@ -2820,6 +2855,11 @@ export interface RecallResult {
    * (`dokcer compose` -> `docker* compose`), when exact search found too little.
    */
   correctedQuery?: string
+  /**
+   * The hypothetical answer of `hyde.generate` the dense path also searched with, when the
+   * fallback ran.
+   */
+  hypothetical?: string
 }
 
 /** Which stages run: each can be switched off for a call (how ablations are measured). */

@@ -302,6 +302,50 @@ test('a misspelt query is corrected to indexed terms when exact search finds too
   assert.ok(!off.items.some((i) => i.id === memory.id))
 })
 
+test('hyde: when nothing is close to the query, the model\'s answer searches too; its failures only skip', async (t) => {
+  const { db } = await project(t)
+  const { memory } = await db.remember({ type: 'gotcha', content: 'verify the password against the secret salted hash' })
+  await db.embedPending()
+  const query = 'how do we compare what people type at sign in'
+  const asked = []
+  const generate = (request) => {
+    asked.push(request)
+    return 'We verify the password against the stored secret.'
+  }
+  const plain = await db.recall(query, { filters: { kinds: ['memory'] } })
+  assert.equal(plain.hypothetical, undefined)
+  assert.ok(plain.items.every((i) => i.similarity === undefined || i.similarity < 0.5), JSON.stringify(plain.items))
+
+  const found = await db.recall(query, { filters: { kinds: ['memory'] }, hyde: { generate } })
+  assert.equal(found.hypothetical, 'We verify the password against the stored secret.')
+  assert.equal(asked.length, 1)
+  assert.equal(asked[0].query, query)
+  assert.match(asked[0].prompt, /^Write a 2-sentence memory that would perfectly answer: "how do we compare/)
+  const item = found.items.find((i) => i.id === memory.id)
+  assert.equal(item.ranks.dense, 1)
+  assert.equal(typeof item.similarity, 'number')
+
+  // A query close to enough items: the model is not asked.
+  const close = await db.recall('verify password', { hyde: { generate, minResults: 1 } })
+  assert.equal(asked.length, 1)
+  assert.equal(close.hypothetical, undefined)
+
+  // Failures are named in skipped; the first result stands.
+  const threw = await db.recall(query, { hyde: { generate: () => { throw new Error('model down') } } })
+  assert.ok(threw.skipped.some((s) => /^hyde: ENGRAM_CALLBACK: .*hyde\.generate threw.*model down/.test(s)), threw.skipped.join('; '))
+  const slow = await db.recall(query, { hyde: { generate: () => new Promise(() => {}), timeoutMs: 50 } })
+  assert.ok(slow.skipped.some((s) => /hyde\.generate timed out after 50 ms/.test(s)), slow.skipped.join('; '))
+  const wrong = await db.recall(query, { hyde: { generate: async () => 42 } })
+  assert.ok(wrong.skipped.some((s) => /hyde\.generate rejected or resolved to something else than text/.test(s)), wrong.skipped.join('; '))
+  assert.deepEqual(threw.items.map((i) => i.id), (await db.recall(query)).items.map((i) => i.id))
+
+  await rejectsWithCode(assert, db.recall(query, { hyde: { generate: 'no' } }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.recall(query, { hyde: {} }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.recall(query, { hyde: { generate, minSimilarity: 2 } }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.recall(query, { hyde: { generate, minResults: 0 } }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.recall(query, { hyde: { generate, timeout: 5 } }), 'ENGRAM_INVALID_ARG')
+})
+
 test('a memory whose trigger is in the query or a recent file comes first', async (t) => {
   const { db, root } = await project(t)
   const { memory } = await db.remember({

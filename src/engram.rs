@@ -699,6 +699,28 @@ impl Engram {
         &self,
         request: crate::retrieval::request::RecallRequest,
     ) -> Result<crate::retrieval::recall::Recall> {
+        let request = self.recall_request(request).await?;
+        crate::retrieval::recall::run(self, request).await
+    }
+
+    /// [`Engram::recall`] with the HyDE fallback: when fewer than `min_results` items are close
+    /// to the query's vector, `fallback.generate` (the app's model) writes a hypothetical
+    /// answer and the dense path searches with it too (see `retrieval::hyde`). A failure of
+    /// the function is named in `skipped`; the first result stands.
+    pub async fn recall_with_hyde(
+        &self,
+        request: crate::retrieval::request::RecallRequest,
+        fallback: crate::retrieval::hyde::Hyde,
+    ) -> Result<crate::retrieval::recall::Recall> {
+        let request = self.recall_request(request).await?;
+        crate::retrieval::recall::run_with_hyde(self, request, fallback).await
+    }
+
+    /// `request` checked, with the trust level's threshold applied when it asks for it.
+    async fn recall_request(
+        &self,
+        request: crate::retrieval::request::RecallRequest,
+    ) -> Result<crate::retrieval::request::RecallRequest> {
         let mut request = request.validated(self.project_root.as_deref())?;
         if request.apply_trust {
             // "Above the threshold": the smallest step above it (confidences are f64 in 0..=1).
@@ -709,7 +731,7 @@ impl Engram {
             let given = request.filters.min_confidence.unwrap_or(0.0);
             request.filters.min_confidence = Some(given.max(threshold));
         }
-        crate::retrieval::recall::run(self, request).await
+        Ok(request)
     }
 
     /// What to put in front of an agent before step `step`, if anything: unseen gotchas of the

@@ -12,6 +12,7 @@ use engram::embed::{CallbackOptions, EmbeddingProvider};
 use engram::engine::EngineOptions;
 use engram::lifecycle::TrustLevel;
 use engram::memory::{MemoryType, RememberInput};
+use engram::retrieval::hyde::{Hyde, HydeOptions, HydeRequest};
 use engram::retrieval::injection::{InjectionKind, StepContext, ToolCall};
 use engram::retrieval::recall::{ItemContent, PackState, Recall, RecallItem};
 use engram::retrieval::request::RecallRequest;
@@ -1020,4 +1021,166 @@ async fn a_reranker_of_ones_own_with_the_wrong_number_of_scores_only_skips_the_s
         "{:?}",
         recall.skipped
     );
+}
+
+/// A HyDE function answering with `answer`, counting its calls and keeping what it was asked.
+fn hypothesis(
+    answer: Result<Option<&'static str>, &'static str>,
+    calls: Arc<std::sync::Mutex<Vec<HydeRequest>>>,
+) -> Hyde {
+    Hyde {
+        options: HydeOptions::default(),
+        generate: Box::new(move |asked: HydeRequest| {
+            calls.lock().unwrap().push(asked);
+            Box::pin(async move {
+                answer
+                    .map(|a| a.map(str::to_owned))
+                    .map_err(|e| engram::Error::Callback(e.to_owned()))
+            })
+        }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hyde_searches_with_the_models_answer_when_the_query_finds_too_little() {
+    let f = fixture(concept_embedder()).await;
+    let tombstone = remember(
+        &f.e,
+        MemoryType::Decision,
+        "Rows are never removed: a tombstone column deletedAt marks soft deletes",
+        &[],
+    )
+    .await;
+    // Two memories that share no concept with anything: the test embedder puts them right on
+    // a query without concepts (similarity 1), two strong items, one short of the bound.
+    for text in [
+        "Builds run on Node 20 in CI",
+        "Release tags are made by hand",
+    ] {
+        remember(&f.e, MemoryType::Pattern, text, &[]).await;
+    }
+    embed(&f.e).await;
+    let query = "how do we get rid of old records";
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    // Plain recall: no word and no concept of the query meets the memory: third in the
+    // dense path's memories, far from the query.
+    let plain = f.e.recall(RecallRequest::new(query)).await.unwrap();
+    let before = find_memory(&plain, &tombstone).expect("third in the dense list");
+    assert_eq!(before.ranks.dense, Some(3));
+    assert!(before.similarity < Some(0.5));
+    assert_eq!(plain.hypothetical, None);
+
+    let answer = "Old records are soft deleted: deletedAt is set as a tombstone.";
+    let with =
+        f.e.recall_with_hyde(
+            RecallRequest::new(query),
+            hypothesis(Ok(Some(answer)), calls.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(with.hypothetical.as_deref(), Some(answer));
+    let asked = calls.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].query, query);
+    assert!(asked[0].prompt.contains(query), "{}", asked[0].prompt);
+    // The answer's vector found it first: the path keeps its best rank, and it moves up.
+    let after = find_memory(&with, &tombstone).unwrap();
+    assert_eq!(after.ranks.dense, Some(1));
+    assert!(after.ranks.fused < before.ranks.fused);
+    // Similarity stays the query's own.
+    assert_eq!(after.similarity, before.similarity);
+    assert!(with.skipped.is_empty(), "{:?}", with.skipped);
+
+    // Enough items close to the query: the function is not called.
+    calls.lock().unwrap().clear();
+    for text in [
+        "verify credentials with constant-time password hashes",
+        "password secret credentials are verified by checkPassword",
+        "credentials: a secret password verify step",
+    ] {
+        remember(&f.e, MemoryType::Gotcha, text, &[]).await;
+    }
+    embed(&f.e).await;
+    let strong =
+        f.e.recall_with_hyde(
+            RecallRequest::new("verify the secret credentials"),
+            hypothesis(Ok(Some(answer)), calls.clone()),
+        )
+        .await
+        .unwrap();
+    assert!(calls.lock().unwrap().is_empty());
+    assert_eq!(strong.hypothetical, None);
+    assert!(
+        strong
+            .items
+            .iter()
+            .filter(|i| i.similarity >= Some(0.5))
+            .count()
+            >= 3
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hyde_failures_and_non_answers_leave_the_first_result() {
+    let f = fixture(concept_embedder()).await;
+    remember(
+        &f.e,
+        MemoryType::Decision,
+        "a tombstone marks soft deletes",
+        &[],
+    )
+    .await;
+    embed(&f.e).await;
+    let query = "how do we get rid of old records";
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let plain = f.e.recall(RecallRequest::new(query)).await.unwrap();
+    let ids = |r: &Recall| {
+        r.items
+            .iter()
+            .map(|i| i.citation.clone())
+            .collect::<Vec<_>>()
+    };
+
+    let failed =
+        f.e.recall_with_hyde(
+            RecallRequest::new(query),
+            hypothesis(Err("model down"), calls.clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        failed.skipped,
+        vec!["hyde: ENGRAM_CALLBACK: callback failed: model down".to_owned()]
+    );
+    assert_eq!(ids(&failed), ids(&plain));
+    for answer in [None, Some("   ")] {
+        let none =
+            f.e.recall_with_hyde(
+                RecallRequest::new(query),
+                hypothesis(Ok(answer), calls.clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(none.hypothetical, None);
+        assert_eq!(ids(&none), ids(&plain));
+    }
+    assert_eq!(calls.lock().unwrap().len(), 3);
+
+    // Without a dense path there is nothing to search with: the function is not asked.
+    calls.lock().unwrap().clear();
+    let mut keyword = RecallRequest::new(query);
+    keyword.stages.dense = false;
+    f.e.recall_with_hyde(keyword, hypothesis(Ok(Some("tombstone")), calls.clone()))
+        .await
+        .unwrap();
+    let none = fixture(EmbeddingProvider::Disabled).await;
+    none.e
+        .recall_with_hyde(
+            RecallRequest::new(query),
+            hypothesis(Ok(Some("x")), calls.clone()),
+        )
+        .await
+        .unwrap();
+    assert!(calls.lock().unwrap().is_empty());
 }

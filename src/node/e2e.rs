@@ -7,14 +7,14 @@
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
 use super::args::{optional_object, required};
 use super::class::live_handle;
 use super::json::{promise_json, JsonText};
 use super::observer::ObserverSession;
-use super::strict::{callback_timeout, Checked, Count};
+use super::strict::{callback_timeout, Count};
+use super::text_callback::{TextFunction, TextRequest};
 use super::types::Memory;
 use crate::agent::e2e;
 
@@ -61,80 +61,12 @@ pub struct E2EObservation {
     pub error: Option<String>,
 }
 
-/// What the classifier may return: its reply, or nothing to remember.
-type ClassifyReturn = Either<Promise<Checked<Option<String>>>, Checked<Option<String>>>;
-
-/// The app's classifier, callable from the engine's tasks (weak: it never keeps the process).
-type ClassifyCallback = ThreadsafeFunction<
-    E2EClassifyRequest,
-    ClassifyReturn,
-    E2EClassifyRequest,
-    Status,
-    false,
-    true,
-    0,
->;
-
-/// A JS classifier, checked to be a function.
-pub struct ClassifyFunction(ClassifyCallback);
-
-impl TypeName for ClassifyFunction {
-    fn type_name() -> &'static str {
-        "Function"
-    }
-
-    fn value_type() -> ValueType {
-        ValueType::Function
-    }
-}
-
-impl ValidateNapiValue for ClassifyFunction {}
-
-// Checked by `from_napi_value` (a function, or `ENGRAM_INVALID_ARG` naming `classify`).
-impl super::strict::Shape for ClassifyFunction {}
-
-impl FromNapiValue for ClassifyFunction {
-    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
-        // SAFETY: the caller hands a live value of `env`'s current scope.
-        unsafe { super::args::js_function(env, value, "classify") }.map(ClassifyFunction)
-    }
+impl TextRequest for E2EClassifyRequest {
+    const FUNCTION: &'static str = "classify";
 }
 
 /// How long the classifier may take unless `timeoutMs` says.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The classifier's reply to `request`, or why there is none (`ENGRAM_CALLBACK: ...`).
-async fn classify(
-    function: &ClassifyCallback,
-    request: E2EClassifyRequest,
-    limit: Duration,
-) -> std::result::Result<Option<String>, String> {
-    let call = async {
-        let answer = function.call_async_catch(request).await.map_err(|e| {
-            format!(
-                "classify threw or returned something else than text: {}",
-                e.reason
-            )
-        })?;
-        match answer {
-            Either::A(promise) => promise.await.map_err(|e| {
-                format!(
-                    "classify rejected or resolved to something else than text: {}",
-                    e.reason
-                )
-            }),
-            Either::B(reply) => Ok(reply),
-        }
-    };
-    match tokio::time::timeout(limit, call).await {
-        Ok(Ok(Checked(reply))) => Ok(reply),
-        Ok(Err(message)) => Err(format!("ENGRAM_CALLBACK: {message}")),
-        Err(_) => Err(format!(
-            "ENGRAM_CALLBACK: classify timed out after {} ms",
-            limit.as_millis()
-        )),
-    }
-}
 
 fn skipped(why: &str, error: Option<String>) -> E2EObservation {
     E2EObservation {
@@ -174,7 +106,8 @@ impl ObserverSession {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let tool: String = arg!(env, required(env, &tool_name, "toolName"));
         let result: String = arg!(env, required(env, &result, "result"));
-        let ClassifyFunction(function) = arg!(env, required(env, &classify_fn, "classify"));
+        let function: TextFunction<E2EClassifyRequest> =
+            arg!(env, required(env, &classify_fn, "classify"));
         let options: Option<ObserveE2EOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
         let (tools, timeout) = match options {
@@ -198,10 +131,12 @@ impl ObserverSession {
                     result: result.chars().take(e2e::RESULT_CHARS).collect(),
                     prompt: e2e::prompt(&tool, &result),
                 };
-                let reply = match classify(&function, request, limit).await {
+                let reply = match function.call(request, limit).await {
                     Ok(Some(reply)) => reply,
                     Ok(None) => return Ok(skipped("not_worth_remembering", None)),
-                    Err(error) => return Ok(skipped("error", Some(error))),
+                    Err(error) => {
+                        return Ok(skipped("error", Some(format!("ENGRAM_CALLBACK: {error}"))))
+                    }
                 };
                 match handle
                     .store_e2e_observation(&session_id, &tool, &reply)

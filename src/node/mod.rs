@@ -48,6 +48,7 @@ mod rerank_options;
 mod strict;
 mod sync;
 mod synthesis;
+mod text_callback;
 mod types;
 mod vector;
 

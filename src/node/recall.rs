@@ -8,9 +8,11 @@ use super::args::{optional_object, required, required_object};
 use super::class::Engram;
 use super::code_types::CodeChunk;
 use super::json::{promise_json, JsonText};
-use super::strict::Count;
+use super::strict::{callback_timeout, Count};
+use super::text_callback::{TextFunction, TextRequest};
 use super::types::{Memory, MemoryScope, MemoryType, ShareScope};
 use crate::error::Error as CoreError;
+use crate::retrieval::hyde::{Hyde, HydeOptions, HydeRequest};
 use crate::retrieval::injection::{StepContext as CoreStepContext, ToolCall};
 use crate::retrieval::recall as core;
 use crate::retrieval::request::{RecallFilters as CoreFilters, RecallRequest, Stages};
@@ -103,6 +105,42 @@ pub struct RecallOptions {
     /// injection threshold (0.80 at level 1 ... 0.45 at level 4; with `filters.minConfidence`
     /// the stricter wins). Default false.
     pub apply_trust: Option<bool>,
+    /// The HyDE fallback: when fewer than `minResults` items are close to the query's vector,
+    /// your model writes the memory that would answer it and the dense path searches with that
+    /// too. For searches an agent asks for, not for context injected unasked.
+    pub hyde: Option<RecallHyde>,
+}
+
+/// What `hyde.generate` is asked.
+#[napi(object, object_from_js = false)]
+pub struct HydeGenerateRequest {
+    /// The recall's query.
+    pub query: String,
+    /// The spec's prompt for a fast model: "Write a 2-sentence memory that would perfectly
+    /// answer: ...".
+    pub prompt: String,
+}
+
+impl TextRequest for HydeGenerateRequest {
+    const FUNCTION: &'static str = "hyde.generate";
+}
+
+/// The HyDE fallback of `recall()`.
+#[napi(object, object_to_js = false)]
+pub struct RecallHyde {
+    /// Your fast model: returns the hypothetical memory (text), or null for none. Its
+    /// failures (a throw, a rejection, another type, `timeoutMs`) are named in `skipped` and
+    /// the first result stands; what it writes is searched with, never stored.
+    #[napi(ts_type = "(request: HydeGenerateRequest) => string | null | Promise<string | null>")]
+    pub generate: TextFunction<HydeGenerateRequest>,
+    /// Items needed close to the query for the fallback not to run (1..200, default 3).
+    #[napi(ts_type = "number")]
+    pub min_results: Option<Count>,
+    /// Cosine similarity to the query an item needs to count as close (-1..1, default 0.5).
+    pub min_similarity: Option<f64>,
+    /// How long `generate` may take, in ms (default 10,000).
+    #[napi(ts_type = "number")]
+    pub timeout_ms: Option<Count>,
 }
 
 /// Where each stage ranked an item (1-based; absent where a path did not find it).
@@ -158,6 +196,9 @@ pub struct RecallItem {
     /// Memories: the trigger pattern found in the query or a recent file, which put it first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub triggered_by: Option<String>,
+    /// Cosine similarity to the query's vector (-1..1), when the dense path found the item.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
     /// Chunks: the file, relative to the project root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -230,6 +271,10 @@ pub struct RecallResult {
     /// (`dokcer compose` -> `docker* compose`), when exact search found too little.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrected_query: Option<String>,
+    /// The hypothetical answer of `hyde.generate` the dense path also searched with, when the
+    /// fallback ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hypothetical: Option<String>,
 }
 
 /// One recent tool call of the agent, for `stepInjection()`.
@@ -372,6 +417,7 @@ fn item(i: core::RecallItem) -> RecallItem {
         citation: i.citation,
         rerank_score: i.rerank_score.map(f64::from),
         triggered_by: i.triggered_by,
+        similarity: i.similarity.map(f64::from),
         path: None,
         symbol: None,
         start_line: None,
@@ -421,7 +467,54 @@ fn result(r: core::Recall) -> RecallResult {
         },
         skipped: r.skipped,
         corrected_query: r.corrected_query,
+        hypothetical: r.hypothetical,
     }
+}
+
+/// How long `hyde.generate` may take unless `timeoutMs` says (an agent waits on the recall).
+const HYDE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The core's fallback for the JS `hyde` option.
+fn hyde(h: RecallHyde) -> std::result::Result<Hyde, CoreError> {
+    let d = HydeOptions::default();
+    let min_results = match h.min_results.map(u32::from) {
+        None => d.min_results,
+        Some(n @ 1..=200) => n as usize,
+        Some(n) => {
+            return Err(CoreError::invalid(format!(
+                "hyde.minResults must be between 1 and 200, got {n}"
+            )))
+        }
+    };
+    let min_similarity = match h.min_similarity {
+        None => d.min_similarity,
+        Some(s) if (-1.0..=1.0).contains(&s) => s as f32,
+        Some(s) => {
+            return Err(CoreError::invalid(format!(
+                "hyde.minSimilarity must be between -1 and 1, got {s}"
+            )))
+        }
+    };
+    let limit = callback_timeout(h.timeout_ms, HYDE_TIMEOUT, "hyde.timeoutMs")?;
+    let function = h.generate;
+    Ok(Hyde {
+        options: HydeOptions {
+            min_results,
+            min_similarity,
+        },
+        generate: Box::new(move |asked: HydeRequest| {
+            Box::pin(async move {
+                let request = HydeGenerateRequest {
+                    query: asked.query,
+                    prompt: asked.prompt,
+                };
+                function
+                    .call(request, limit)
+                    .await
+                    .map_err(CoreError::Callback)
+            })
+        }),
+    })
 }
 
 #[napi]
@@ -454,10 +547,21 @@ impl Engram {
     ) -> Result<PromiseRaw<'env, JsonText>> {
         let handle = arg!(env, self.handle());
         let query: String = arg!(env, required(env, &query, "query"));
-        let options: Option<RecallOptions> =
+        let mut options: Option<RecallOptions> =
             arg!(env, optional_object(env, options.as_ref(), "options"));
+        let hyde_option = options.as_mut().and_then(|o| o.hyde.take());
         let request = arg!(env, request(query, options));
-        promise_json(env, async move { handle.recall(request).await }, result)
+        let fallback = arg!(env, hyde_option.map(hyde).transpose());
+        promise_json(
+            env,
+            async move {
+                match fallback {
+                    Some(fallback) => handle.recall_with_hyde(request, fallback).await,
+                    None => handle.recall(request).await,
+                }
+            },
+            result,
+        )
     }
 
     /// What to put in front of an agent before step `step` (0-based), or `null`: the seed's

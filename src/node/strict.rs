@@ -722,7 +722,9 @@ use super::lifecycle_types::{
 use super::logging::LoggerOptions;
 use super::observer::{ObserveOptions, StepLimitOptions};
 use super::panel_types::{HealthOptions, MemoryGapsOptions};
-use super::recall::{AgentToolCall, RecallFilters, RecallOptions, RecallStages, StepContext};
+use super::recall::{
+    AgentToolCall, RecallFilters, RecallHyde, RecallOptions, RecallStages, StepContext,
+};
 use super::rerank_options::{RerankFunction, RerankerOptions};
 use super::sync::{SyncOptions, TokenFunction};
 use super::synthesis::{FinalizeOptions, SynthesisFunction, SynthesizeOptions, SynthesizedMemory};
@@ -778,8 +780,9 @@ strict_objects! {
     RecallStages { keyword, dense, graph, boost, scoring, rerank, packing, typo }
     RecallOptions {
         phase, recent_files, recent_tool_calls, filters, budget_tokens, limit, rerank_depth,
-        stages, track_access, session_id, apply_trust,
+        stages, track_access, session_id, apply_trust, hyde,
     }
+    RecallHyde { generate, min_results, min_similarity, timeout_ms }
     AgentToolCall { tool, file_path, pattern }
     StepContext { tool_calls, injected_ids, session_id }
     SessionContextOptions { session_type, task, modules, budget_tokens, session_id }

@@ -3,12 +3,13 @@
 //! (`query_kind`), weighted RRF and the neighbourhood boost (`fusion`), a memory's standing
 //! (`scoring`), files one graph edge apart (`neighbourhood`) and the graph path's ranking of
 //! their chunks (`graph_chunks`), the pipeline itself (`recall`), the optional reranker
-//! (`rerank`), typo tolerance for the keyword path (`typo`), the token-budget packing
+//! (`rerank`), typo tolerance for the keyword path (`typo`), the HyDE fallback (`hyde`), the token-budget packing
 //! (`packing`), and what to inject between an agent's steps (`injection`). The keyword paths
 //! build their FTS5 queries with [`crate::text::fts_query`], which `memory` and `code` share.
 
 pub mod fusion;
 mod graph_chunks;
+pub mod hyde;
 pub mod injection;
 pub mod neighbourhood;
 pub mod packing;

@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::fusion::{self, CandidatePath, Fused, ItemRef, RankedList};
+use super::hyde::{self, Hyde, HydeRequest};
 use super::packing::{self, phase_budget};
 use super::query_kind::{self, QueryKind};
 use super::request::{under_any, RecallFilters, RecallRequest};
@@ -120,6 +121,8 @@ pub struct RecallItem {
     /// The memory's trigger pattern found in the query or a recent file: it was put first
     /// whatever it ranked (see [`MAX_TRIGGERED`]).
     pub triggered_by: Option<String>,
+    /// Its cosine similarity to the query's vector, when the dense path found it.
+    pub similarity: Option<f32>,
 }
 
 impl RecallItem {
@@ -136,6 +139,7 @@ impl RecallItem {
             citation: String::new(),
             rerank_score: None,
             triggered_by: None,
+            similarity: None,
         }
     }
 }
@@ -184,6 +188,9 @@ pub struct Recall {
     /// The query the keyword path searched after correcting words no index holds
     /// (`dokcer compose` -> `docker* compose`), when exact search found too little.
     pub corrected_query: Option<String>,
+    /// The app model's hypothetical answer the dense path also searched with, when the HyDE
+    /// fallback ran (see `hyde`).
+    pub hypothetical: Option<String>,
 }
 
 /// Rows loaded while gathering candidates, by item.
@@ -203,6 +210,8 @@ struct PathOutput {
     embed_micros: u64,
     /// The keyword path's query after typo correction, when it was corrected.
     corrected_query: Option<String>,
+    /// The dense path: each item's cosine similarity to the query's vector.
+    similarities: HashMap<ItemRef, f32>,
 }
 
 impl PathOutput {
@@ -251,6 +260,49 @@ fn chunk_scope(filters: &RecallFilters) -> Vec<String> {
 
 /// Runs a validated request.
 pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recall> {
+    let recall = execute(handle, &request, None).await?;
+    track(handle, &request, &recall).await?;
+    Ok(recall)
+}
+
+/// [`run`] with the HyDE fallback: when the result has too few items close to the query's
+/// vector, once more with the app model's hypothetical answer in the dense path (`hyde`).
+pub(crate) async fn run_with_hyde(
+    handle: &Engram,
+    request: RecallRequest,
+    fallback: Hyde,
+) -> Result<Recall> {
+    let started = Instant::now();
+    let mut recall = execute(handle, &request, None).await?;
+    let dense_ran = request.stages.dense && !recall.skipped.iter().any(|s| s.starts_with("dense:"));
+    let too_little =
+        hyde::found_too_little(recall.items.iter().map(|i| i.similarity), &fallback.options);
+    if dense_ran && too_little && !request.query.trim().is_empty() {
+        let asked = HydeRequest {
+            query: request.query.clone(),
+            prompt: hyde::prompt(&request.query),
+        };
+        match (fallback.generate)(asked).await {
+            Ok(answer) => {
+                if let Some(text) = hyde::searchable(answer) {
+                    recall = execute(handle, &request, Some(&text)).await?;
+                    recall.hypothetical = Some(text);
+                }
+            }
+            Err(e) => recall.skipped.push(format!("hyde: {}: {e}", e.code())),
+        }
+    }
+    recall.timings.total_us = micros(started);
+    track(handle, &request, &recall).await?;
+    Ok(recall)
+}
+
+/// Stages 1-4 for `request`; the dense path also searches with `hypothetical` when given.
+async fn execute(
+    handle: &Engram,
+    request: &RecallRequest,
+    hypothetical: Option<&str>,
+) -> Result<Recall> {
     let started = Instant::now();
     let kind = query_kind::detect(&request.query, &request.recent_tool_calls);
     if request.query.trim().is_empty() {
@@ -269,6 +321,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
             },
             skipped: Vec::new(),
             corrected_query: None,
+            hypothetical: None,
         });
     }
     let weights = kind.path_weights();
@@ -281,19 +334,23 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     // waits in this worker's LIFO slot, which no other worker steals.
     let dense = stages.dense.then(|| {
         let (handle, request, scope) = (handle.clone(), request.clone(), scope.clone());
-        tokio::spawn(async move { dense_path(&handle, &request, &scope, weights.dense).await })
+        let hypothetical = hypothetical.map(str::to_owned);
+        tokio::spawn(async move {
+            let hypothetical = hypothetical.as_deref();
+            dense_path(&handle, &request, &scope, weights.dense, hypothetical).await
+        })
     });
     if dense.is_some() {
         tokio::task::yield_now().await;
     }
     let mut counts = TermCounts::default();
     let keyword = if stages.keyword {
-        keyword_path(handle, &request, &scope, weights.keyword, &mut counts).await
+        keyword_path(handle, request, &scope, weights.keyword, &mut counts).await
     } else {
         Ok(PathOutput::default())
     };
     let graph = if stages.graph {
-        graph_path(handle, &request, &scope, weights.graph, &mut counts).await
+        graph_path(handle, request, &scope, weights.graph, &mut counts).await
     } else {
         Ok(PathOutput::default())
     };
@@ -303,7 +360,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
             .map_err(|e| crate::error::Error::Internal(format!("dense path failed: {e}")))?,
         None => Ok(PathOutput::default()),
     };
-    let (keyword, dense, graph) = (keyword?, dense?, graph?);
+    let (keyword, mut dense, graph) = (keyword?, dense?, graph?);
     let corrected_query = keyword.corrected_query.clone();
     let mut timings = RecallTimings {
         keyword_us: keyword.micros,
@@ -317,6 +374,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     let mut rows = Rows::default();
     let mut lists = Vec::new();
     let mut skipped = Vec::new();
+    let similarities = std::mem::take(&mut dense.similarities);
     for output in [keyword, dense, graph] {
         rows.chunks.extend(output.rows.chunks);
         rows.memories.extend(output.rows.memories);
@@ -333,7 +391,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     let mut items: Vec<RecallItem> = fused
         .into_iter()
         .enumerate()
-        .filter_map(|(index, f)| to_item(f, index, &mut rows))
+        .filter_map(|(index, f)| to_item(f, index, &mut rows, &similarities))
         .collect();
     if stages.scoring {
         for item in &mut items {
@@ -349,14 +407,14 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
     if stages.rerank {
         if let Some(reranker) = handle.engine().reranker.0.clone() {
             let rerank_started = Instant::now();
-            if let Err(e) = rerank(&*reranker, &request, &mut items).await {
+            if let Err(e) = rerank(&*reranker, request, &mut items).await {
                 skipped.push(format!("rerank: {}: {e}", e.code()));
             }
             timings.rerank_us = micros(rerank_started);
         }
     }
     let triggers_started = Instant::now();
-    put_triggered_first(handle, &request, &mut items, now).await?;
+    put_triggered_first(handle, request, &mut items, now).await?;
     timings.fusion_us += micros(triggers_started);
     items.truncate(request.limit_or_default());
 
@@ -374,7 +432,29 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
         (String::new(), 0)
     };
     timings.packing_us = micros(packing_started);
-    if request.track_access {
+    timings.total_us = micros(started);
+    Ok(Recall {
+        query_kind: kind,
+        items,
+        context,
+        budget_tokens: budget,
+        used_tokens,
+        timings,
+        skipped,
+        corrected_query,
+        hypothetical: None,
+    })
+}
+
+/// With `track_access`: the memories in the context count as used, and a recall that could
+/// hold memories but found none is noted as a memory gap.
+async fn track(handle: &Engram, request: &RecallRequest, recall: &Recall) -> Result<()> {
+    // A blank query finds nothing and asks for nothing: no gap either.
+    if !request.track_access || request.query.trim().is_empty() {
+        return Ok(());
+    }
+    let (items, stages) = (&recall.items, request.stages);
+    {
         let could_hold_memories = wants(&request.filters, ItemKind::Memory);
         let found_memories = items
             .iter()
@@ -398,17 +478,7 @@ pub(crate) async fn run(handle: &Engram, request: RecallRequest) -> Result<Recal
             .await?;
         }
     }
-    timings.total_us = micros(started);
-    Ok(Recall {
-        query_kind: kind,
-        items,
-        context,
-        budget_tokens: budget,
-        used_tokens,
-        timings,
-        skipped,
-        corrected_query,
-    })
+    Ok(())
 }
 
 /// Fewer keyword hits than this (chunks and memories together) and the query's unknown words
@@ -535,19 +605,54 @@ async fn dense_path(
     request: &RecallRequest,
     scope: &[String],
     weight: f64,
+    hypothetical: Option<&str>,
 ) -> Result<PathOutput> {
     let started = Instant::now();
     let mut out = PathOutput::default();
-    let vector = match handle.embed_query(&request.query).await {
-        Ok(found) => found,
-        Err(e) => {
-            out.skipped = Some(format!("dense: {}: {e}", e.code()));
-            out.micros = micros(started);
-            return Ok(out);
+    let mut vectors = Vec::new();
+    for text in std::iter::once(request.query.as_str()).chain(hypothetical) {
+        match handle.embed_query(text).await {
+            Ok(found) => vectors.push(found),
+            Err(e) => {
+                out.skipped = Some(format!("dense: {}: {e}", e.code()));
+                out.micros = micros(started);
+                return Ok(out);
+            }
         }
-    };
+    }
     out.embed_micros = micros(started);
-    let (model, vector) = vector;
+    // The query's vector first: its similarities are the ones reported; the hypothetical's
+    // lists join the path's (fusion keeps an item's best rank within a path).
+    for (index, (model, vector)) in vectors.into_iter().enumerate() {
+        dense_lists(
+            handle,
+            request,
+            scope,
+            weight,
+            &model,
+            vector,
+            index == 0,
+            &mut out,
+        )
+        .await?;
+    }
+    out.micros = micros(started);
+    Ok(out)
+}
+
+/// The dense path's lists for one query vector, per kind the filters allow; with
+/// `keep_similarity`, each item's cosine similarity goes into `out.similarities`.
+#[allow(clippy::too_many_arguments)]
+async fn dense_lists(
+    handle: &Engram,
+    request: &RecallRequest,
+    scope: &[String],
+    weight: f64,
+    model: &crate::embed::EmbedderId,
+    vector: Vec<f32>,
+    keep_similarity: bool,
+    out: &mut PathOutput,
+) -> Result<()> {
     let filters = &request.filters;
     for kind in [ItemKind::Chunk, ItemKind::Memory] {
         if !wants(filters, kind) {
@@ -576,32 +681,34 @@ async fn dense_path(
             store,
             &handle.engine().vectors,
             handle.project_id(),
-            &model,
+            model,
             vector.clone(),
             &query,
         )
         .await?;
         // Chunks are named by their id already (their rows are read after fusion, where a
         // chunk deleted meanwhile drops out); memories by id, not by the index's seq.
-        let items = match kind {
+        let scored: Vec<(ItemRef, f32)> = match kind {
             ItemKind::Chunk => ranked
                 .into_iter()
-                .map(|(_, hit)| ItemRef::Chunk(hit.id))
+                .map(|(_, hit)| (ItemRef::Chunk(hit.id), hit.score))
                 .collect(),
             ItemKind::Memory => crate::vector::describe(store, ranked)
                 .await?
                 .into_iter()
-                .filter_map(|h| h.memory_id.map(ItemRef::Memory))
+                .filter_map(|h| Some((ItemRef::Memory(h.memory_id?), h.score)))
                 .collect(),
         };
+        if keep_similarity {
+            out.similarities.extend(scored.iter().cloned());
+        }
         out.lists.push(RankedList {
             path: CandidatePath::Dense,
             weight,
-            items,
+            items: scored.into_iter().map(|(item, _)| item).collect(),
         });
     }
-    out.micros = micros(started);
-    Ok(out)
+    Ok(())
 }
 
 /// From the recent files and their graph neighbours: the chunks there sharing a term with the
@@ -859,13 +966,20 @@ async fn boost(handle: &Engram, fused: &mut [Fused], rows: &Rows) -> Result<()> 
 }
 
 /// The item for a fused candidate at `index` (its rows move out of `rows`).
-fn to_item(f: Fused, index: usize, rows: &mut Rows) -> Option<RecallItem> {
+fn to_item(
+    f: Fused,
+    index: usize,
+    rows: &mut Rows,
+    similarities: &HashMap<ItemRef, f32>,
+) -> Option<RecallItem> {
+    let similarity = similarities.get(&f.item).copied();
     let content = match &f.item {
         ItemRef::Chunk(id) => ItemContent::Chunk(rows.chunks.remove(id)?),
         ItemRef::Memory(id) => ItemContent::Memory(rows.memories.remove(id)?),
     };
     Some(RecallItem {
         boost: f.boost,
+        similarity,
         ..RecallItem::new(
             content,
             f.score,
