@@ -1579,6 +1579,31 @@ export interface FinalizeResult {
   synthesis?: SynthesisResult
 }
 
+/**
+ * The git staleness pass after a full index run: each memory with a `commitSha` loses
+ * confidence in proportion to the share of its related files changed in git since that
+ * commit (half of it when all changed; each file counted once), and goes to review once half
+ * of them have. Pinned memories keep their confidence.
+ */
+export interface GitStaleness {
+  /**
+   * The `HEAD` commit compared with; absent when the project is in no git repository (or
+   * it has no commit), and then nothing was done.
+   */
+  head?: string
+  /** Memories with a `commitSha` and related files that were looked at. */
+  checked: number
+  /** Memories whose confidence this run lowered. */
+  lowered: number
+  /** Memories this run flagged for review. */
+  flaggedForReview: number
+  /**
+   * Memories whose commit the repository does not hold (another clone's, rebased away):
+   * left as they were.
+   */
+  unknownCommits: number
+}
+
 /** Nodes and edges written together in one transaction by `injectGraph`. */
 export interface GraphBatch {
   /** Nodes to create or update (at most 10,000). */
@@ -1755,6 +1780,11 @@ export interface Health {
   needsReview: number
   /** Active memories whose code changed since they were written. */
   stale: number
+  /**
+   * Active memories with related files changed in git since their `commitSha` (unless
+   * pinned, their confidence lowered by the share changed, at each full `index()`).
+   */
+  changedInGit: number
   /** Active memories under dispute. */
   disputed: number
   /** Active memories a newer one supersedes. */
@@ -1933,6 +1963,8 @@ export interface IndexSummary {
    * written: flagged for review (`needsReview`), still in use.
    */
   memoriesFlaggedForReview: number
+  /** Memories whose related files changed in git since their `commitSha` (a full run only). */
+  git: GitStaleness
   /**
    * What `deriveRelations` wrote for the modules the run changed (absent when it was not
    * given, nothing changed, or it failed).

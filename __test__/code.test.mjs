@@ -1,6 +1,7 @@
 // The code index across the boundary: index() with progress and AbortSignal, chunksOf,
 // searchCode, argument errors, indexing from a worker thread, indexPaths and watch().
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -178,4 +179,35 @@ test('indexPaths re-indexes what changed; watch() follows edits and deletes unti
   await memory.watch({ debounceMs: 50 })
   memory.close()
   await rejectsWithCode(assert, memory.watch(), 'ENGRAM_CLOSED')
+})
+
+test('index() lowers the confidence of memories whose files changed in git since their commit', async (t) => {
+  const root = project(tempDir(t))
+  // The test makes the repository with git; engram reads it in-process.
+  const git = (...args) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', ...args], {
+      cwd: root,
+      env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' },
+    }).toString().trim()
+  git('init', '-q')
+  git('add', '-A')
+  git('commit', '-q', '-m', 'first')
+  const first = git('rev-parse', 'HEAD')
+  const memory = await Engram.open({ path: join(root, '..', 'git.db'), projectRoot: root })
+  t.after(() => memory.close())
+  const { memory: m } = await memory.remember({
+    type: 'gotcha', content: 'orders are rounded half up', relatedFiles: ['app/orders.py'], commitSha: first, confidence: 0.8,
+  })
+  let summary = await memory.index()
+  assert.deepEqual(summary.git, { head: first, checked: 1, lowered: 0, flaggedForReview: 0, unknownCommits: 0 })
+  writeFileSync(join(root, 'app/orders.py'), 'def total():\n    return 2\n')
+  git('commit', '-q', '-am', 'second')
+  summary = await memory.index()
+  assert.equal(summary.git.head, git('rev-parse', 'HEAD'))
+  assert.equal(summary.git.lowered, 1)
+  assert.equal(summary.git.flaggedForReview, 1)
+  const after = await memory.get(m.id)
+  assert.ok(Math.abs(after.confidence - 0.4) < 1e-9, String(after.confidence))
+  assert.equal(after.needsReview, true)
+  assert.equal((await memory.health()).changedInGit, 1)
 })

@@ -843,9 +843,23 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let _running = self.engine.start_indexing(&self.project_id)?;
-        let summary = indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
+        let mut summary =
+            indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
+        summary.git = self.git_staleness(root).await;
         self.schedule_embedding();
         Ok(summary)
+    }
+
+    /// The git staleness pass after a full index run (`lifecycle::git_drift`). A repository
+    /// that cannot be read never fails the run that indexed the files: it is logged.
+    async fn git_staleness(&self, root: &Path) -> crate::code::git::GitStaleness {
+        match crate::lifecycle::git_drift::apply(&self.ctx(), root).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(code = e.code(), error = %e, "git staleness pass failed");
+                crate::code::git::GitStaleness::default()
+            }
+        }
     }
 
     /// Like [`Engram::index`], but waits for a running index of the project instead of failing.
@@ -857,7 +871,9 @@ impl Engram {
     ) -> Result<IndexSummary> {
         let root = self.root_for_code()?;
         let _running = self.engine.wait_indexing(&self.project_id, cancel).await?;
-        let summary = indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
+        let mut summary =
+            indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
+        summary.git = self.git_staleness(root).await;
         self.schedule_embedding();
         Ok(summary)
     }

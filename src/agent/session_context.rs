@@ -15,8 +15,9 @@
 //!    naming one of them or attached to a file under one; with neither, the most confident
 //!    knowledge of the project. Only memories above the trust level's injection threshold.
 //! 5. **Workflow recipes**: for the task when there is one, else the most confident.
-//! 6. **Possibly outdated**: memories marked stale (their code changed), those in the modules
-//!    first, so the agent verifies them before relying on them.
+//! 6. **Possibly outdated**: memories marked stale (their code changed), then those whose
+//!    related files mostly changed in git since their commit (`lifecycle::git_drift`), those
+//!    in the modules first, so the agent verifies them before relying on them.
 //! 7. **Files usually read first** (build sessions): the prefetch plan's paths for the
 //!    modules (`agent::prefetch`), so the agent opens them without searching; the app loads
 //!    their contents itself with `prefetch_plan` when it wants them in the first message.
@@ -554,7 +555,8 @@ pub(crate) async fn recalled(
         .collect())
 }
 
-/// Memories marked stale, newest mark first; those in `modules` lead.
+/// Memories marked stale, newest mark first, then those flagged because their files changed
+/// in git; those in `modules` lead.
 async fn stale(handle: &Engram, modules: &[String]) -> Result<Vec<Memory>> {
     use std::sync::LazyLock;
     static SQL: LazyLock<String> = LazyLock::new(|| {
@@ -565,11 +567,28 @@ async fn stale(handle: &Engram, modules: &[String]) -> Result<Vec<Memory>> {
             *SELECT_M
         )
     });
+    // Then those whose files mostly changed in git since their commit (flagged for review by
+    // `lifecycle::git_drift`), newest change first.
+    static CHANGED_IN_GIT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {} FROM memory_git_changes g
+               JOIN memories m ON m.id = g.memory_id AND m.commit_sha = g.commit_sha
+             WHERE g.project_id = ?1 AND m.deprecated = 0 AND m.stale_at IS NULL
+               AND m.needs_review = 1
+             GROUP BY m.seq ORDER BY max(g.found_at) DESC, m.seq DESC LIMIT 50",
+            *SELECT_M
+        )
+    });
     let ctx = handle.ctx();
     let mut reader = ctx.store.reader().await;
     let mut found = reader
         .query_cached(SQL.as_str(), params![ctx.project_id], from_row)
         .await?;
+    found.extend(
+        reader
+            .query_cached(CHANGED_IN_GIT.as_str(), params![ctx.project_id], from_row)
+            .await?,
+    );
     let in_modules = |m: &Memory| {
         m.related_files
             .iter()

@@ -152,6 +152,9 @@ pub struct IndexSummary {
     /// Memories on files this run found edited more than 30 days after the memory was last
     /// written, flagged for review (`memory::review`).
     pub memories_flagged_for_review: u64,
+    /// What the git staleness pass after a full run found (`lifecycle::git_drift`; the
+    /// default when the run was partial or the project is in no repository).
+    pub git: super::git::GitStaleness,
 }
 
 /// Problems and paths listed in a summary, at most.

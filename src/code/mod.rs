@@ -32,6 +32,7 @@ mod ast_chunker;
 pub mod chunk;
 pub mod definitions;
 pub mod extract;
+pub mod git;
 pub mod indexer;
 pub mod language;
 mod parse_pool;

@@ -60,6 +60,9 @@ pub struct Health {
     pub needs_review: u64,
     /// Active memories whose code changed since they were written.
     pub stale: u64,
+    /// Active memories with related files changed in git since their `commitSha` (unless
+    /// pinned, their confidence was lowered by the share changed: `git_drift`).
+    pub changed_in_git: u64,
     /// Active memories under dispute.
     pub disputed: u64,
     /// Active memories a newer one supersedes.
@@ -110,7 +113,7 @@ pub(crate) async fn health(ctx: &Ctx<'_>, session_id: Option<&str>) -> Result<He
     let session_id = ctx.validator().opt_id("sessionId", session_id)?;
     let since = ctx.clock.now_ms() - (ACTIVE_DAYS as f64 * DAY_MS) as i64;
     let conn = ctx.store.reader().await;
-    let [total, active, used, needs_review, stale, disputed, superseded, contested, open_gaps] =
+    let [total, active, used, needs_review, stale, disputed, superseded, contested, open_gaps, changed_in_git] =
         count_row(
             &conn,
             "SELECT count(*),
@@ -121,7 +124,10 @@ pub(crate) async fn health(ctx: &Ctx<'_>, session_id: Option<&str>) -> Result<He
                coalesce(sum(deprecated = 0 AND disputed_at IS NOT NULL), 0),
                coalesce(sum(deprecated = 0 AND superseded_by IS NOT NULL), 0),
                coalesce(sum(deprecated = 0 AND (disputed_at IS NOT NULL OR superseded_by IS NOT NULL)), 0),
-               (SELECT count(*) FROM memory_gaps g WHERE g.project_id = ?1 AND g.resolved_at IS NULL)
+               (SELECT count(*) FROM memory_gaps g WHERE g.project_id = ?1 AND g.resolved_at IS NULL),
+               coalesce(sum(deprecated = 0 AND commit_sha IS NOT NULL AND EXISTS (
+                 SELECT 1 FROM memory_git_changes c
+                  WHERE c.memory_id = memories.id AND c.commit_sha = memories.commit_sha)), 0)
              FROM memories WHERE project_id = ?1",
             params![ctx.project_id, since],
             "counting memory health",
@@ -138,6 +144,7 @@ pub(crate) async fn health(ctx: &Ctx<'_>, session_id: Option<&str>) -> Result<He
         active_last_30_days: used,
         needs_review,
         stale,
+        changed_in_git,
         disputed,
         superseded,
         forgotten: total - active,

@@ -16,7 +16,7 @@
 //! shareability and is deleted with it). Partial indexes serve prune
 //! (`memories_forgotten_at`) and unlinking superseded memories (`memories_superseded_by`).
 //! Migration 013 adds sessions (`session_memory_use`, `lifecycle_sessions`), `trust_levels` and
-//! `memory_gaps`.
+//! `memory_gaps`; 015 `memory_git_changes`, what the git staleness pass counted (`git_drift`).
 
 mod agent_export;
 pub mod agent_files;
@@ -32,6 +32,7 @@ mod dispute;
 pub mod events;
 mod feedback;
 mod gaps;
+pub mod git_drift;
 mod health;
 pub(crate) mod links;
 pub mod markdown;

@@ -116,11 +116,33 @@ pub struct IndexSummary {
     /// Memories on files this run found edited more than 30 days after the memory was last
     /// written: flagged for review (`needsReview`), still in use.
     pub memories_flagged_for_review: u32,
+    /// Memories whose related files changed in git since their `commitSha` (a full run only).
+    pub git: GitStaleness,
     /// What `deriveRelations` wrote for the modules the run changed (absent when it was not
     /// given, nothing changed, or it failed).
     pub derived_relations: Option<DerivedSummary>,
     /// Why `deriveRelations` failed (`CODE: message`); the index itself is committed.
     pub derived_relations_error: Option<String>,
+}
+
+/// The git staleness pass after a full index run: each memory with a `commitSha` loses
+/// confidence in proportion to the share of its related files changed in git since that
+/// commit (half of it when all changed; each file counted once), and goes to review once half
+/// of them have. Pinned memories keep their confidence.
+#[napi(object)]
+pub struct GitStaleness {
+    /// The `HEAD` commit compared with; absent when the project is in no git repository (or
+    /// it has no commit), and then nothing was done.
+    pub head: Option<String>,
+    /// Memories with a `commitSha` and related files that were looked at.
+    pub checked: u32,
+    /// Memories whose confidence this run lowered.
+    pub lowered: u32,
+    /// Memories this run flagged for review.
+    pub flagged_for_review: u32,
+    /// Memories whose commit the repository does not hold (another clone's, rebased away):
+    /// left as they were.
+    pub unknown_commits: u32,
 }
 
 /// What an index run changed in the knowledge graph's structural and module layers.
@@ -176,6 +198,13 @@ impl From<core::IndexSummary> for IndexSummary {
                 edges_marked_stale: s.graph.edges_marked_stale as u32,
             },
             memories_flagged_for_review: s.memories_flagged_for_review as u32,
+            git: GitStaleness {
+                head: s.git.head,
+                checked: s.git.checked as u32,
+                lowered: s.git.lowered as u32,
+                flagged_for_review: s.git.flagged_for_review as u32,
+                unknown_commits: s.git.unknown_commits as u32,
+            },
             derived_relations: None,
             derived_relations_error: None,
             problems: s

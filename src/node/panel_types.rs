@@ -203,6 +203,9 @@ pub struct Health {
     pub needs_review: u32,
     /// Active memories whose code changed since they were written.
     pub stale: u32,
+    /// Active memories with related files changed in git since their `commitSha` (unless
+    /// pinned, their confidence lowered by the share changed, at each full `index()`).
+    pub changed_in_git: u32,
     /// Active memories under dispute.
     pub disputed: u32,
     /// Active memories a newer one supersedes.
@@ -229,6 +232,7 @@ impl From<core::Health> for Health {
             active_last_30_days: n(h.active_last_30_days),
             needs_review: n(h.needs_review),
             stale: n(h.stale),
+            changed_in_git: n(h.changed_in_git),
             disputed: n(h.disputed),
             superseded: n(h.superseded),
             forgotten: n(h.forgotten),

@@ -132,6 +132,11 @@ const MAIN: &[Migration] = &[
         name: "session_context",
         sql: include_str!("sql/main/014_session_context.sql"),
     },
+    Migration {
+        version: 15,
+        name: "git_changes",
+        sql: include_str!("sql/main/015_git_changes.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
