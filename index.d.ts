@@ -1602,6 +1602,11 @@ export interface GitStaleness {
    * left as they were.
    */
   unknownCommits: number
+  /**
+   * Wall time of the pass in milliseconds (it runs once the files are indexed, after the
+   * run's `durationMs`).
+   */
+  durationMs: number
 }
 
 /** Nodes and edges written together in one transaction by `injectGraph`. */

@@ -5,6 +5,7 @@
 // one run, medians and p99s of:
 // - prefetchPlan({ modules: [one module] }) (target p50 <= 10 ms);
 // - sessionContext({ task, modules: [one module] }) (target p50 <= 20 ms);
+// - augmentToolResult on a Read of a file not read before in the session (target p99 <= 5 ms);
 // - search() of one misspelt word (typo fallback) against the same word spelt right.
 // No embedder (the dense path is another bench's); machines are noisy.
 // With ENGRAM_BENCH_DB=/some/dir/agent.db the database and corpus are kept for a second run.
@@ -95,6 +96,14 @@ try {
   await timed('sessionContext({ task, modules: [one] })', 100, (i) =>
     db.sessionContext({ task: tasks[i % tasks.length], modules: [modules[i % modules.length]] }),
   )
+  // A Read of a file returns its pitfalls once per session: each call reads another file.
+  const augmented = db.observe({ sessionId: 'bench-augment' })
+  let shown = 0
+  await timed('augmentToolResult(Read, another file)', 500, async (i) => {
+    const found = await augmented.augmentToolResult('Read', { file_path: files[(i * 7919) % files.length] }, 'file text')
+    if (found) shown++
+  })
+  console.log(`agent: augmentToolResult answered ${shown} of 505 Reads with pitfalls`)
   // Words of the memories (corpus.mjs), each misspelt by a swap of two different neighbours.
   const words = ['connection', 'timeout', 'transaction', 'middleware', 'deadlock', 'embedding', 'serialize', 'container']
   const swap = (w) => {

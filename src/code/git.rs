@@ -38,6 +38,8 @@ pub struct GitStaleness {
     pub flagged_for_review: u64,
     /// Memories whose commit the repository does not hold.
     pub unknown_commits: u64,
+    /// Wall time of the pass (reading the memories, the history, and writing).
+    pub duration: std::time::Duration,
 }
 
 /// Bytes of decoded objects `gix` keeps between diffs against the same `HEAD` (measured:

@@ -55,6 +55,13 @@ struct Change {
 /// Lowers the confidence of the project's memories whose related files changed in git since
 /// their `commitSha` (see the module doc), reading the repository `project_root` is in.
 pub(crate) async fn apply(ctx: &Ctx<'_>, project_root: &Path) -> Result<GitStaleness> {
+    let started = std::time::Instant::now();
+    let mut found = pass(ctx, project_root).await?;
+    found.duration = started.elapsed();
+    Ok(found)
+}
+
+async fn pass(ctx: &Ctx<'_>, project_root: &Path) -> Result<GitStaleness> {
     let candidates = candidates(ctx).await?;
     if candidates.is_empty() {
         return Ok(GitStaleness::default());

@@ -143,6 +143,9 @@ pub struct GitStaleness {
     /// Memories whose commit the repository does not hold (another clone's, rebased away):
     /// left as they were.
     pub unknown_commits: u32,
+    /// Wall time of the pass in milliseconds (it runs once the files are indexed, after the
+    /// run's `durationMs`).
+    pub duration_ms: f64,
 }
 
 /// What an index run changed in the knowledge graph's structural and module layers.
@@ -204,6 +207,7 @@ impl From<core::IndexSummary> for IndexSummary {
                 lowered: s.git.lowered as u32,
                 flagged_for_review: s.git.flagged_for_review as u32,
                 unknown_commits: s.git.unknown_commits as u32,
+                duration_ms: s.git.duration.as_secs_f64() * 1000.0,
             },
             derived_relations: None,
             derived_relations_error: None,
