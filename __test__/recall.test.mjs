@@ -346,6 +346,23 @@ test('hyde: when nothing is close to the query, the model\'s answer searches too
   await rejectsWithCode(assert, db.recall(query, { hyde: { generate, timeout: 5 } }), 'ENGRAM_INVALID_ARG')
 })
 
+test('the cascade stage walks from the top hits to the memories they relate to', async (t) => {
+  const { db } = await project(t, { embeddings: { provider: 'none' } })
+  const { memory: idle } = await db.remember({ type: 'decision', content: 'Sessions expire after 30 minutes of idle time' })
+  const { memory: login } = await db.remember({
+    type: 'gotcha', content: 'login compares the password before it opens a session',
+    relations: [{ targetMemoryId: idle.id, relationType: 'required_with', confidence: 0.9 }],
+  })
+  const plain = await db.recall('login compares the password')
+  assert.ok(plain.items.some((i) => i.id === login.id))
+  assert.ok(!plain.items.some((i) => i.id === idle.id))
+  const walked = await db.recall('login compares the password', { stages: { cascade: true } })
+  const found = walked.items.find((i) => i.id === idle.id)
+  assert.ok(found, JSON.stringify(walked.items.map((i) => [i.citation, i.ranks])))
+  assert.equal(typeof found.ranks.cascade, 'number')
+  assert.equal(found.ranks.keyword, undefined)
+})
+
 test('a memory whose trigger is in the query or a recent file comes first', async (t) => {
   const { db, root } = await project(t)
   const { memory } = await db.remember({

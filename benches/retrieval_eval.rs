@@ -7,7 +7,7 @@
 //! RRF constants, keyword weights per query kind and boost shares the defaults were chosen from.
 //! The same questions then go through `recall()` with stages switched on and off (the ablation
 //! table), with no recent files, with a file next to the answer's as the agent's recent file,
-//! and with an unrelated one.
+//! and with an unrelated one, and with the cascade.
 //! Needs the model for the dense path (`engram model install`); without it only BM25 is scored.
 //! Run: `cargo bench --no-default-features --bench retrieval_eval`
 
@@ -211,6 +211,8 @@ async fn main() {
         "recall: default + graph neighbourhood boost",
         "recall: default + recentFiles = a file one graph edge from the answer's (simulated agent)",
         "recall: default + recentFiles = an unrelated file (control)",
+        "recall: default + cascade (walk from the top 5 hits)",
+        "recall: default + cascade + recentFiles = next door",
     ];
     let mut recall_scores: Vec<Score> = recall_rows.iter().map(|_| Score::default()).collect();
     let all_files: Vec<String> = {
@@ -367,6 +369,11 @@ async fn main() {
                 3 => request.stages.boost = true,
                 4 => request.recent_files = next_door.iter().cloned().collect(),
                 5 => request.recent_files = vec![unrelated.clone()],
+                6 => request.stages.cascade = true,
+                7 => {
+                    request.stages.cascade = true;
+                    request.recent_files = next_door.iter().cloned().collect();
+                }
                 _ => {}
             }
             if !dense && row == 1 {

@@ -1184,3 +1184,66 @@ async fn hyde_failures_and_non_answers_leave_the_first_result() {
         .unwrap();
     assert!(calls.lock().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cascade_walks_from_the_top_hits_to_related_memories_and_next_door_code() {
+    let f = fixture(EmbeddingProvider::Disabled).await;
+    let sessions = remember(
+        &f.e,
+        MemoryType::Decision,
+        "Sessions expire after 30 minutes of idle time",
+        &[],
+    )
+    .await;
+    let mut input = RememberInput::new(
+        MemoryType::Gotcha,
+        "login compares the password before it opens a session",
+    );
+    input.relations = vec![engram::memory::MemoryRelation {
+        target_memory_id: Some(sessions.clone()),
+        target_file_path: None,
+        relation_type: engram::memory::RelationType::RequiredWith,
+        confidence: 0.9,
+        auto_extracted: false,
+    }];
+    let login = f.e.remember(input).await.unwrap().memory.id;
+
+    let query = "login compares the password";
+    let plain = f.e.recall(keyword_only(query)).await.unwrap();
+    assert!(find_memory(&plain, &login).is_some());
+    assert!(
+        find_memory(&plain, &sessions).is_none(),
+        "no word of the query in it"
+    );
+    assert!(plain.items.iter().all(|i| i.ranks.cascade.is_none()));
+
+    let mut request = keyword_only(query);
+    request.stages.cascade = true;
+    let walked = f.e.recall(request).await.unwrap();
+    let related = find_memory(&walked, &sessions).expect("reached through the relation");
+    assert!(related.ranks.cascade.is_some());
+    assert_eq!(related.ranks.keyword, None);
+    // The top hit itself is a seed, not a find of the walk.
+    let seed = find_memory(&walked, &login).unwrap();
+    assert_eq!(seed.ranks.cascade, None);
+    // Code: login.ts leads on the query's words; the walk goes on to the files it imports and
+    // brings the memory attached to one of them, which shares no word with the query.
+    let constant_time = remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "compare in constant time: never return early",
+        &["src/auth/password.ts"],
+    )
+    .await;
+    let walk = |query: &str, on: bool| {
+        let mut r = keyword_only(query);
+        r.stages.cascade = on;
+        r
+    };
+    let code = f.e.recall(walk("unknown user", true)).await.unwrap();
+    assert_eq!(symbol(&code.items[0]), Some("login"));
+    let next_door = find_memory(&code, &constant_time).expect("one import away");
+    assert!(next_door.ranks.cascade.is_some(), "{:?}", next_door.ranks);
+    let without = f.e.recall(walk("unknown user", false)).await.unwrap();
+    assert!(find_memory(&without, &constant_time).is_none());
+}

@@ -96,14 +96,23 @@ try {
   await timed('sessionContext({ task, modules: [one] })', 100, (i) =>
     db.sessionContext({ task: tasks[i % tasks.length], modules: [modules[i % modules.length]] }),
   )
-  // A Read of a file returns its pitfalls once per session: each call reads another file.
-  const augmented = db.observe({ sessionId: 'bench-augment' })
-  let shown = 0
-  await timed('augmentToolResult(Read, another file)', 500, async (i) => {
-    const found = await augmented.augmentToolResult('Read', { file_path: files[(i * 7919) % files.length] }, 'file text')
-    if (found) shown++
-  })
-  console.log(`agent: augmentToolResult answered ${shown} of 505 Reads with pitfalls`)
+  // A Read of a file returns its pitfalls once per session: each call reads another file,
+  // 300 files with a confident gotcha (written once, kept with ENGRAM_BENCH_DB) and others.
+  const pitfallFiles = files.filter((_, i) => i % 11 === 3).slice(0, 300)
+  if ((await db.list({ tags: ['bench-pitfall-300'], limit: 1 })).length === 0) {
+    await db.rememberMany(pitfallFiles.map((f, i) => ({
+      type: 'gotcha', content: `calling into ${f} twice in a row deadlocks the pool (${i})`,
+      relatedFiles: [f], confidence: 0.9, tags: ['bench-pitfall-300'] })))
+  }
+  for (const [label, pool] of [['a file with a gotcha', pitfallFiles], ['another file', files.filter((_, i) => i % 11 !== 3)]]) {
+    const session = db.observe({ sessionId: `bench-augment-${label.length}` })
+    let next = 0
+    let shown = 0
+    await timed(`augmentToolResult(Read of ${label}), each file once`, 290, async () => {
+      if (await session.augmentToolResult('Read', { file_path: pool[next++ % pool.length] }, 'file text')) shown++
+    })
+    console.log(`agent: ${shown} of ${next} Reads of ${label} answered with pitfalls`)
+  }
   // Words of the memories (corpus.mjs), each misspelt by a swap of two different neighbours.
   const words = ['connection', 'timeout', 'transaction', 'middleware', 'deadlock', 'embedding', 'serialize', 'container']
   const swap = (w) => {

@@ -26,3 +26,19 @@ pub mod prefetch;
 pub mod qa;
 mod select;
 pub mod session_context;
+
+/// `value` (or `default`) checked to be within `1..=max`; `ENGRAM_INVALID_ARG` naming `name`.
+pub(crate) fn bounded(
+    name: &str,
+    value: Option<u32>,
+    default: u32,
+    max: u32,
+) -> crate::error::Result<u32> {
+    let value = value.unwrap_or(default);
+    if value == 0 || value > max {
+        return Err(crate::error::Error::invalid(format!(
+            "{name} must be between 1 and {max}, got {value}"
+        )));
+    }
+    Ok(value)
+}

@@ -97,12 +97,12 @@ pub(crate) async fn build(handle: &Engram, request: PlannerRequest) -> Result<Pl
             task.len()
         )));
     }
-    let budget = request.budget_tokens.unwrap_or(DEFAULT_BUDGET_TOKENS);
-    if budget == 0 || budget > MAX_BUDGET_TOKENS {
-        return Err(Error::invalid(format!(
-            "budgetTokens must be between 1 and {MAX_BUDGET_TOKENS}, got {budget}"
-        )));
-    }
+    let budget = super::bounded(
+        "budgetTokens",
+        request.budget_tokens,
+        DEFAULT_BUDGET_TOKENS,
+        MAX_BUDGET_TOKENS,
+    )?;
     let modules = modules::normalised(&request.modules, handle.project_root())?;
     let ctx = handle.ctx();
     let trusted = trust_filter(handle).await?;

@@ -29,6 +29,7 @@ use crate::error::{DbContext, Error, Result};
 use crate::graph::module_layer::module_of;
 use crate::memory::privacy::redact;
 use crate::memory::Ctx;
+use crate::observer::promote::MODULE_SESSIONS;
 use crate::observer::signals::Signal;
 
 /// Tokens a plan may use when the request names none (the seed's "~25% of context").
@@ -43,9 +44,6 @@ pub const MAX_FILES: u32 = 200;
 pub const ALWAYS_SHARE: f64 = 0.8;
 /// Share of its module's sessions above which a file is in the second tier.
 pub const USUALLY_SHARE: f64 = 0.5;
-
-/// The observer's pseudo-signal counting sessions per module.
-const MODULE_SESSIONS: &str = "session_module";
 
 /// What a prefetch plan is asked for.
 #[derive(Debug, Clone, Default)]
@@ -162,13 +160,13 @@ struct Candidate {
 
 /// Builds the plan for `request` from the observer's counts in `ctx`'s project.
 pub(crate) async fn plan(ctx: &Ctx<'_>, request: PrefetchRequest) -> Result<PrefetchPlan> {
-    let budget = bounded(
+    let budget = super::bounded(
         "budgetTokens",
         request.budget_tokens,
         DEFAULT_BUDGET_TOKENS,
         MAX_BUDGET_TOKENS,
     )?;
-    let max_files = bounded("maxFiles", request.max_files, DEFAULT_MAX_FILES, MAX_FILES)?;
+    let max_files = super::bounded("maxFiles", request.max_files, DEFAULT_MAX_FILES, MAX_FILES)?;
     let module_keys = modules::normalised(&request.modules, ctx.project_root)?;
     let root = match (request.with_content, ctx.project_root) {
         (true, None) => {
@@ -243,17 +241,6 @@ pub(crate) async fn plan(ctx: &Ctx<'_>, request: PrefetchRequest) -> Result<Pref
         });
     }
     Ok(plan)
-}
-
-/// `value` or `default`, checked to lie in 1..=`max`.
-fn bounded(name: &str, value: Option<u32>, default: u32, max: u32) -> Result<u32> {
-    let value = value.unwrap_or(default);
-    if value == 0 || value > max {
-        return Err(Error::invalid(format!(
-            "{name} must be between 1 and {max}, got {value}"
-        )));
-    }
-    Ok(value)
 }
 
 /// The files of `modules` read often enough to be in a tier, in packing order.

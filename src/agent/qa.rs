@@ -11,7 +11,7 @@ use super::modules;
 use super::planner::trust_filter;
 use super::select::{self, Order};
 use super::session_context::{pack_sections, Section, SessionContext};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory::{Memory, MemoryType};
 use crate::retrieval::request::MAX_BUDGET_TOKENS;
 use crate::Engram;
@@ -32,12 +32,12 @@ pub struct QaRequest {
 
 /// Builds the QA context for `request` (see the module doc).
 pub(crate) async fn build(handle: &Engram, request: QaRequest) -> Result<SessionContext> {
-    let budget = request.budget_tokens.unwrap_or(DEFAULT_BUDGET_TOKENS);
-    if budget == 0 || budget > MAX_BUDGET_TOKENS {
-        return Err(Error::invalid(format!(
-            "budgetTokens must be between 1 and {MAX_BUDGET_TOKENS}, got {budget}"
-        )));
-    }
+    let budget = super::bounded(
+        "budgetTokens",
+        request.budget_tokens,
+        DEFAULT_BUDGET_TOKENS,
+        MAX_BUDGET_TOKENS,
+    )?;
     let modules = modules::normalised(&request.modules, handle.project_root())?;
     let ctx = handle.ctx();
     let trusted = trust_filter(handle).await?;

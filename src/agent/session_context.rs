@@ -281,11 +281,7 @@ fn validated(handle: &Engram, mut request: SessionContextRequest) -> Result<Sess
     }
     request.modules = super::modules::normalised(&request.modules, handle.project_root())?;
     if let Some(budget) = request.budget_tokens {
-        if budget == 0 || budget > MAX_BUDGET_TOKENS {
-            return Err(Error::invalid(format!(
-                "budgetTokens must be between 1 and {MAX_BUDGET_TOKENS}, got {budget}"
-            )));
-        }
+        super::bounded("budgetTokens", Some(budget), budget, MAX_BUDGET_TOKENS)?;
     }
     request.session_id = handle
         .ctx()

@@ -65,6 +65,9 @@ pub struct RecallStages {
     pub packing: Option<bool>,
     /// Correcting misspelt terms when exact keyword search finds too little (default true).
     pub typo: Option<bool>,
+    /// The cascade: a walk from the top hits to their files, the files one code edge away and
+    /// the memories they relate to, whose finds join the fusion (default false).
+    pub cascade: Option<bool>,
 }
 
 /// Options of `recall()`.
@@ -157,6 +160,9 @@ pub struct RecallRanks {
     /// In its graph list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph: Option<u32>,
+    /// In the cascade's list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cascade: Option<u32>,
     /// After fusion and filtering, before memory scoring and rerank.
     pub fused: u32,
     /// After the reranker, when one ran.
@@ -389,6 +395,7 @@ fn request(
             rerank: s.rerank.unwrap_or(d.rerank),
             packing: s.packing.unwrap_or(d.packing),
             typo: s.typo.unwrap_or(d.typo),
+            cascade: s.cascade.unwrap_or(d.cascade),
         };
     }
     Ok(request)
@@ -407,6 +414,7 @@ fn item(i: core::RecallItem) -> RecallItem {
             keyword: i.ranks.keyword,
             dense: i.ranks.dense,
             graph: i.ranks.graph,
+            cascade: i.ranks.cascade,
             fused: i.ranks.fused,
             rerank: i.ranks.rerank,
         },

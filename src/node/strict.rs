@@ -777,7 +777,7 @@ strict_objects! {
     RecallFilters {
         kinds, types, scopes, share_scopes, files, modules, min_confidence, include_stale,
     }
-    RecallStages { keyword, dense, graph, boost, scoring, rerank, packing, typo }
+    RecallStages { keyword, dense, graph, boost, scoring, rerank, packing, typo, cascade }
     RecallOptions {
         phase, recent_files, recent_tool_calls, filters, budget_tokens, limit, rerank_depth,
         stages, track_access, session_id, apply_trust, hyde,

@@ -181,8 +181,9 @@ fn records_allowed(t: SessionType, memory_type: MemoryType) -> bool {
     }
 }
 
-/// The pseudo-signal counting sessions per module (the denominator of prefetch coverage).
-const MODULE_SESSIONS: &str = "session_module";
+/// The pseudo-signal counting sessions per module in `observer_signal_counts` (the
+/// denominator of prefetch coverage; `agent::prefetch` reads it).
+pub(crate) const MODULE_SESSIONS: &str = "session_module";
 
 /// Runs the pipeline over `pad` and stores what passes, in one transaction.
 pub(crate) async fn finalize(

@@ -33,6 +33,8 @@ pub enum CandidatePath {
     Dense,
     /// Neighbours of the files in play.
     Graph,
+    /// The walk from the top hits (`cascade`).
+    Cascade,
 }
 
 /// One ranked list from a path, best first.
@@ -55,6 +57,8 @@ pub struct PathRanks {
     pub dense: Option<u32>,
     /// In the graph list.
     pub graph: Option<u32>,
+    /// In the cascade's list.
+    pub cascade: Option<u32>,
 }
 
 /// A fused candidate.
@@ -83,12 +87,13 @@ pub fn weighted_rrf(lists: &[RankedList]) -> Vec<Fused> {
 pub fn weighted_rrf_with(lists: &[RankedList], k: f64) -> Vec<Fused> {
     // Per item and path: the best (rank, weight) seen, so an item in two lists of one path
     // (one per kind) counts once, at its best rank, with that list's weight.
-    let mut best: HashMap<ItemRef, [Option<(u32, f64)>; 3]> = HashMap::new();
+    let mut best: HashMap<ItemRef, [Option<(u32, f64)>; 4]> = HashMap::new();
     for list in lists {
         let slot = match list.path {
             CandidatePath::Keyword => 0,
             CandidatePath::Dense => 1,
             CandidatePath::Graph => 2,
+            CandidatePath::Cascade => 3,
         };
         for (index, item) in list.items.iter().enumerate() {
             let rank = index as u32 + 1;
@@ -113,6 +118,7 @@ pub fn weighted_rrf_with(lists: &[RankedList], k: f64) -> Vec<Fused> {
                     keyword: paths[0].map(|(rank, _)| rank),
                     dense: paths[1].map(|(rank, _)| rank),
                     graph: paths[2].map(|(rank, _)| rank),
+                    cascade: paths[3].map(|(rank, _)| rank),
                 },
                 boost: 0.0,
             }

@@ -7,6 +7,7 @@
 //! (`packing`), and what to inject between an agent's steps (`injection`). The keyword paths
 //! build their FTS5 queries with [`crate::text::fts_query`], which `memory` and `code` share.
 
+pub mod cascade;
 pub mod fusion;
 mod graph_chunks;
 pub mod hyde;

@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use super::cascade;
 use super::fusion::{self, CandidatePath, Fused, ItemRef, RankedList};
 use super::hyde::{self, Hyde, HydeRequest};
 use super::packing::{self, phase_budget};
@@ -90,6 +91,8 @@ pub struct StageRanks {
     pub dense: Option<u32>,
     /// In its graph list.
     pub graph: Option<u32>,
+    /// In the cascade's list (the walk from the top hits).
+    pub cascade: Option<u32>,
     /// After fusion and the filters, before the memory factors and the rerank (0 for a
     /// memory that only its trigger pattern brought).
     pub fused: u32,
@@ -385,6 +388,29 @@ async fn execute(
     load_missing(handle, &fused, &mut rows).await?;
     let now = handle.engine().clock.now_ms();
     fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
+    if stages.cascade && !fused.is_empty() {
+        let cascade_started = Instant::now();
+        let seeds = cascade_seeds(&fused, &rows);
+        let kinds = (
+            wants(&request.filters, ItemKind::Chunk),
+            wants(&request.filters, ItemKind::Memory),
+        );
+        let found =
+            cascade::walk(handle, &request.query, &seeds, &scope, kinds, &mut counts).await?;
+        rows.chunks
+            .extend(found.chunks.into_iter().map(|h| (h.chunk.id, h.chunk)));
+        rows.memories
+            .extend(found.memories.into_iter().map(|m| (m.id.clone(), m)));
+        lists.push(RankedList {
+            path: CandidatePath::Cascade,
+            weight: weights.graph * CASCADE_WEIGHT,
+            items: found.items,
+        });
+        fused = fusion::weighted_rrf(&lists);
+        load_missing(handle, &fused, &mut rows).await?;
+        fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
+        timings.graph_us += micros(cascade_started);
+    }
     if stages.boost {
         boost(handle, &mut fused, &rows).await?;
     }
@@ -965,6 +991,50 @@ async fn boost(handle: &Engram, fused: &mut [Fused], rows: &Rows) -> Result<()> 
     Ok(())
 }
 
+/// The cascade list's weight, as a share of the query kind's graph weight.
+const CASCADE_WEIGHT: f64 = 1.0;
+
+/// The cascade's starting points: the top fused items with their files and related memories.
+fn cascade_seeds(fused: &[Fused], rows: &Rows) -> Vec<cascade::Seed> {
+    let top = fused
+        .first()
+        .map_or(1.0, |f| f.score)
+        .max(f64::MIN_POSITIVE);
+    fused
+        .iter()
+        .take(cascade::SEEDS)
+        .map(|f| {
+            let (files, related) = match &f.item {
+                ItemRef::Chunk(id) => (
+                    rows.chunks
+                        .get(id)
+                        .map(|c| vec![c.path.clone()])
+                        .unwrap_or_default(),
+                    Vec::new(),
+                ),
+                ItemRef::Memory(id) => rows
+                    .memories
+                    .get(id)
+                    .map(|m| {
+                        let related = m
+                            .relations
+                            .iter()
+                            .filter_map(|r| Some((r.target_memory_id.clone()?, r.confidence)))
+                            .collect();
+                        (m.related_files.clone(), related)
+                    })
+                    .unwrap_or_default(),
+            };
+            cascade::Seed {
+                item: f.item.clone(),
+                weight: f.score / top,
+                files,
+                related,
+            }
+        })
+        .collect()
+}
+
 /// The item for a fused candidate at `index` (its rows move out of `rows`).
 fn to_item(
     f: Fused,
@@ -987,6 +1057,7 @@ fn to_item(
                 keyword: f.ranks.keyword,
                 dense: f.ranks.dense,
                 graph: f.ranks.graph,
+                cascade: f.ranks.cascade,
                 fused: index as u32 + 1,
                 rerank: None,
             },

@@ -100,6 +100,9 @@ pub struct Stages {
     pub packing: bool,
     /// Stage 1: correcting misspelt terms when exact BM25 finds too little.
     pub typo: bool,
+    /// Stage 2: the cascade, a walk from the top hits over files, code edges and memory
+    /// relations whose finds join the fusion (`cascade`).
+    pub cascade: bool,
 }
 
 impl Default for Stages {
@@ -113,6 +116,7 @@ impl Default for Stages {
             rerank: true,
             packing: true,
             typo: true,
+            cascade: false,
         }
     }
 }
