@@ -2,15 +2,17 @@
 //! the calibration measured from three observed sessions that ran over their plans (the
 //! observer's fixture, replayed), constraints from dead ends, files coupled by causal
 //! dependencies added to scope, sections in order, the trust threshold, and what each builder
-//! must leave out.
+//! must leave out; a recorded QA session whose browser results go through the e2e pipeline.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use engram::agent::e2e;
 use engram::agent::planner::PlannerRequest;
 use engram::agent::qa::QaRequest;
 use engram::agent::session_context::Section;
 use engram::clock::ManualClock;
+use engram::lifecycle::EventNote;
 use engram::memory::{Memory, MemorySource, MemoryType, RememberInput};
 use engram::observer::protocol::json;
 use engram::observer::{SessionOptions, SessionType};
@@ -317,4 +319,108 @@ async fn qa_starts_with_requirements_then_observations_then_error_patterns() {
         .unwrap();
     assert_eq!(tight.memories[0].memory.id, requirement.id);
     assert!(tight.omitted > 0 && tight.tokens <= 100, "{tight:?}");
+}
+
+/// Replays the recorded QA session through the observer and the e2e pipeline: every browser
+/// result goes to the model's recorded reply (`modelReply`), other tools are not classified.
+/// Returns the engine and what was stored, in order.
+async fn qa_session_replayed() -> (tempfile::TempDir, Engram, Vec<(String, Memory)>, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut options = OpenOptions::new(dir.path().join("memory.db"));
+    options.engine = EngineOptions {
+        clock: clock.clone(),
+        ..EngineOptions::default()
+    };
+    let e = Engram::open(options).await.unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/observer/qa_browser_session.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let spec = &doc["sessions"][0];
+    let id = spec["session"]["sessionId"].as_str().unwrap();
+    let session = e.observe(&SessionOptions::new(id)).unwrap();
+    let (mut stored, mut classified) = (Vec::new(), 0);
+    for m in spec["messages"].as_array().unwrap() {
+        clock.advance(1000);
+        session.observe(json::message(m).unwrap()).unwrap();
+        let tool = m["toolName"].as_str().unwrap_or_default();
+        if m["type"] != "memory:tool-result" || !e2e::is_observation_tool(tool, &[]) {
+            assert!(
+                m.get("modelReply").is_none(),
+                "{tool} is not an observation tool"
+            );
+            continue;
+        }
+        // What the app's model was asked, then what it answered.
+        let prompt = e2e::prompt(tool, m["result"].as_str().unwrap());
+        assert!(prompt.contains("F=not_worth_remembering"));
+        let Some(reply) = m["modelReply"].as_str() else {
+            continue;
+        };
+        classified += 1;
+        if let Some((category, memory)) = e.store_e2e_observation(id, tool, reply).await.unwrap() {
+            stored.push((category.as_str().to_owned(), memory));
+        }
+    }
+    e.finalize(&session, None).await.unwrap();
+    (dir, e, stored, classified)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_qa_session_leaves_observations_for_review_then_in_the_qa_context() {
+    let (_dir, e, stored, classified) = qa_session_replayed().await;
+    // Five observation results were classified (the filled input's result was not worth a
+    // call); the navigation is not an observation tool; the second screenshot's reply was F.
+    assert_eq!(classified, 5);
+    let categories: Vec<&str> = stored.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(
+        categories,
+        vec!["precondition", "timing", "ui_behavior", "test_sequence"]
+    );
+    for (category, m) in &stored {
+        assert_eq!(m.memory_type, MemoryType::E2eObservation);
+        assert_eq!(m.source, MemorySource::McpAuto);
+        assert!(m.needs_review);
+        assert!((m.confidence - e2e::OBSERVATION_CONFIDENCE).abs() < 1e-9);
+        assert_eq!(m.tags, vec![category.clone()]);
+        assert_eq!(m.session_id.as_deref(), Some("qa-checkout-1"));
+    }
+    assert!(stored[1].1.content.contains("card iframe reports ready"));
+
+    // Waiting for review: the review queue holds them, the QA context does not use them yet.
+    let queue = e.review_queue(None, None).await.unwrap();
+    assert_eq!(queue.len(), 4);
+    let request = || QaRequest {
+        modules: Vec::new(),
+        budget_tokens: None,
+    };
+    let before = e.qa_context(request()).await.unwrap();
+    assert!(
+        before
+            .memories
+            .iter()
+            .all(|m| m.section != Section::Observations),
+        "{}",
+        before.text
+    );
+    // A person confirms three and rejects one; the confirmed ones reach the QA context.
+    for (_, m) in &stored[..3] {
+        e.confirm(&m.id, None, EventNote::default()).await.unwrap();
+    }
+    e.reject(&stored[3].1.id, EventNote::default())
+        .await
+        .unwrap();
+    let after = e.qa_context(request()).await.unwrap();
+    let observed: Vec<&str> = after
+        .memories
+        .iter()
+        .filter(|m| m.section == Section::Observations)
+        .map(|m| m.memory.id.as_str())
+        .collect();
+    assert_eq!(observed.len(), 3, "{}", after.text);
+    for (_, m) in &stored[..3] {
+        assert!(observed.contains(&m.id.as_str()));
+    }
+    assert!(!observed.contains(&stored[3].1.id.as_str()));
+    assert!(after.text.contains("Confirm payment"), "{}", after.text);
 }
