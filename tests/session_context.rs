@@ -1,7 +1,7 @@
 //! The session-start context and tool-result augmentation against real libSQL files and a
 //! real indexed source tree: sections in order, the trust threshold, budgets, the handoff of
 //! the last observed session, staleness from a real re-index, and what a session was shown
-//! never being shown to it again.
+//! never being shown to it again; a recorded six-subtask build cut in its last subtask, resumed.
 
 use std::sync::Arc;
 
@@ -501,4 +501,100 @@ async fn a_read_brings_up_what_the_user_taught_about_the_file_in_a_new_project()
         .expect("the taught gotcha");
     let ids: Vec<_> = got.memories.iter().map(|m| m.id.clone()).collect();
     assert_eq!(ids, vec![taught.id.clone()], "not {}", agents.id);
+}
+
+/// Replays the recorded six-subtask build, cut during subtask 6: the observer gets the
+/// messages (checkpointed as they go, as the hooks do), the app's work states and outcomes
+/// are remembered where the recording has them. The session is never finalized.
+async fn build_cut_in_subtask_6(p: &Project) -> String {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/observer/build_six_subtasks_cut.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let spec = &doc["sessions"][0];
+    let id = spec["session"]["sessionId"].as_str().unwrap().to_owned();
+    let mut options = SessionOptions::new(&id);
+    options.planned_steps = spec["session"]["plannedSteps"].as_u64().map(|n| n as u32);
+    let session = p.e.observe(&options).unwrap();
+    let messages = spec["messages"].as_array().unwrap();
+    let writes = spec["appWrites"].as_array().unwrap();
+    let mut next_write = 0;
+    for (i, m) in messages.iter().enumerate() {
+        p.clock.advance(1000);
+        session
+            .observe(engram::observer::protocol::json::message(m).unwrap())
+            .unwrap();
+        while next_write < writes.len() && writes[next_write]["afterMessage"] == i + 1 {
+            let w = &writes[next_write];
+            let kind = MemoryType::parse(w["type"].as_str().unwrap()).unwrap();
+            let mut input = RememberInput::new(kind, w["content"].as_str().unwrap());
+            input.related_files = w["relatedFiles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap().to_owned())
+                .collect();
+            let label = w["unit"].as_str().unwrap();
+            input.work_unit_ref = Some(WorkUnitRef {
+                methodology: "native".into(),
+                hierarchy: vec!["spec_rate_limit".into(), label.into()],
+                label: label.into(),
+            });
+            input.confidence = Some(0.9);
+            p.e.remember(input).await.unwrap();
+            p.clock.advance(1000);
+            next_write += 1;
+        }
+        p.e.checkpoint(&session).await.unwrap();
+    }
+    assert_eq!(
+        next_write,
+        writes.len(),
+        "every recorded write was replayed"
+    );
+    id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_cut_in_its_sixth_subtask_is_resumed_there() {
+    let p = project().await;
+    let cut = build_cut_in_subtask_6(&p).await;
+    p.clock.advance(30 * MINUTE);
+
+    // The next session starts: it resumes subtask 6, not one of the five finished ones.
+    let c = p.e.session_context(request()).await.unwrap();
+    let resumed: Vec<&str> = c
+        .memories
+        .iter()
+        .filter(|m| m.section == Section::Resume)
+        .map(|m| m.memory.content.as_str())
+        .collect();
+    assert_eq!(resumed.len(), 1, "{}", c.text);
+    assert!(
+        resumed[0].starts_with("Rate limiting, subtask_6"),
+        "{}",
+        resumed[0]
+    );
+    assert!(resumed[0].contains("count after the check"));
+    for done in 1..=5 {
+        let label = format!("subtask_{done} (");
+        assert!(
+            !c.memories
+                .iter()
+                .any(|m| m.section == Section::Resume && m.memory.content.contains(&label)),
+            "{label} is finished"
+        );
+    }
+    // The cut session was never finalized: no handoff from it, but its checkpoint resumes with
+    // the scratchpad it had (the failing test run is still there to learn from).
+    assert!(c.handoff.is_none(), "{:?}", c.handoff);
+    let resumed =
+        p.e.resume_session(&cut)
+            .await
+            .unwrap()
+            .expect("checkpointed");
+    let pad = resumed.snapshot().unwrap();
+    assert_eq!(pad.session_id, cut);
+    assert_eq!(pad.current_step, 18, "six subtasks of three steps");
+    assert_eq!((pad.files_edited, pad.errors), (6, 1));
 }
