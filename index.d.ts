@@ -2865,6 +2865,8 @@ export interface RecallRanks {
   dense?: number
   /** In its graph list. */
   graph?: number
+  /** In the cascade's list. */
+  cascade?: number
   /** After fusion and filtering, before memory scoring and rerank. */
   fused: number
   /** After the reranker, when one ran. */
@@ -2926,6 +2928,11 @@ export interface RecallStages {
   packing?: boolean
   /** Correcting misspelt terms when exact keyword search finds too little (default true). */
   typo?: boolean
+  /**
+   * The cascade: a walk from the top hits to their files, the files one code edge away and
+   * the memories they relate to, whose finds join the fusion (default false).
+   */
+  cascade?: boolean
 }
 
 /** Milliseconds per stage of one recall. */
