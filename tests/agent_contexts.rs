@@ -21,9 +21,8 @@ use serde_json::Value;
 
 const T0: i64 = 1_767_225_600_000;
 
-/// An engine that observed the fixture's three checkout sessions (each planned 10 steps, ran
-/// 16, in `src/ui/`).
-async fn calibrated() -> (tempfile::TempDir, Engram) {
+/// A new database file on a manual clock at [`T0`].
+async fn engine() -> (tempfile::TempDir, Arc<ManualClock>, Engram) {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(T0));
     let mut options = OpenOptions::new(dir.path().join("memory.db"));
@@ -32,6 +31,13 @@ async fn calibrated() -> (tempfile::TempDir, Engram) {
         ..EngineOptions::default()
     };
     let e = Engram::open(options).await.unwrap();
+    (dir, clock, e)
+}
+
+/// An engine that observed the fixture's three checkout sessions (each planned 10 steps, ran
+/// 16, in `src/ui/`).
+async fn calibrated() -> (tempfile::TempDir, Engram) {
+    let (dir, clock, e) = engine().await;
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/observer/calibration_three_sessions.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
@@ -325,14 +331,7 @@ async fn qa_starts_with_requirements_then_observations_then_error_patterns() {
 /// result goes to the model's recorded reply (`modelReply`), other tools are not classified.
 /// Returns the engine and what was stored, in order.
 async fn qa_session_replayed() -> (tempfile::TempDir, Engram, Vec<(String, Memory)>, usize) {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let mut options = OpenOptions::new(dir.path().join("memory.db"));
-    options.engine = EngineOptions {
-        clock: clock.clone(),
-        ..EngineOptions::default()
-    };
-    let e = Engram::open(options).await.unwrap();
+    let (dir, clock, e) = engine().await;
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/observer/qa_browser_session.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();

@@ -21,7 +21,6 @@ use super::term_counts::TermCounts;
 use crate::code::read::CodeHit;
 use crate::error::Result;
 use crate::memory::{self, Memory};
-use crate::text::fts_query::FtsQuery;
 use crate::Engram;
 
 /// Top fused items the walk starts from.
@@ -96,29 +95,21 @@ pub(crate) async fn walk(
     let mut scored: Vec<(ItemRef, f64)> = Vec::new();
     let mut out = Cascade::default();
     if chunks {
-        if let Some(parsed) = FtsQuery::parse(query) {
-            let in_scope: Vec<String> = reached
-                .iter()
-                .filter(|f| chunk_scope.is_empty() || super::request::under_any(f, chunk_scope))
-                .cloned()
-                .collect();
-            let mut reader = handle.engine().store.reader().await;
-            let hits = super::graph_chunks::rank_in_files(
-                &mut reader,
-                counts,
-                handle.project_id(),
-                &parsed,
-                &in_scope,
-                CANDIDATES,
-            )
-            .await?;
-            // Within a file, the order of the term match breaks ties.
-            for (rank, hit) in hits.iter().enumerate() {
-                let score = files.get(&hit.chunk.path).copied().unwrap_or(0.0);
-                scored.push((ItemRef::Chunk(hit.chunk.id), score - rank as f64 * 1e-9));
-            }
-            out.chunks = hits;
+        let hits = super::graph_chunks::rank_in_scope(
+            handle,
+            counts,
+            query,
+            &reached,
+            chunk_scope,
+            CANDIDATES,
+        )
+        .await?;
+        // Within a file, the order of the term match breaks ties.
+        for (rank, hit) in hits.iter().enumerate() {
+            let score = files.get(&hit.chunk.path).copied().unwrap_or(0.0);
+            scored.push((ItemRef::Chunk(hit.chunk.id), score - rank as f64 * 1e-9));
         }
+        out.chunks = hits;
     }
     if memories {
         let attached =

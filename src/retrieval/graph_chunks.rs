@@ -34,6 +34,40 @@ const UBIQUITOUS_SHARE: f64 = 0.5;
 /// ...once they are in this many (in a small project every term counts).
 const UBIQUITOUS_MIN_CHUNKS: f64 = 1000.0;
 
+/// The best `limit` chunks for the query text `query` in those of `files` inside `scope` (all
+/// of them when `scope` is empty), best first; none when the query has no searchable term.
+/// What the graph path and the cascade ask of the files they reach.
+pub(crate) async fn rank_in_scope(
+    handle: &crate::Engram,
+    counts: &mut TermCounts,
+    query: &str,
+    files: &[String],
+    scope: &[String],
+    limit: usize,
+) -> Result<Vec<CodeHit>> {
+    let Some(parsed) = FtsQuery::parse(query) else {
+        return Ok(Vec::new());
+    };
+    let in_scope: Vec<String> = files
+        .iter()
+        .filter(|f| scope.is_empty() || super::request::under_any(f, scope))
+        .cloned()
+        .collect();
+    if in_scope.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut reader = handle.engine().store.reader().await;
+    rank_in_files(
+        &mut reader,
+        counts,
+        handle.project_id(),
+        &parsed,
+        &in_scope,
+        limit,
+    )
+    .await
+}
+
 /// The best `limit` chunks of `files` (project-relative paths) for `query`, best first. A chunk
 /// must contain at least one positive term and none of the excluded ones.
 pub(crate) async fn rank_in_files(

@@ -764,26 +764,16 @@ async fn graph_path(
     files.truncate(super::neighbourhood::MAX_FILES);
     let filters = &request.filters;
     if wants(filters, ItemKind::Chunk) {
-        if let Some(parsed) = FtsQuery::parse(&request.query) {
-            let in_scope: Vec<String> = files
-                .iter()
-                .filter(|f| scope.is_empty() || under_any(f, scope))
-                .cloned()
-                .collect();
-            if !in_scope.is_empty() {
-                let mut reader = handle.engine().store.reader().await;
-                let hits = super::graph_chunks::rank_in_files(
-                    &mut reader,
-                    counts,
-                    handle.project_id(),
-                    &parsed,
-                    &in_scope,
-                    CANDIDATES as usize,
-                )
-                .await?;
-                out.add_chunks(CandidatePath::Graph, weight, hits);
-            }
-        }
+        let hits = super::graph_chunks::rank_in_scope(
+            handle,
+            counts,
+            &request.query,
+            &files,
+            scope,
+            CANDIDATES as usize,
+        )
+        .await?;
+        out.add_chunks(CandidatePath::Graph, weight, hits);
     }
     if wants(filters, ItemKind::Memory) {
         let attached = memory::attached_to_files(&handle.ctx(), &files, CANDIDATES).await?;
