@@ -220,7 +220,8 @@ mod tests {
             PathRanks {
                 keyword: Some(3),
                 dense: Some(1),
-                graph: None
+                graph: None,
+                cascade: None,
             }
         );
     }
