@@ -229,3 +229,35 @@ async fn no_repository_or_no_commit_leaves_everything_as_it_was() {
     nothing(index(&e).await);
     assert_eq!(state(&e, &id).await, (0.8, false));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_head_does_not_descend_from_says_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    write(&root, "src/a.ts", "export const a = 1\n");
+    git(&root, &["init", "-q"]);
+    let first = commit(&root, "first");
+    // A side branch changes the file; its commit is not in main's history.
+    git(&root, &["checkout", "-q", "-b", "side"]);
+    write(&root, "src/a.ts", "export const a = 2\n");
+    let side = commit(&root, "on the side");
+    git(&root, &["checkout", "-q", "main"]);
+    let e = open(&dir.path().join("m.db"), &root).await;
+    let on_side = remember(&e, &["src/a.ts"], &side, false).await;
+    let on_main = remember(&e, &["src/a.ts"], &first, false).await;
+    let found = index(&e).await;
+    assert_eq!((found.lowered, found.unknown_commits), (0, 1), "{found:?}");
+    assert_eq!(state(&e, &on_side).await, (0.8, false));
+    // Main moves on: its memory is lowered. Then an old commit is checked out: a memory
+    // written later than HEAD says nothing about HEAD's files.
+    write(&root, "src/a.ts", "export const a = 3\n");
+    let later = commit(&root, "main moves on");
+    assert_eq!(index(&e).await.lowered, 1);
+    assert!(close(state(&e, &on_main).await.0, 0.4));
+    let newer = remember(&e, &["src/a.ts"], &later, false).await;
+    git(&root, &["checkout", "-q", &first]);
+    let found = index(&e).await;
+    assert_eq!(found.head.as_deref(), Some(first.as_str()));
+    assert_eq!(found.lowered, 0, "{found:?}");
+    assert_eq!(state(&e, &newer).await, (0.8, false));
+}

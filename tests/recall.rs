@@ -1119,6 +1119,15 @@ async fn hyde_searches_with_the_models_answer_when_the_query_finds_too_little() 
             .count()
             >= 3
     );
+    // A limit below minResults: a full page of close items is enough.
+    let mut one = RecallRequest::new("verify the secret credentials");
+    one.limit = Some(1);
+    let page =
+        f.e.recall_with_hyde(one, hypothesis(Ok(Some(answer)), calls.clone()))
+            .await
+            .unwrap();
+    assert!(page.items[0].similarity >= Some(0.5));
+    assert!(calls.lock().unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]

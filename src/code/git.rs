@@ -27,8 +27,8 @@ use crate::error::{Error, Result};
 /// the index run it followed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GitStaleness {
-    /// `HEAD` the pass compared with (`None`: the project is in no repository, or it has no
-    /// commit yet; nothing was done).
+    /// `HEAD` the pass compared with (`None`: nothing was compared: the project is in no
+    /// repository, it has no commit yet, or no memory has a `commitSha` and related files).
     pub head: Option<String>,
     /// Memories with a `commitSha` and related files that were looked at.
     pub checked: u64,
@@ -36,11 +36,16 @@ pub struct GitStaleness {
     pub lowered: u64,
     /// Memories this pass flagged for review.
     pub flagged_for_review: u64,
-    /// Memories whose commit the repository does not hold.
+    /// Memories whose commit the repository does not hold, or that `HEAD` does not descend
+    /// from (another branch, an old tag): left as they were.
     pub unknown_commits: u64,
     /// Wall time of the pass (reading the memories, the history, and writing).
     pub duration: std::time::Duration,
 }
+
+/// Commits walked back from `HEAD` at most to tell whether a memory's commit is an ancestor
+/// (a commit further back is taken for unknown).
+const MAX_WALK: usize = 500_000;
 
 /// Bytes of decoded objects `gix` keeps between diffs against the same `HEAD` (measured:
 /// ~1.5x faster over 200 diffs than no cache).
@@ -106,11 +111,72 @@ impl History {
         self.head.to_string()
     }
 
+    /// For each of `commits`, the project's files changed between it and `HEAD` (see
+    /// [`History::changed_since`]), or `None` when the repository does not hold it, it is not
+    /// an ancestor of `HEAD` (another branch checked out, an old tag, a rebase in progress: the
+    /// difference is not the code moving on from the memory), or reading it failed (logged).
+    pub fn changed_since_each(
+        &mut self,
+        commits: &[String],
+    ) -> HashMap<String, Option<Arc<HashSet<String>>>> {
+        let resolved: HashMap<&String, ObjectId> = commits
+            .iter()
+            .filter_map(|c| Some((c, self.resolve(c)?)))
+            .collect();
+        let wanted: HashSet<ObjectId> = resolved.values().copied().collect();
+        let ancestors = match self.ancestors_among(&wanted) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "git staleness: walking the history failed");
+                HashSet::new()
+            }
+        };
+        let mut out = HashMap::with_capacity(commits.len());
+        for commit in commits {
+            let changed = match resolved.get(commit) {
+                Some(id) if ancestors.contains(id) => match self.changed_since(commit) {
+                    Ok(changed) => changed,
+                    Err(e) => {
+                        tracing::warn!(commit = %commit, error = %e, "git staleness: diff failed");
+                        None
+                    }
+                },
+                _ => None,
+            };
+            out.insert(commit.clone(), changed);
+        }
+        out
+    }
+
+    /// Those of `wanted` that `HEAD` descends from (itself included): one walk of the history
+    /// from `HEAD`, ending once all are found or after [`MAX_WALK`] commits.
+    fn ancestors_among(&self, wanted: &HashSet<ObjectId>) -> Result<HashSet<ObjectId>> {
+        let mut found = HashSet::new();
+        if wanted.is_empty() {
+            return Ok(found);
+        }
+        let walk = self
+            .repo
+            .rev_walk([self.head])
+            .all()
+            .map_err(|e| git_error("walking the history", e))?;
+        for info in walk.take(MAX_WALK) {
+            let info = info.map_err(|e| git_error("walking the history", e))?;
+            if wanted.contains(&info.id) {
+                found.insert(info.id);
+                if found.len() == wanted.len() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// The project's files that differ between `commit` (full or abbreviated hex, at least 4
     /// digits) and `HEAD`, relative to the project root; `None` when the repository holds no
     /// such commit (a sha from another clone, rebased away, or beyond a shallow clone's
     /// depth), or the prefix is ambiguous.
-    pub fn changed_since(&mut self, commit: &str) -> Result<Option<Arc<HashSet<String>>>> {
+    fn changed_since(&mut self, commit: &str) -> Result<Option<Arc<HashSet<String>>>> {
         if let Some(known) = self.by_commit.get(commit) {
             return Ok(known.clone());
         }

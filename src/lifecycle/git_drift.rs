@@ -42,14 +42,13 @@ struct Candidate {
     pinned: bool,
 }
 
-/// What to write for one memory.
+/// What to write for one memory: the related files found changed and not counted yet.
 struct Change {
     id: String,
     commit: String,
+    related: usize,
     newly: Vec<String>,
-    /// The confidence kept: `1 - MAX_LOSS * newly / related` (1 for a pinned memory).
-    keep: f64,
-    review: bool,
+    pinned: bool,
 }
 
 /// Lowers the confidence of the project's memories whose related files changed in git since
@@ -99,19 +98,12 @@ async fn pass(ctx: &Ctx<'_>, project_root: &Path) -> Result<GitStaleness> {
         if newly.is_empty() {
             continue;
         }
-        let related = c.related.len() as f64;
-        let share_now = (c.counted.len() + newly.len()) as f64 / related;
-        let share_before = c.counted.len() as f64 / related;
         changes.push(Change {
-            keep: if c.pinned {
-                1.0
-            } else {
-                1.0 - MAX_LOSS * newly.len() as f64 / related
-            },
-            review: !c.pinned && share_now >= REVIEW_SHARE && share_before < REVIEW_SHARE,
             id: c.id,
             commit: c.commit,
+            related: c.related.len(),
             newly,
+            pinned: c.pinned,
         });
     }
     let (lowered, flagged) = write(ctx, &head, &changes).await?;
@@ -159,14 +151,13 @@ fn changes_since(root: &Path, commits: &[String]) -> Result<Option<(String, Chan
     let Some(mut history) = History::open(root)? else {
         return Ok(None);
     };
-    let mut changed = HashMap::with_capacity(commits.len());
-    for commit in commits {
-        changed.insert(commit.clone(), history.changed_since(commit)?);
-    }
+    let changed = history.changed_since_each(commits);
     Ok(Some((history.head(), changed)))
 }
 
-/// Writes `changes` in one transaction; returns (memories lowered, memories flagged).
+/// Writes `changes` in one transaction; returns (memories lowered, memories flagged). The
+/// files are recorded first and only those this transaction recorded count (another process's
+/// pass may have counted some since they were read), against the count already there.
 async fn write(ctx: &Ctx<'_>, head: &str, changes: &[Change]) -> Result<(u64, u64)> {
     if changes.is_empty() {
         return Ok((0, 0));
@@ -177,43 +168,69 @@ async fn write(ctx: &Ctx<'_>, head: &str, changes: &[Change]) -> Result<(u64, u6
     let (mut lowered, mut flagged) = (0, 0);
     for change in changes {
         // The memory may have changed since it was read: only the commit it was counted for.
-        let updated = tx
-            .execute(
-                "UPDATE memories SET confidence = confidence * ?3,
-                        needs_review = CASE WHEN ?4 THEN 1 ELSE needs_review END
-                  WHERE id = ?1 AND project_id = ?5 AND commit_sha = ?2 AND deprecated = 0",
-                params![
-                    change.id.as_str(),
-                    change.commit.as_str(),
-                    change.keep,
-                    change.review,
-                    ctx.project_id
-                ],
+        let mut rows = tx
+            .query(
+                "SELECT (SELECT count(*) FROM memory_git_changes g
+                          WHERE g.memory_id = m.id AND g.commit_sha = m.commit_sha)
+                   FROM memories m
+                  WHERE m.id = ?1 AND m.project_id = ?2 AND m.commit_sha = ?3
+                    AND m.deprecated = 0",
+                params![change.id.as_str(), ctx.project_id, change.commit.as_str()],
             )
             .await
-            .ctx("lowering the confidence of a memory whose files changed in git")?;
-        if updated == 0 {
+            .ctx("reading a memory's counted git changes")?;
+        let Some(row) = rows
+            .next()
+            .await
+            .ctx("reading a memory's counted git changes")?
+        else {
+            continue;
+        };
+        let before: i64 = row.get(0).ctx("counted git changes")?;
+        drop(rows);
+        let mut recorded = 0u64;
+        for path in &change.newly {
+            recorded += tx
+                .execute(
+                    "INSERT OR IGNORE INTO memory_git_changes
+                       (memory_id, commit_sha, path, project_id, head, found_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        change.id.as_str(),
+                        change.commit.as_str(),
+                        path.as_str(),
+                        ctx.project_id,
+                        head,
+                        now
+                    ],
+                )
+                .await
+                .ctx("recording a file changed in git")?;
+        }
+        if recorded == 0 || change.pinned {
             continue;
         }
-        lowered += u64::from(change.keep < 1.0);
-        flagged += u64::from(change.review);
-        for path in &change.newly {
-            tx.execute(
-                "INSERT OR IGNORE INTO memory_git_changes
-                   (memory_id, commit_sha, path, project_id, head, found_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    change.id.as_str(),
-                    change.commit.as_str(),
-                    path.as_str(),
-                    ctx.project_id,
-                    head,
-                    now
-                ],
-            )
-            .await
-            .ctx("recording a file changed in git")?;
-        }
+        let related = change.related as f64;
+        let keep = 1.0 - MAX_LOSS * recorded as f64 / related;
+        let share_before = before as f64 / related;
+        let share_now = (before as u64 + recorded) as f64 / related;
+        let review = share_now >= REVIEW_SHARE && share_before < REVIEW_SHARE;
+        tx.execute(
+            "UPDATE memories SET confidence = confidence * ?3,
+                    needs_review = CASE WHEN ?4 THEN 1 ELSE needs_review END
+              WHERE id = ?1 AND project_id = ?5 AND commit_sha = ?2",
+            params![
+                change.id.as_str(),
+                change.commit.as_str(),
+                keep,
+                review,
+                ctx.project_id
+            ],
+        )
+        .await
+        .ctx("lowering the confidence of a memory whose files changed in git")?;
+        lowered += 1;
+        flagged += u64::from(review);
     }
     tx.commit().await.ctx("committing the git staleness pass")?;
     Ok((lowered, flagged))

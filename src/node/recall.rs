@@ -241,6 +241,8 @@ pub struct RecallTimings {
     pub embed_ms: f64,
     /// The graph path.
     pub graph_ms: f64,
+    /// The cascade, when it ran (part of `fusionMs`).
+    pub cascade_ms: f64,
     /// Stage 1 as a whole (its paths run concurrently).
     pub candidates_ms: f64,
     /// Fusion, loading rows, filters, boost, memory scoring and the triggered memories.
@@ -249,7 +251,8 @@ pub struct RecallTimings {
     pub rerank_ms: f64,
     /// Packing the context.
     pub packing_ms: f64,
-    /// The whole recall, inside the engine.
+    /// The whole recall, inside the engine (with `hyde`, both runs and the model's answer;
+    /// the stages are the last run's).
     pub total_ms: f64,
 }
 
@@ -467,6 +470,7 @@ fn result(r: core::Recall) -> RecallResult {
             dense_ms: ms(t.dense_us),
             embed_ms: ms(t.embed_us),
             graph_ms: ms(t.graph_us),
+            cascade_ms: ms(t.cascade_us),
             candidates_ms: ms(t.candidates_us),
             fusion_ms: ms(t.fusion_us),
             rerank_ms: ms(t.rerank_us),

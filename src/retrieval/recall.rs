@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use super::cascade;
 use super::fusion::{self, CandidatePath, Fused, ItemRef, RankedList};
-use super::hyde::{self, Hyde, HydeRequest};
+use super::hyde::{self, Hyde, HydeOptions, HydeRequest};
 use super::packing::{self, phase_budget};
 use super::query_kind::{self, QueryKind};
 use super::request::{under_any, RecallFilters, RecallRequest};
@@ -158,6 +158,8 @@ pub struct RecallTimings {
     pub embed_us: u64,
     /// The graph path.
     pub graph_us: u64,
+    /// The cascade (part of `fusion_us`), when it ran.
+    pub cascade_us: u64,
     /// Stage 1 as a whole (its paths run concurrently).
     pub candidates_us: u64,
     /// Fusion, loading the candidates' rows, filters, boost, scoring and the triggered
@@ -278,8 +280,12 @@ pub(crate) async fn run_with_hyde(
     let started = Instant::now();
     let mut recall = execute(handle, &request, None).await?;
     let dense_ran = request.stages.dense && !recall.skipped.iter().any(|s| s.starts_with("dense:"));
-    let too_little =
-        hyde::found_too_little(recall.items.iter().map(|i| i.similarity), &fallback.options);
+    // A limit below `min_results` could never hold enough: the bound is the smaller.
+    let options = HydeOptions {
+        min_results: fallback.options.min_results.min(request.limit_or_default()),
+        ..fallback.options
+    };
+    let too_little = hyde::found_too_little(recall.items.iter().map(|i| i.similarity), &options);
     if dense_ran && too_little && !request.query.trim().is_empty() {
         let asked = HydeRequest {
             query: request.query.clone(),
@@ -289,7 +295,10 @@ pub(crate) async fn run_with_hyde(
             Ok(answer) => {
                 if let Some(text) = hyde::searchable(answer) {
                     recall = execute(handle, &request, Some(&text)).await?;
-                    recall.hypothetical = Some(text);
+                    // Unless its embedding failed (named in `skipped`), it was searched with.
+                    if !recall.skipped.iter().any(|s| s.starts_with("hyde:")) {
+                        recall.hypothetical = Some(text);
+                    }
                 }
             }
             Err(e) => recall.skipped.push(format!("hyde: {}: {e}", e.code())),
@@ -409,7 +418,7 @@ async fn execute(
         fused = fusion::weighted_rrf(&lists);
         load_missing(handle, &fused, &mut rows).await?;
         fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
-        timings.graph_us += micros(cascade_started);
+        timings.cascade_us = micros(cascade_started);
     }
     if stages.boost {
         boost(handle, &mut fused, &rows).await?;
@@ -636,14 +645,19 @@ async fn dense_path(
     let started = Instant::now();
     let mut out = PathOutput::default();
     let mut vectors = Vec::new();
-    for text in std::iter::once(request.query.as_str()).chain(hypothetical) {
+    match handle.embed_query(&request.query).await {
+        Ok(found) => vectors.push(found),
+        Err(e) => {
+            out.skipped = Some(format!("dense: {}: {e}", e.code()));
+            out.micros = micros(started);
+            return Ok(out);
+        }
+    }
+    if let Some(text) = hypothetical {
+        // A hypothetical that cannot be embedded leaves the query's own lists standing.
         match handle.embed_query(text).await {
             Ok(found) => vectors.push(found),
-            Err(e) => {
-                out.skipped = Some(format!("dense: {}: {e}", e.code()));
-                out.micros = micros(started);
-                return Ok(out);
-            }
+            Err(e) => out.skipped = Some(format!("hyde: {}: {e}", e.code())),
         }
     }
     out.embed_micros = micros(started);

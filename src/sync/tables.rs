@@ -81,6 +81,17 @@ pub(crate) const TABLES: &[SyncedTable] = &[
         counters: &[],
         local_columns: &[],
     },
+    // The related files the git staleness pass counted against a memory's confidence
+    // (src/lifecycle/git_drift.rs): the lowered confidence syncs with the memory, so what was
+    // counted must too, or another device would count the same change again.
+    SyncedTable {
+        name: "memory_git_changes",
+        key: &["memory_id", "commit_sha", "path"],
+        shareable: Some(VERSION_SHAREABLE),
+        merge: Merge::Replace,
+        counters: &[],
+        local_columns: &[],
+    },
     SyncedTable {
         name: "observer_signal_counts",
         key: &["project_id", "signal", "key"],
