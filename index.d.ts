@@ -2945,6 +2945,8 @@ export interface RecallTimings {
   embedMs: number
   /** The graph path. */
   graphMs: number
+  /** The cascade, when it ran (part of `fusionMs`). */
+  cascadeMs: number
   /** Stage 1 as a whole (its paths run concurrently). */
   candidatesMs: number
   /** Fusion, loading rows, filters, boost, memory scoring and the triggered memories. */
@@ -2953,7 +2955,10 @@ export interface RecallTimings {
   rerankMs: number
   /** Packing the context. */
   packingMs: number
-  /** The whole recall, inside the engine. */
+  /**
+   * The whole recall, inside the engine (with `hyde`, both runs and the model's answer;
+   * the stages are the last run's).
+   */
   totalMs: number
 }
 
