@@ -333,7 +333,7 @@ async fn qa_starts_with_requirements_then_observations_then_error_patterns() {
 async fn qa_session_replayed() -> (tempfile::TempDir, Engram, Vec<(String, Memory)>, usize) {
     let (dir, clock, e) = engine().await;
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/observer/qa_browser_session.json");
+        .join("tests/fixtures/agent_loop/qa_browser_session.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
     let spec = &doc["sessions"][0];
     let id = spec["session"]["sessionId"].as_str().unwrap();

@@ -508,7 +508,7 @@ async fn a_read_brings_up_what_the_user_taught_about_the_file_in_a_new_project()
 /// are remembered where the recording has them. The session is never finalized.
 async fn build_cut_in_subtask_6(p: &Project) -> String {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/observer/build_six_subtasks_cut.json");
+        .join("tests/fixtures/agent_loop/build_six_subtasks_cut.json");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
     let spec = &doc["sessions"][0];

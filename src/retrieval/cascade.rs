@@ -20,8 +20,7 @@ use super::fusion::ItemRef;
 use super::term_counts::TermCounts;
 use crate::code::read::CodeHit;
 use crate::error::Result;
-use crate::memory::{self, Memory};
-use crate::Engram;
+use crate::memory::{self, Ctx, Memory};
 
 /// Top fused items the walk starts from.
 pub const SEEDS: usize = 5;
@@ -62,7 +61,7 @@ pub struct Cascade {
 /// Walks from `seeds` (see the module doc). `chunk_scope` limits the chunks (the request's
 /// file and module filters); `chunks`/`memories` say which kinds the request wants.
 pub(crate) async fn walk(
-    handle: &Engram,
+    ctx: &Ctx<'_>,
     query: &str,
     seeds: &[Seed],
     chunk_scope: &[String],
@@ -83,7 +82,8 @@ pub(crate) async fn walk(
         return Ok(Cascade::default());
     }
     let first_hop: Vec<String> = by_score(&files).into_iter().take(MAX_FILES).collect();
-    let neighbours = handle.file_neighbours(&first_hop).await?;
+    let neighbours =
+        super::neighbourhood::file_neighbours(ctx.store, ctx.project_id, &first_hop).await?;
     for from in &first_hop {
         let carried = files[from] * CODE_EDGE * DECAY;
         for next in neighbours.get(from).into_iter().flatten() {
@@ -96,7 +96,8 @@ pub(crate) async fn walk(
     let mut out = Cascade::default();
     if chunks {
         let hits = super::graph_chunks::rank_in_scope(
-            handle,
+            ctx.store,
+            ctx.project_id,
             counts,
             query,
             &reached,
@@ -112,8 +113,7 @@ pub(crate) async fn walk(
         out.chunks = hits;
     }
     if memories {
-        let attached =
-            memory::attached_to_files(&handle.ctx(), &reached, CANDIDATES as u32).await?;
+        let attached = memory::attached_to_files(ctx, &reached, CANDIDATES as u32).await?;
         for (index, m) in attached {
             let score = files.get(&reached[index]).copied().unwrap_or(0.0);
             scored.push((ItemRef::Memory(m.id.clone()), score));

@@ -38,7 +38,8 @@ const UBIQUITOUS_MIN_CHUNKS: f64 = 1000.0;
 /// of them when `scope` is empty), best first; none when the query has no searchable term.
 /// What the graph path and the cascade ask of the files they reach.
 pub(crate) async fn rank_in_scope(
-    handle: &crate::Engram,
+    store: &crate::store::Store,
+    project_id: &str,
     counts: &mut TermCounts,
     query: &str,
     files: &[String],
@@ -56,16 +57,8 @@ pub(crate) async fn rank_in_scope(
     if in_scope.is_empty() {
         return Ok(Vec::new());
     }
-    let mut reader = handle.engine().store.reader().await;
-    rank_in_files(
-        &mut reader,
-        counts,
-        handle.project_id(),
-        &parsed,
-        &in_scope,
-        limit,
-    )
-    .await
+    let mut reader = store.reader().await;
+    rank_in_files(&mut reader, counts, project_id, &parsed, &in_scope, limit).await
 }
 
 /// The best `limit` chunks of `files` (project-relative paths) for `query`, best first. A chunk

@@ -404,8 +404,15 @@ async fn execute(
             wants(&request.filters, ItemKind::Chunk),
             wants(&request.filters, ItemKind::Memory),
         );
-        let found =
-            cascade::walk(handle, &request.query, &seeds, &scope, kinds, &mut counts).await?;
+        let found = cascade::walk(
+            &handle.ctx(),
+            &request.query,
+            &seeds,
+            &scope,
+            kinds,
+            &mut counts,
+        )
+        .await?;
         rows.chunks
             .extend(found.chunks.into_iter().map(|h| (h.chunk.id, h.chunk)));
         rows.memories
@@ -779,7 +786,8 @@ async fn graph_path(
     let filters = &request.filters;
     if wants(filters, ItemKind::Chunk) {
         let hits = super::graph_chunks::rank_in_scope(
-            handle,
+            &handle.engine().store,
+            handle.project_id(),
             counts,
             &request.query,
             &files,
