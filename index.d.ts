@@ -2522,6 +2522,16 @@ export interface OpenOptions {
   sync?: SyncOptions
 }
 
+/** The weight of each candidate path for one kind of item. */
+export interface PathWeights {
+  /** BM25 over memories and chunks. */
+  keyword: number
+  /** Vector similarity. */
+  dense: number
+  /** Graph neighbours of the recent files. */
+  graph: number
+}
+
 /** How past tasks in the modules compared with their plans. */
 export interface PlanCalibration {
   /**
@@ -2717,6 +2727,16 @@ export interface ReasoningMessage {
   stepIndex: number
 }
 
+/** What the candidate paths found for one query. */
+export interface RecallEvidence {
+  /** The definition a word of the query names, among the keyword path's top chunks. */
+  named?: string
+  /** Items the keyword path's all-terms query matched, before it widened to any term. */
+  allTerms: number
+  /** The dense path's best cosine similarity to the query. */
+  denseTop?: number
+}
+
 /** What a recall may return. Every filter left out allows everything. */
 export interface RecallFilters {
   /** Chunks, memories, or both (the default). */
@@ -2899,6 +2919,13 @@ export interface RecallResult {
    * fallback ran.
    */
   hypothetical?: string
+  /**
+   * The weight each candidate path had in this recall's fusion, read per query from
+   * `evidence` (for chunks and for memories).
+   */
+  weights: RecallWeights
+  /** What the paths found, from which the weights were read. */
+  evidence: RecallEvidence
 }
 
 /** Which stages run: each can be switched off for a call (how ablations are measured). */
@@ -2960,6 +2987,17 @@ export interface RecallTimings {
    * the stages are the last run's).
    */
   totalMs: number
+}
+
+/** The paths' weights in one recall's fusion. */
+export interface RecallWeights {
+  /**
+   * For code chunks: keyword-led when a word of the query names a definition among the
+   * keyword path's top hits, even-handed otherwise.
+   */
+  chunks: PathWeights
+  /** For memories: dense-led. */
+  memories: PathWeights
 }
 
 /** What the agent asked to remember (`record_memory`). */

@@ -99,6 +99,10 @@ test('recall() ranks code and memories together and packs a cited context', asyn
   assert.match(byName.context, /## Memories[\s\S]*never return early[\s\S]*## Code[\s\S]*### src\/auth\/password\.ts/)
   assert.ok(byName.usedTokens > 0 && byName.usedTokens <= byName.budgetTokens)
   assert.ok(byName.timings.totalMs > 0 && byName.timings.totalMs >= byName.timings.candidatesMs)
+  // The weights were read for this query: its word names the definition the keyword path found.
+  assert.equal(byName.evidence.named, 'checkPassword')
+  assert.ok(byName.weights.chunks.keyword > byName.weights.chunks.dense, JSON.stringify(byName.weights))
+  assert.ok(byName.weights.memories.dense > byName.weights.memories.keyword)
 
   // Words miss it, meaning finds it.
   const byMeaning = await db.recall('verify the secret credentials', { filters: { kinds: ['chunk'] } })
@@ -106,6 +110,9 @@ test('recall() ranks code and memories together and packs a cited context', asyn
   assert.equal(byMeaning.items[0].ranks.keyword, undefined)
   assert.equal(byMeaning.items[0].ranks.dense, 1)
   assert.ok(byMeaning.timings.embedMs > 0)
+  assert.equal(byMeaning.evidence.named, undefined)
+  assert.ok(byMeaning.evidence.denseTop > 0.5)
+  assert.ok(byMeaning.weights.chunks.dense > byMeaning.weights.chunks.keyword)
   const noDense = await db.recall('verify the secret credentials', {
     filters: { kinds: ['chunk'] },
     stages: { dense: false },

@@ -1,170 +1,183 @@
-//! Retrieval quality on real code (the dev evaluation): tokio's `src/` from the cargo registry,
-//! indexed with every `///` and `//!` line stripped; each documented function gives one query,
-//! the first sentence of its doc, whose right answer is the chunk holding the function's
-//! definition line. Reports Recall@1, Recall@10 and MRR@10 per retrieval path (BM25 through
-//! `search_code`, dense through `dense_search`, each 50 deep) and for their fusions (the
-//! default, the seed's settings, the graph neighbourhood boost). `EVAL_GRID=1` adds the grid of
-//! RRF constants, keyword weights per query kind and boost shares the defaults were chosen from.
-//! The same questions then go through `recall()` with stages switched on and off (the ablation
-//! table), with no recent files, with a file next to the answer's as the agent's recent file,
-//! and with an unrelated one, and with the cascade.
-//! Needs the model for the dense path (`engram model install`); without it only BM25 is scored.
-//! Run: `cargo bench --no-default-features --bench retrieval_eval`
+//! Retrieval quality on dev sets of several kinds, through `recall()` (the dev evaluation):
+//!
+//! - `<language>-doc`: the first sentence of a function's doc comment -> the chunk holding its
+//!   definition, in a copy of a real tree with its docs stripped (Rust: tokio; TypeScript:
+//!   `@types/node` and `zod`; Go: part of its standard library), see `eval/code_sets.rs`;
+//! - `<language>-blind`: the same sentences with identifiers and the target's own name removed;
+//! - `memory`: questions over agent memories, answered by one to three of them, among
+//!   thousands of distractors (`eval/memory_set.rs`).
+//!
+//! Every set runs through the same rows of stage switches and prints Recall@1, Recall@10 and
+//! MRR@10 (of the first right item; for the memory set also all-evidence@10, the share of
+//! questions with every answering memory in the top 10) in one table, then the default's
+//! latency per set. `EVAL_QUERIES` caps the queries per set (default 500, an even sample);
+//! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's
+//! path ranks and similarity, for studying fusion offline. The trees, databases and vectors
+//! stay in `target/retrieval-eval/` so that a rerun re-embeds nothing that did not change.
+//! Needs the model (`engram model install`); `scripts/eval.sh` fetches the Go sources and runs
+//! this. Run: `npm run eval`, or `cargo bench --no-default-features --bench retrieval_eval`.
 
-#[path = "source_trees/mod.rs"]
-mod source_trees;
+#[path = "eval/code_sets.rs"]
+mod code_sets;
+#[path = "eval/memory_set.rs"]
+mod memory_set;
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-use std::collections::HashMap;
+use std::time::Instant;
 
 use engram::code::IndexOptions;
-use engram::retrieval::fusion::{self, CandidatePath, ItemRef, RankedList};
-use engram::retrieval::query_kind;
-use engram::retrieval::recall::ItemContent;
+use engram::memory::{MemoryType, RememberInput};
+use engram::retrieval::recall::{ItemContent, Recall};
 use engram::retrieval::request::RecallRequest;
-use engram::vector::{DenseQuery, ItemKind};
+use engram::vector::ItemKind;
 use engram::{Engram, OpenOptions};
 
-/// Candidates each path contributes to the fusion (the pipeline's stage-1 depth).
-const CANDIDATES: u32 = 50;
-
-/// One query and where its answer is.
-struct Case {
-    query: String,
-    path: String,
-    /// The definition line in the stripped copy, 1-based.
-    line: u32,
+/// A question and how to tell its right items.
+struct Query {
+    text: String,
+    answer: Answer,
+    /// For code sets: a file one graph edge from the answer's, found before the rows run.
+    next_door: Option<String>,
 }
 
-/// The first sentence of a doc block, without markdown decoration; `None` when too short or
-/// too long to be a query someone would type.
-fn first_sentence(doc: &[String]) -> Option<String> {
-    let paragraph: Vec<&str> = doc
-        .iter()
-        .map(|l| l.trim())
-        .take_while(|l| !l.is_empty())
-        .collect();
-    let text = paragraph.join(" ");
-    let end = text
-        .char_indices()
-        .find(|(i, c)| *c == '.' && (i + 1 == text.len() || text[i + 1..].starts_with(' ')))
-        .map_or(text.len(), |(i, _)| i);
-    let sentence: String = text[..end]
-        .chars()
-        .filter(|c| !matches!(c, '`' | '[' | ']' | '*'))
-        .collect();
-    let words = sentence.split_whitespace().count();
-    (4..=30).contains(&words).then_some(sentence)
+enum Answer {
+    /// The chunk of `path` holding `line`.
+    Definition { path: String, line: u32 },
+    /// Every one of these memories.
+    Memories(Vec<String>),
 }
 
-/// Writes `source` without doc lines to `out` and returns the cases it holds.
-fn strip_and_collect(rel: &str, source: &str, out: &Path) -> Vec<Case> {
-    let fn_line = regex::Regex::new(
-        r#"^\s*(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?(extern\s+"[^"]*"\s+)?fn\s+\w+"#,
-    )
-    .unwrap();
-    let mut kept = Vec::new();
-    let mut cases = Vec::new();
-    let mut doc: Vec<String> = Vec::new();
-    for line in source.lines() {
-        let trimmed = line.trim_start();
-        if let Some(text) = trimmed.strip_prefix("///") {
-            doc.push(text.to_owned());
-            continue;
-        }
-        if trimmed.starts_with("//!") {
-            continue;
-        }
-        kept.push(line);
-        if trimmed.starts_with("#[") {
-            continue; // attributes between the doc and the item
-        }
-        if fn_line.is_match(line) && !doc.is_empty() {
-            if let Some(query) = first_sentence(&doc) {
-                cases.push(Case {
-                    query,
-                    path: rel.to_owned(),
-                    line: kept.len() as u32,
-                });
+impl Answer {
+    fn matches(&self, content: &ItemContent) -> bool {
+        match (self, content) {
+            (Answer::Definition { path, line }, ItemContent::Chunk(c)) => {
+                c.path == *path && (c.start_line..=c.end_line).contains(line)
             }
+            (Answer::Memories(ids), ItemContent::Memory(m)) => ids.contains(&m.id),
+            _ => false,
         }
-        doc.clear();
     }
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    std::fs::write(out, kept.join("\n")).unwrap();
-    cases
+
+    fn needed(&self) -> usize {
+        match self {
+            Answer::Definition { .. } => 1,
+            Answer::Memories(ids) => ids.len(),
+        }
+    }
 }
 
-#[derive(Default)]
+/// The stage switches every set runs through.
+#[derive(Clone, Copy, PartialEq)]
+enum Row {
+    Keyword,
+    Dense,
+    Default,
+    NextDoor,
+    Cascade,
+}
+
+const ROWS: [(Row, &str); 5] = [
+    (Row::Keyword, "keyword stage only"),
+    (Row::Dense, "dense stage only"),
+    (Row::Default, "default"),
+    (Row::NextDoor, "default + recentFiles next door"),
+    (Row::Cascade, "default + cascade"),
+];
+
+#[derive(Default, Clone)]
 struct Score {
     n: usize,
     at1: usize,
     at10: usize,
+    all10: usize,
     reciprocal: f64,
 }
 
 impl Score {
-    fn add(&mut self, rank: Option<usize>) {
+    fn add(&mut self, first: Option<usize>, all_found: bool) {
         self.n += 1;
-        if let Some(rank) = rank {
+        if let Some(rank) = first {
             self.at1 += usize::from(rank == 1);
             self.at10 += usize::from(rank <= 10);
-            self.reciprocal += 1.0 / rank as f64;
+            self.reciprocal += if rank <= 10 { 1.0 / rank as f64 } else { 0.0 };
         }
+        self.all10 += usize::from(all_found);
     }
 
-    fn row(&self, name: &str) -> String {
+    fn cells(&self) -> String {
         let n = self.n.max(1) as f64;
         format!(
-            "| {name} | {:.3} | {:.3} | {:.3} |",
+            "{:.3} | {:.3} | {:.3} | {:.3}",
             self.at1 as f64 / n,
             self.at10 as f64 / n,
-            self.reciprocal / n
+            self.reciprocal / n,
+            self.all10 as f64 / n
         )
     }
 }
 
-fn rank_of(case: &Case, hits: &[(String, u32, u32)]) -> Option<usize> {
-    hits.iter()
-        .position(|(path, start, end)| *path == case.path && (*start..=*end).contains(&case.line))
-        .map(|i| i + 1)
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        return; // `cargo bench -- --list` probes every bench
+/// An even sample of at most `cap` items, in their order.
+fn sample<T>(items: Vec<T>, cap: usize) -> Vec<T> {
+    if items.len() <= cap {
+        return items;
     }
-    let (_, tokio_root) = source_trees::corpora()
-        .into_iter()
-        .find(|(name, _)| name == "rust")
-        .expect("tokio in the cargo registry");
-    let work = tempfile::tempdir().unwrap();
-    let repo = work.path().join("repo");
-    let mut cases = Vec::new();
-    let mut files: Vec<_> = ignore::Walk::new(tokio_root.join("src"))
-        .flatten()
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort();
-    for path in files {
-        let rel = path
-            .strip_prefix(&tokio_root)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let Ok(source) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        cases.extend(strip_and_collect(&rel, &source, &repo.join(&rel)));
+    let step = items.len() as f64 / cap as f64;
+    let mut out = Vec::with_capacity(cap);
+    for (i, item) in items.into_iter().enumerate() {
+        if (out.len() as f64) * step <= i as f64 && out.len() < cap {
+            out.push(item);
+        }
     }
-    let mut options = OpenOptions::new(work.path().join("eval.db"));
-    options.project_root = Some(repo.clone());
-    let e = Engram::open(options).await.unwrap();
+    out
+}
+
+async fn open(dir: &Path, root: &Path) -> Engram {
+    std::fs::create_dir_all(root).unwrap();
+    let mut options = OpenOptions::new(dir.join("eval.db"));
+    options.project_root = Some(root.to_path_buf());
+    Engram::open(options).await.unwrap()
+}
+
+async fn embed(e: &Engram, what: &str) -> bool {
+    match e.embed_pending(|_| {}, &AtomicBool::new(false)).await {
+        Ok(report) => {
+            println!(
+                "eval: {what}: {} chunks and {} memories embedded with {}",
+                report.chunks,
+                report.memories,
+                report.model.key()
+            );
+            true
+        }
+        Err(err) => {
+            println!("eval: {what}: dense path skipped: {err}");
+            false
+        }
+    }
+}
+
+/// The code sets of one language: the tree copied without docs and indexed; its doc and
+/// name-blind queries.
+async fn code_sets(
+    corpus: &code_sets::CodeCorpus,
+    work: &Path,
+    cap: usize,
+) -> (Engram, Vec<(String, Vec<Query>)>) {
+    let dir = work.join(corpus.language);
+    let repo = dir.join("repo");
+    let cases = corpus.materialise(&repo);
+    let e = open(&dir, &repo).await;
+    let started = Instant::now();
     let summary = e
         .index(
             &IndexOptions::default(),
@@ -174,241 +187,244 @@ async fn main() {
         .await
         .unwrap();
     println!(
-        "eval: tokio src, docs stripped: {} files, {} chunks, {} queries",
+        "eval: {}: {} files indexed ({} unchanged) in {:.1} s, {} chunks, {} documented functions",
+        corpus.language,
         summary.files_indexed,
+        summary.files_unchanged,
+        started.elapsed().as_secs_f64(),
         summary.chunks,
         cases.len()
     );
-    let dense = match e.embed_pending(|_| {}, &AtomicBool::new(false)).await {
-        Ok(report) => {
-            println!(
-                "eval: {} chunks embedded with {}",
-                report.chunks,
-                report.model.key()
-            );
-            true
-        }
-        Err(err) => {
-            println!("eval: dense path skipped: {err}");
-            false
-        }
-    };
-    let mut scores: Vec<(&str, Score)> = [
-        "BM25 (search_code)",
-        "dense (all-MiniLM-L6-v2, exact)",
-        "hybrid (default): RRF k=10, keyword-led weights by query kind",
-        "hybrid, the seed's settings: RRF k=60, its weights by query kind",
-        "hybrid (default) + graph neighbourhood boost (share 0.1)",
-    ]
-    .into_iter()
-    .map(|name| (name, Score::default()))
-    .collect();
-    // The same questions through `recall()`, one row per set of stages (the ablation table).
-    let recall_rows = [
-        "recall: keyword stage only",
-        "recall: dense stage only",
-        "recall: default stages (keyword + dense; no recent files, so no graph candidates)",
-        "recall: default + graph neighbourhood boost",
-        "recall: default + recentFiles = a file one graph edge from the answer's (simulated agent)",
-        "recall: default + recentFiles = an unrelated file (control)",
-        "recall: default + cascade (walk from the top 5 hits)",
-        "recall: default + cascade + recentFiles = next door",
-    ];
-    let mut recall_scores: Vec<Score> = recall_rows.iter().map(|_| Score::default()).collect();
-    let all_files: Vec<String> = {
-        let mut files: Vec<String> = cases.iter().map(|c| c.path.clone()).collect();
-        files.sort();
-        files.dedup();
-        files
-    };
-    let mut kinds = std::collections::BTreeMap::new();
-    let mut grid: std::collections::BTreeMap<String, Score> = Default::default();
-    // Where each chunk is, for scoring fused lists of ids.
-    let mut spans: HashMap<i64, (String, u32, u32)> = HashMap::new();
-    for case in &cases {
-        let keyword: Vec<i64> = e
-            .search_code(&case.query, CANDIDATES)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|h| {
-                let c = h.chunk;
-                spans.insert(c.id, (c.path, c.start_line, c.end_line));
-                c.id
-            })
-            .collect();
-        let semantic: Vec<i64> = if dense {
-            let query = DenseQuery {
-                limit: CANDIDATES as usize,
-                kinds: vec![ItemKind::Chunk],
-                ..DenseQuery::default()
-            };
-            e.dense_search(&case.query, query)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|h| {
-                    let id = h.chunk_id.unwrap();
-                    spans.insert(
-                        id,
-                        (h.path.unwrap(), h.start_line.unwrap(), h.end_line.unwrap()),
-                    );
-                    id
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let kind = query_kind::detect(&case.query, &[]);
-        *kinds.entry(kind.as_str()).or_insert(0) += 1;
-        let lists = |keyword_weight: f64, dense_weight: f64| {
-            let as_items = |ids: &[i64]| ids.iter().map(|&id| ItemRef::Chunk(id)).collect();
-            vec![
-                RankedList {
-                    path: CandidatePath::Keyword,
-                    weight: keyword_weight,
-                    items: as_items(&keyword),
-                },
-                RankedList {
-                    path: CandidatePath::Dense,
-                    weight: dense_weight,
-                    items: as_items(&semantic),
-                },
-            ]
-        };
-        let weights = kind.path_weights();
-        let by_kind = fusion::weighted_rrf(&lists(weights.keyword, weights.dense));
-        // The seed's rows (identifier / semantic / structural), keyword:dense without a graph path.
-        let (seed_keyword, seed_dense) = match kind {
-            query_kind::QueryKind::Identifier => (0.5, 0.2),
-            query_kind::QueryKind::Semantic => (0.25, 0.5),
-            query_kind::QueryKind::Structural => (0.25, 0.15),
-        };
-        let seed = fusion::weighted_rrf_with(&lists(seed_keyword, seed_dense), 60.0);
-        let mut boosted = by_kind.clone();
-        let chunk_file = |item: &ItemRef| match item {
-            ItemRef::Chunk(id) => spans[id].0.clone(),
-            ItemRef::Memory(_) => unreachable!("chunks only"),
-        };
-        let top_files: Vec<String> = boosted
-            .iter()
-            .take(10)
-            .map(|f| chunk_file(&f.item))
-            .collect();
-        let neighbours = e.file_neighbours(&top_files).await.unwrap();
-        fusion::neighbourhood_boost(&mut boosted, |top, candidate| {
-            let (top, candidate) = (chunk_file(top), chunk_file(candidate));
-            neighbours.get(&top).is_some_and(|n| n.contains(&candidate))
-        });
-        let ids = |fused: &[fusion::Fused]| -> Vec<(String, u32, u32)> {
-            fused
-                .iter()
-                .take(10)
-                .map(|f| match &f.item {
-                    ItemRef::Chunk(id) => spans[id].clone(),
-                    ItemRef::Memory(_) => unreachable!("chunks only"),
-                })
-                .collect()
-        };
-        let top10 = |list: &[i64]| -> Vec<(String, u32, u32)> {
-            list.iter().take(10).map(|id| spans[id].clone()).collect()
-        };
-        let ranked = [
-            top10(&keyword),
-            top10(&semantic),
-            ids(&by_kind),
-            ids(&seed),
-            ids(&boosted),
-        ];
-        if std::env::var_os("EVAL_GRID").is_some() {
-            for k in [5.0, 10.0] {
-                for w in [0.5, 0.6, 0.7, 0.8, 0.9] {
-                    let fused = fusion::weighted_rrf_with(&lists(w, 1.0 - w), k);
-                    let hit = rank_of(case, &ids(&fused));
-                    grid.entry(format!("{} rrf k={k} keyword={w}", kind.as_str()))
-                        .or_default()
-                        .add(hit);
-                    grid.entry(format!("all rrf k={k} keyword={w}"))
-                        .or_default()
-                        .add(hit);
-                }
-            }
-            let base = fusion::weighted_rrf_with(&lists(0.7, 0.3), 10.0);
-            for share in [0.05, 0.1, 0.2] {
-                for cross_file_only in [false, true] {
-                    let mut b = base.clone();
-                    fusion::neighbourhood_boost_with(&mut b, share, |top, candidate| {
-                        let (top, candidate) = (chunk_file(top), chunk_file(candidate));
-                        (!cross_file_only && top == candidate)
-                            || neighbours.get(&top).is_some_and(|n| n.contains(&candidate))
-                    });
-                    grid.entry(format!(
-                        "all k=10 kw=0.7 boost {share} cross_file_only={cross_file_only}"
-                    ))
-                    .or_default()
-                    .add(rank_of(case, &ids(&b)));
-                }
-            }
-        }
+    embed(&e, corpus.language).await;
+    let cases = sample(cases, cap);
+    let mut doc = Vec::new();
+    let mut blind = Vec::new();
+    for case in cases {
         let next_door = e
             .file_neighbours(std::slice::from_ref(&case.path))
             .await
             .unwrap()
             .remove(&case.path)
             .and_then(|n| n.into_iter().next());
-        let unrelated =
-            all_files[(case.line as usize * 7919 + case.query.len()) % all_files.len()].clone();
-        for (row, score) in recall_scores.iter_mut().enumerate() {
-            let mut request = RecallRequest::new(case.query.clone());
-            request.filters.kinds = vec![ItemKind::Chunk];
-            request.limit = Some(10);
-            request.stages.packing = false;
-            match row {
-                0 => request.stages.dense = false,
-                1 => request.stages.keyword = false,
-                3 => request.stages.boost = true,
-                4 => request.recent_files = next_door.iter().cloned().collect(),
-                5 => request.recent_files = vec![unrelated.clone()],
-                6 => request.stages.cascade = true,
-                7 => {
-                    request.stages.cascade = true;
-                    request.recent_files = next_door.iter().cloned().collect();
+        let answer = || Answer::Definition {
+            path: case.path.clone(),
+            line: case.line,
+        };
+        if let Some(text) = code_sets::name_blind(&case.query, &case.name) {
+            blind.push(Query {
+                text,
+                answer: answer(),
+                next_door: next_door.clone(),
+            });
+        }
+        doc.push(Query {
+            text: case.query.clone(),
+            answer: answer(),
+            next_door,
+        });
+    }
+    let sets = vec![
+        (format!("{}-doc", corpus.language), doc),
+        (format!("{}-blind", corpus.language), blind),
+    ];
+    (e, sets)
+}
+
+/// The memory set: its memories and the distractors remembered into a fresh database.
+async fn memory_sets(work: &Path, cap: usize) -> Option<(Engram, Vec<(String, Vec<Query>)>)> {
+    let set = memory_set::load()?;
+    let dir = work.join("memory");
+    let _ = std::fs::remove_dir_all(&dir);
+    let e = open(&dir, &dir.join("project")).await;
+    let mut ids = std::collections::HashMap::new();
+    let inputs: Vec<RememberInput> = set
+        .memories
+        .iter()
+        .map(|m| {
+            let mut input = RememberInput::new(
+                MemoryType::parse(&m.memory_type).unwrap(),
+                m.content.clone(),
+            );
+            input.related_files = m.files.clone();
+            input.tags = m.tags.clone();
+            input
+        })
+        .collect();
+    for (m, stored) in set
+        .memories
+        .iter()
+        .zip(e.remember_many(inputs).await.unwrap())
+    {
+        ids.insert(m.id.clone(), stored.memory.id);
+    }
+    let distractors = memory_set::distractors(3000);
+    let count = distractors.len();
+    for batch in distractors.chunks(200) {
+        let inputs = batch
+            .iter()
+            .map(|text| RememberInput::new(MemoryType::ModuleInsight, text.clone()))
+            .collect();
+        e.remember_many(inputs).await.unwrap();
+    }
+    println!(
+        "eval: memory: {} memories written for the set, {count} README paragraphs as distractors, {} questions",
+        set.memories.len(),
+        set.questions.len()
+    );
+    embed(&e, "memory").await;
+    let mut by_style: std::collections::BTreeMap<String, usize> = Default::default();
+    let queries: Vec<Query> = set
+        .questions
+        .into_iter()
+        .map(|q| {
+            *by_style.entry(q.style.clone()).or_default() += 1;
+            Query {
+                text: q.question,
+                answer: Answer::Memories(q.evidence.iter().map(|id| ids[id].clone()).collect()),
+                next_door: None,
+            }
+        })
+        .collect();
+    println!("eval: memory: questions by style {by_style:?}");
+    Some((e, vec![("memory".to_owned(), sample(queries, cap))]))
+}
+
+fn request(query: &Query, row: Row, memory: bool, limit: u32) -> RecallRequest {
+    let mut request = RecallRequest::new(query.text.clone());
+    request.filters.kinds = vec![if memory {
+        ItemKind::Memory
+    } else {
+        ItemKind::Chunk
+    }];
+    request.limit = Some(limit);
+    request.stages.packing = false;
+    request.track_access = false;
+    match row {
+        Row::Keyword => request.stages.dense = false,
+        Row::Dense => request.stages.keyword = false,
+        Row::NextDoor => request.recent_files = query.next_door.iter().cloned().collect(),
+        Row::Cascade => request.stages.cascade = true,
+        Row::Default => {}
+    }
+    request
+}
+
+/// Rank of the first right item and whether every right item is in the top 10.
+fn judge(query: &Query, recall: &Recall) -> (Option<usize>, bool) {
+    let right: Vec<usize> = recall
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| query.answer.matches(&item.content))
+        .map(|(i, _)| i + 1)
+        .collect();
+    let in_top10 = right.iter().filter(|&&r| r <= 10).count();
+    (right.first().copied(), in_top10 >= query.answer.needed())
+}
+
+fn dump_line(set: &str, query: &Query, recall: &Recall) -> String {
+    let items: Vec<serde_json::Value> = recall
+        .items
+        .iter()
+        .map(|item| {
+            serde_json::json!({
+                "right": query.answer.matches(&item.content),
+                "keyword": item.ranks.keyword,
+                "dense": item.ranks.dense,
+                "similarity": item.similarity,
+                "graph": item.ranks.graph,
+                "names": match &item.content {
+                    ItemContent::Chunk(c) => c.symbols.clone(),
+                    ItemContent::Memory(_) => Vec::new(),
+                },
+                "id": match &item.content {
+                    ItemContent::Chunk(c) => format!("c{}", c.id),
+                    ItemContent::Memory(m) => m.id.clone(),
+                },
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "set": set,
+        "query": query.text,
+        "kind": recall.query_kind.as_str(),
+        "needed": query.answer.needed(),
+        "all_terms": recall.evidence.all_terms,
+        "dense_top": recall.evidence.dense_top,
+        "named": recall.evidence.named,
+        "items": items,
+    })
+    .to_string()
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo bench -- --list` probes every bench
+    }
+    let cap: usize = std::env::var("EVAL_QUERIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500);
+    let work = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/retrieval-eval");
+    let mut dump = std::env::var_os("EVAL_DUMP").map(|p| std::fs::File::create(p).unwrap());
+    let mut groups = Vec::new();
+    for corpus in code_sets::corpora() {
+        groups.push((false, code_sets(&corpus, &work, cap).await));
+    }
+    if let Some(memory) = memory_sets(&work, cap).await {
+        groups.push((true, memory));
+    }
+    let mut table = vec![
+        "| set | stages | queries | Recall@1 | Recall@10 | MRR@10 | all@10 |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- |".to_owned(),
+    ];
+    let mut latency = Vec::new();
+    for (memory, (e, sets)) in &groups {
+        for (name, queries) in sets {
+            for (row, label) in ROWS {
+                if *memory && matches!(row, Row::NextDoor | Row::Cascade) {
+                    continue; // no code to walk
                 }
-                _ => {}
+                let mut score = Score::default();
+                let mut millis = Vec::new();
+                for query in queries {
+                    let started = Instant::now();
+                    let recall = e.recall(request(query, row, *memory, 10)).await.unwrap();
+                    millis.push(started.elapsed().as_secs_f64() * 1e3);
+                    let (first, all) = judge(query, &recall);
+                    score.add(first, all);
+                }
+                table.push(format!(
+                    "| {name} | {label} | {} | {} |",
+                    score.n,
+                    score.cells()
+                ));
+                if row == Row::Default {
+                    millis.sort_by(f64::total_cmp);
+                    latency.push(format!(
+                        "| {name} | {} | {:.2} | {:.2} | {:.2} |",
+                        millis.len(),
+                        percentile(&millis, 0.5),
+                        percentile(&millis, 0.9),
+                        percentile(&millis, 0.99)
+                    ));
+                }
             }
-            if !dense && row == 1 {
-                continue;
-            }
-            let recall = e.recall(request).await.unwrap();
-            let hits: Vec<(String, u32, u32)> = recall
-                .items
-                .iter()
-                .filter_map(|i| match &i.content {
-                    ItemContent::Chunk(c) => Some((c.path.clone(), c.start_line, c.end_line)),
-                    ItemContent::Memory(_) => None,
-                })
-                .collect();
-            score.add(rank_of(case, &hits));
-        }
-        for ((_, score), hits) in scores.iter_mut().zip(ranked) {
-            if !hits.is_empty() || dense {
-                score.add(rank_of(case, &hits));
+            if let Some(file) = dump.as_mut() {
+                for query in queries {
+                    let recall = e
+                        .recall(request(query, Row::Default, *memory, 100))
+                        .await
+                        .unwrap();
+                    writeln!(file, "{}", dump_line(name, query, &recall)).unwrap();
+                }
             }
         }
     }
-    println!("eval: query kinds {kinds:?}");
-    for (name, score) in &grid {
-        println!("{}", score.row(name));
-    }
-    println!("| path | Recall@1 | Recall@10 | MRR@10 |\n| --- | --- | --- | --- |");
-    for (name, score) in &scores {
-        if dense || *name == "BM25 (search_code)" {
-            println!("{}", score.row(name));
-        }
-    }
-    for (name, score) in recall_rows.iter().zip(&recall_scores) {
-        if score.n > 0 {
-            println!("{}", score.row(name));
-        }
-    }
+    println!("{}", table.join("\n"));
+    println!(
+        "\n| set | queries | default recall p50 ms | p90 | p99 |\n| --- | --- | --- | --- | --- |"
+    );
+    println!("{}", latency.join("\n"));
 }

@@ -1256,3 +1256,54 @@ async fn the_cascade_walks_from_the_top_hits_to_related_memories_and_next_door_c
     let without = f.e.recall(walk("unknown user", false)).await.unwrap();
     assert!(find_memory(&without, &constant_time).is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fusion_weights_are_read_per_query_from_what_the_paths_found() {
+    let f = fixture(concept_embedder()).await;
+    remember(
+        &f.e,
+        MemoryType::Gotcha,
+        "the button label is escaped twice",
+        &[],
+    )
+    .await;
+    embed(&f.e).await;
+
+    // A word of the query names a definition the keyword path found: code is keyword-led.
+    let named =
+        f.e.recall(RecallRequest::new(
+            "renderButton and the secret credentials",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(named.evidence.named.as_deref(), Some("renderButton"));
+    let w = named.weights.chunks;
+    assert!(w.keyword > w.dense, "{w:?}");
+    // The dense path ranks checkPassword first by meaning; the name decides.
+    let first_chunk = named.items.iter().find(|i| symbol(i).is_some()).unwrap();
+    assert_eq!(symbol(first_chunk), Some("renderButton"));
+    assert_eq!(
+        find_symbol(&named, "checkPassword").unwrap().ranks.dense,
+        Some(1)
+    );
+
+    // The same meaning without the name: code is even-handed, leaning on the dense path.
+    let unnamed =
+        f.e.recall(RecallRequest::new("verify the secret credentials"))
+            .await
+            .unwrap();
+    assert_eq!(unnamed.evidence.named, None);
+    assert!(unnamed.evidence.dense_top.is_some_and(|s| s > 0.5));
+    let w = unnamed.weights.chunks;
+    assert!(w.dense > w.keyword, "{w:?}");
+    // Memories are prose, which the model reads well: dense-led for either query.
+    for recall in [&named, &unnamed] {
+        let m = recall.weights.memories;
+        assert!(m.dense > m.keyword, "{m:?}");
+        assert!((m.keyword + m.dense + m.graph - 1.0).abs() < 1e-9);
+    }
+
+    // A word too short or naming nothing is no name.
+    let plain = f.e.recall(RecallRequest::new("a button")).await.unwrap();
+    assert_eq!(plain.evidence.named, None);
+}

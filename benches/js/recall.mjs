@@ -7,11 +7,15 @@
 // of the tree, descriptions, memory-like word lists), half of them with three recent files so
 // the graph path runs, with every default stage (no reranker is configured). Reports p50/p99
 // of the whole call and the median share of each stage. One run; machines are noisy.
+// With ENGRAM_BENCH_QUERIES=dump.jsonl (written by the retrieval evaluation with EVAL_DUMP, see
+// docs/BENCHMARK.md) the queries are instead up to 100 of each of its dev sets (doc sentences,
+// name-blind sentences, questions over memories: the long ones make the tail), run twice, and
+// p50/p90/p99 are reported per set too.
 // Needs the model (`engram model install`). With ENGRAM_BENCH_DB=/some/dir/recall.db the
 // database and the corpus are kept in /some/dir, so a second run skips copying, indexing and
 // embedding.
 //   node benches/js/recall.mjs [root]
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
@@ -56,9 +60,14 @@ try {
     `recall: ${MEMORIES} memories; embedPending: ${embedded.chunks} chunks, ${embedded.memories} memories (${secs()} s)`,
   )
   const pick = rng(3)
-  const mixed = [...IDENTIFIERS, ...DESCRIPTIONS, ...queries(16, 17)]
-  const requests = mixed.map((query, i) => ({
+  const devSets = process.env.ENGRAM_BENCH_QUERIES && devSetQueries(process.env.ENGRAM_BENCH_QUERIES)
+  const mixed = devSets
+    ? devSets
+    : [...IDENTIFIERS, ...DESCRIPTIONS, ...queries(16, 17)].map((query) => ({ query, set: 'mixed' }))
+  const rounds = devSets ? 2 : 8
+  const requests = mixed.map(({ query, set }, i) => ({
     query,
+    set,
     options:
       i % 2 === 0
         ? { recentFiles: [0, 1, 2].map(() => files[Math.floor(pick() * files.length)]) }
@@ -68,11 +77,15 @@ try {
   const samples = []
   const stages = { keywordMs: [], denseMs: [], embedMs: [], graphMs: [], candidatesMs: [], fusionMs: [], packingMs: [], totalMs: [] }
   const counts = []
-  for (let round = 0; round < 8; round++) {
+  const bySet = new Map()
+  for (let round = 0; round < rounds; round++) {
     for (const r of requests) {
       const t0 = hrtime.bigint()
       const result = await db.recall(r.query, r.options)
-      samples.push(hrtime.bigint() - t0)
+      const took = hrtime.bigint() - t0
+      samples.push(took)
+      if (!bySet.has(r.set)) bySet.set(r.set, [])
+      bySet.get(r.set).push(took)
       if (result.skipped.length) throw new Error(`a path was skipped: ${result.skipped}`)
       for (const key of Object.keys(stages)) stages[key].push(result.timings[key])
       counts.push(result.items.length)
@@ -81,10 +94,18 @@ try {
   const s = summary(samples)
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   console.log(
-    `recall: ${s.n} recalls (${requests.length} queries x 8; half with 3 recent files): ` +
+    `recall: ${s.n} recalls (${requests.length} queries x ${rounds}; half with 3 recent files): ` +
       `p50 ${(s.p50_us / 1000).toFixed(2)} ms, p99 ${(s.p99_us / 1000).toFixed(2)} ms across the boundary; ` +
       `median ${median(counts)} items`,
   )
+  if (devSets) {
+    console.log('| dev set | recalls | p50 ms | p90 ms | p99 ms |\n| --- | --- | --- | --- | --- |')
+    for (const [set, times] of bySet) {
+      const sorted = times.map((t) => Number(t) / 1e6).sort((a, b) => a - b)
+      const at = (p) => sorted[Math.round((sorted.length - 1) * p)].toFixed(2)
+      console.log(`| ${set} | ${sorted.length} | ${at(0.5)} | ${at(0.9)} | ${at(0.99)} |`)
+    }
+  }
   const total = median(stages.totalMs)
   console.log('| stage (inside the engine) | median ms | share of the median total |\n| --- | --- | --- |')
   for (const [key, values] of Object.entries(stages)) {
@@ -94,4 +115,21 @@ try {
   await db.close()
 } finally {
   if (!keep) rmSync(dir, { recursive: true, force: true })
+}
+
+/** Up to 100 queries of each dev set in an EVAL_DUMP file, evenly spread. */
+function devSetQueries(file) {
+  const bySet = new Map()
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue
+    const { set, query } = JSON.parse(line)
+    if (!bySet.has(set)) bySet.set(set, [])
+    bySet.get(set).push(query)
+  }
+  const out = []
+  for (const [set, all] of bySet) {
+    const step = Math.max(1, all.length / 100)
+    for (let i = 0; i < all.length; i += step) out.push({ query: all[Math.floor(i)], set })
+  }
+  return out
 }

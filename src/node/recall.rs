@@ -284,6 +284,57 @@ pub struct RecallResult {
     /// fallback ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hypothetical: Option<String>,
+    /// The weight each candidate path had in this recall's fusion, read per query from
+    /// `evidence` (for chunks and for memories).
+    pub weights: RecallWeights,
+    /// What the paths found, from which the weights were read.
+    pub evidence: RecallEvidence,
+}
+
+/// The weight of each candidate path for one kind of item.
+#[napi(object)]
+#[derive(serde::Serialize)]
+pub struct PathWeights {
+    /// BM25 over memories and chunks.
+    pub keyword: f64,
+    /// Vector similarity.
+    pub dense: f64,
+    /// Graph neighbours of the recent files.
+    pub graph: f64,
+}
+
+/// The paths' weights in one recall's fusion.
+#[napi(object)]
+#[derive(serde::Serialize)]
+pub struct RecallWeights {
+    /// For code chunks: keyword-led when a word of the query names a definition among the
+    /// keyword path's top hits, even-handed otherwise.
+    pub chunks: PathWeights,
+    /// For memories: dense-led.
+    pub memories: PathWeights,
+}
+
+/// What the candidate paths found for one query.
+#[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallEvidence {
+    /// The definition a word of the query names, among the keyword path's top chunks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub named: Option<String>,
+    /// Items the keyword path's all-terms query matched, before it widened to any term.
+    pub all_terms: u32,
+    /// The dense path's best cosine similarity to the query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense_top: Option<f64>,
+}
+
+fn path_weights(w: crate::retrieval::query_kind::PathWeights) -> PathWeights {
+    PathWeights {
+        keyword: w.keyword,
+        dense: w.dense,
+        graph: w.graph,
+    }
 }
 
 /// One recent tool call of the agent, for `stepInjection()`.
@@ -480,6 +531,15 @@ fn result(r: core::Recall) -> RecallResult {
         skipped: r.skipped,
         corrected_query: r.corrected_query,
         hypothetical: r.hypothetical,
+        weights: RecallWeights {
+            chunks: path_weights(r.weights.chunks),
+            memories: path_weights(r.weights.memories),
+        },
+        evidence: RecallEvidence {
+            named: r.evidence.named,
+            all_terms: r.evidence.all_terms,
+            dense_top: r.evidence.dense_top.map(f64::from),
+        },
     }
 }
 

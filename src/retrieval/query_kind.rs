@@ -35,28 +35,25 @@ impl QueryKind {
     /// The weight of each candidate path in the fusion: keyword, dense, graph (each row sums
     /// to 1; a path that found nothing drops out, so the others share its weight).
     ///
-    /// The seed's rows (identifier .5/.2/.3, semantic .25/.5/.25, structural .25/.15/.6) trust
-    /// the dense path most for descriptions. On our dev evaluation (1,701 doc-sentence queries
-    /// over tokio, `benches/retrieval_eval.rs` with `EVAL_GRID=1`) the built-in model is the
-    /// weaker path for every kind: without graph candidates, keyword:dense 0.7:0.3 is best for
-    /// semantic queries and 0.6:0.4 for identifier ones, and the seed's semantic row scores
-    /// below BM25 alone. So keyword leads here and the graph keeps the seed's share where it
-    /// can be checked only by agents' use (recent files); structural keeps the seed's row.
+    /// The kind decides the graph path's share: the seed's 0.6 when the query asks about
+    /// structure, 0.2 otherwise (it can be checked only by agents' use, through their recent
+    /// files). The keyword and dense share is split per query, by what the paths found and
+    /// whether chunks or memories are ranked (`weights`); these rows split it evenly.
+    ///
+    /// The seed's rows (identifier .5/.2/.3, semantic .25/.5/.25) fix the split by kind. On
+    /// our dev sets a query's kind says little about which path finds its answer: doc
+    /// sentences that the identifier pattern catches and those it does not favour the same
+    /// path (see `docs/BENCHMARK.md`).
     pub fn path_weights(self) -> PathWeights {
         match self {
-            QueryKind::Identifier => PathWeights {
-                keyword: 0.47,
-                dense: 0.33,
-                graph: 0.2,
-            },
-            QueryKind::Semantic => PathWeights {
-                keyword: 0.56,
-                dense: 0.24,
+            QueryKind::Identifier | QueryKind::Semantic => PathWeights {
+                keyword: 0.4,
+                dense: 0.4,
                 graph: 0.2,
             },
             QueryKind::Structural => PathWeights {
-                keyword: 0.25,
-                dense: 0.15,
+                keyword: 0.2,
+                dense: 0.2,
                 graph: 0.6,
             },
         }

@@ -24,6 +24,7 @@ use super::request::{under_any, RecallFilters, RecallRequest};
 use super::scoring::{current_confidence, memory_factor};
 use super::term_counts::TermCounts;
 use super::typo;
+use super::weights::{self, Evidence, FusionWeights};
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
@@ -196,6 +197,10 @@ pub struct Recall {
     /// The app model's hypothetical answer the dense path also searched with, when the HyDE
     /// fallback ran (see `hyde`).
     pub hypothetical: Option<String>,
+    /// The weight each candidate path had in this query's fusion, for chunks and memories.
+    pub weights: FusionWeights,
+    /// What the paths found, from which the weights were read.
+    pub evidence: Evidence,
 }
 
 /// Rows loaded while gathering candidates, by item.
@@ -217,14 +222,16 @@ struct PathOutput {
     corrected_query: Option<String>,
     /// The dense path: each item's cosine similarity to the query's vector.
     similarities: HashMap<ItemRef, f32>,
+    /// The keyword path: items the all-terms query found (before any-term fill).
+    all_terms: u32,
 }
 
 impl PathOutput {
     /// Adds a ranked list of chunks found by `path`, keeping their rows.
-    fn add_chunks(&mut self, path: CandidatePath, weight: f64, hits: Vec<CodeHit>) {
+    fn add_chunks(&mut self, path: CandidatePath, hits: Vec<CodeHit>) {
         self.lists.push(RankedList {
             path,
-            weight,
+            weight: 0.0, // set per query once every path has run (`weights`)
             items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
         });
         self.rows
@@ -233,10 +240,10 @@ impl PathOutput {
     }
 
     /// Adds a ranked list of memories found by `path`, keeping their rows.
-    fn add_memories(&mut self, path: CandidatePath, weight: f64, memories: Vec<Memory>) {
+    fn add_memories(&mut self, path: CandidatePath, memories: Vec<Memory>) {
         self.lists.push(RankedList {
             path,
-            weight,
+            weight: 0.0,
             items: memories
                 .iter()
                 .map(|m| ItemRef::Memory(m.id.clone()))
@@ -334,9 +341,10 @@ async fn execute(
             skipped: Vec::new(),
             corrected_query: None,
             hypothetical: None,
+            weights: weights::for_query(kind, &Evidence::default()),
+            evidence: Evidence::default(),
         });
     }
-    let weights = kind.path_weights();
     let stages = request.stages;
     let scope = chunk_scope(&request.filters);
     // The dense path runs as its own task so that its query embedding and vector scans (on
@@ -349,7 +357,7 @@ async fn execute(
         let hypothetical = hypothetical.map(str::to_owned);
         tokio::spawn(async move {
             let hypothetical = hypothetical.as_deref();
-            dense_path(&handle, &request, &scope, weights.dense, hypothetical).await
+            dense_path(&handle, &request, &scope, hypothetical).await
         })
     });
     if dense.is_some() {
@@ -357,12 +365,12 @@ async fn execute(
     }
     let mut counts = TermCounts::default();
     let keyword = if stages.keyword {
-        keyword_path(handle, request, &scope, weights.keyword, &mut counts).await
+        keyword_path(handle, request, &scope, &mut counts).await
     } else {
         Ok(PathOutput::default())
     };
     let graph = if stages.graph {
-        graph_path(handle, request, &scope, weights.graph, &mut counts).await
+        graph_path(handle, request, &scope, &mut counts).await
     } else {
         Ok(PathOutput::default())
     };
@@ -387,12 +395,27 @@ async fn execute(
     let mut lists = Vec::new();
     let mut skipped = Vec::new();
     let similarities = std::mem::take(&mut dense.similarities);
+    let keyword_chunks: Vec<ItemRef> = keyword
+        .lists
+        .iter()
+        .find(|l| matches!(l.items.first(), Some(ItemRef::Chunk(_))))
+        .map(|l| l.items.clone())
+        .unwrap_or_default();
+    let evidence = Evidence::read(
+        &request.query,
+        &keyword_chunks,
+        &keyword.rows.chunks,
+        keyword.all_terms,
+        &similarities,
+    );
+    let weights = weights::for_query(kind, &evidence);
     for output in [keyword, dense, graph] {
         rows.chunks.extend(output.rows.chunks);
         rows.memories.extend(output.rows.memories);
         lists.extend(output.lists);
         skipped.extend(output.skipped);
     }
+    weights::apply(&mut lists, weights, CASCADE_WEIGHT);
     let mut fused = fusion::weighted_rrf(&lists);
     load_missing(handle, &fused, &mut rows).await?;
     let now = handle.engine().clock.now_ms();
@@ -419,9 +442,10 @@ async fn execute(
             .extend(found.memories.into_iter().map(|m| (m.id.clone(), m)));
         lists.push(RankedList {
             path: CandidatePath::Cascade,
-            weight: weights.graph * CASCADE_WEIGHT,
+            weight: 0.0,
             items: found.items,
         });
+        weights::apply(&mut lists, weights, CASCADE_WEIGHT);
         fused = fusion::weighted_rrf(&lists);
         load_missing(handle, &fused, &mut rows).await?;
         fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
@@ -485,6 +509,8 @@ async fn execute(
         skipped,
         corrected_query,
         hypothetical: None,
+        weights,
+        evidence,
     })
 }
 
@@ -533,12 +559,11 @@ async fn keyword_path(
     handle: &Engram,
     request: &RecallRequest,
     scope: &[String],
-    weight: f64,
     counts: &mut TermCounts,
 ) -> Result<PathOutput> {
     let started = Instant::now();
     let filters = &request.filters;
-    let mut out = keyword_lists(handle, &request.query, filters, scope, weight, counts).await?;
+    let mut out = keyword_lists(handle, &request.query, filters, scope, counts).await?;
     let found: usize = out.lists.iter().map(|l| l.items.len()).sum();
     if request.stages.typo && found < TYPO_TRIGGER {
         let ctx = handle.ctx();
@@ -546,7 +571,7 @@ async fn keyword_path(
         if let Some(corrected) =
             typo::corrected_query(&ctx, vocabulary, &request.query, counts).await?
         {
-            let more = keyword_lists(handle, &corrected, filters, scope, weight, counts).await?;
+            let more = keyword_lists(handle, &corrected, filters, scope, counts).await?;
             out.lists.extend(more.lists);
             out.rows.chunks.extend(more.rows.chunks);
             out.rows.memories.extend(more.rows.memories);
@@ -563,7 +588,6 @@ async fn keyword_lists(
     query: &str,
     filters: &RecallFilters,
     scope: &[String],
-    weight: f64,
     counts: &mut TermCounts,
 ) -> Result<PathOutput> {
     let mut out = PathOutput::default();
@@ -578,6 +602,7 @@ async fn keyword_lists(
                 scope,
             )
             .await?;
+            out.all_terms += hits.len() as u32;
             if parsed.has_alternatives() && (hits.len() as u32) < CANDIDATES / 2 {
                 let fill = distinctive_terms(&mut reader, counts, &parsed).await?;
                 let more = code_read::search_chunks(
@@ -592,7 +617,7 @@ async fn keyword_lists(
                 hits.extend(more.into_iter().filter(|h| !seen.contains(&h.chunk.id)));
                 hits.truncate(CANDIDATES as usize);
             }
-            out.add_chunks(CandidatePath::Keyword, weight, hits);
+            out.add_chunks(CandidatePath::Keyword, hits);
         }
     }
     if wants(filters, ItemKind::Memory) {
@@ -611,8 +636,9 @@ async fn keyword_lists(
             typo: false,
         };
         let hits = handle.search(query, &options).await?;
+        out.all_terms += hits.iter().filter(|h| h.matched_all).count() as u32;
         let memories = hits.into_iter().map(|h| h.memory).collect();
-        out.add_memories(CandidatePath::Keyword, weight, memories);
+        out.add_memories(CandidatePath::Keyword, memories);
     }
     Ok(out)
 }
@@ -646,7 +672,6 @@ async fn dense_path(
     handle: &Engram,
     request: &RecallRequest,
     scope: &[String],
-    weight: f64,
     hypothetical: Option<&str>,
 ) -> Result<PathOutput> {
     let started = Instant::now();
@@ -671,17 +696,7 @@ async fn dense_path(
     // The query's vector first: its similarities are the ones reported; the hypothetical's
     // lists join the path's (fusion keeps an item's best rank within a path).
     for (index, (model, vector)) in vectors.into_iter().enumerate() {
-        dense_lists(
-            handle,
-            request,
-            scope,
-            weight,
-            &model,
-            vector,
-            index == 0,
-            &mut out,
-        )
-        .await?;
+        dense_lists(handle, request, scope, &model, vector, index == 0, &mut out).await?;
     }
     out.micros = micros(started);
     Ok(out)
@@ -694,7 +709,6 @@ async fn dense_lists(
     handle: &Engram,
     request: &RecallRequest,
     scope: &[String],
-    weight: f64,
     model: &crate::embed::EmbedderId,
     vector: Vec<f32>,
     keep_similarity: bool,
@@ -751,7 +765,7 @@ async fn dense_lists(
         }
         out.lists.push(RankedList {
             path: CandidatePath::Dense,
-            weight,
+            weight: 0.0,
             items: scored.into_iter().map(|(item, _)| item).collect(),
         });
     }
@@ -765,7 +779,6 @@ async fn graph_path(
     handle: &Engram,
     request: &RecallRequest,
     scope: &[String],
-    weight: f64,
     counts: &mut TermCounts,
 ) -> Result<PathOutput> {
     let started = Instant::now();
@@ -795,12 +808,12 @@ async fn graph_path(
             CANDIDATES as usize,
         )
         .await?;
-        out.add_chunks(CandidatePath::Graph, weight, hits);
+        out.add_chunks(CandidatePath::Graph, hits);
     }
     if wants(filters, ItemKind::Memory) {
         let attached = memory::attached_to_files(&handle.ctx(), &files, CANDIDATES).await?;
         let memories = attached.into_iter().map(|(_, m)| m).collect();
-        out.add_memories(CandidatePath::Graph, weight, memories);
+        out.add_memories(CandidatePath::Graph, memories);
     }
     out.micros = micros(started);
     Ok(out)

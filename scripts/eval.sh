@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Rebuilds the retrieval dev sets and prints their table (benches/retrieval_eval.rs):
+# fetches the Go standard library's sources from Debian's golang-*-src package into
+# target/eval-corpora/ (the other corpora come with `npm ci` and the cargo registry),
+# installs the model if needed, then runs the evaluation.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+corpora=target/eval-corpora
+if ! ls -d "$corpora"/usr/share/go-1.* >/dev/null 2>&1; then
+  mkdir -p "$corpora"
+  package=$(apt-cache search --names-only '^golang-1\.[0-9]+-src$' | sort -V | tail -1 | cut -d' ' -f1 || true)
+  if [ -n "$package" ] && (cd "$corpora" && apt-get download "$package" >/dev/null 2>&1); then
+    dpkg-deb -x "$corpora"/"$package"_*.deb "$corpora"
+    rm -f "$corpora"/*.deb
+  else
+    echo "eval: no golang-*-src package could be fetched; the go sets are skipped" >&2
+  fi
+fi
+node bin/engram.js model status --json | grep -q "\"state\":\"available\"" || node bin/engram.js model install
+exec cargo bench --no-default-features --bench retrieval_eval "$@"

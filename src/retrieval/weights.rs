@@ -1,0 +1,287 @@
+//! Per-query path weights: how much each candidate path counts in this query's fusion, read
+//! from the query's kind and from what the paths themselves found.
+//!
+//! The query's kind sets the graph path's share (see `query_kind`); the rest is split between
+//! the keyword and the dense path by what is searched and what the paths found:
+//! - **code, when a word of the query names a definition among the keyword path's top hits**
+//!   (`Split slices s into substrings`, `how does parse_config fail`): keyword-led, 0.8:0.2;
+//! - **code otherwise**: even-handed, 0.45:0.55;
+//! - **memories** (prose, which the built-in model reads well): dense-led, 0.4:0.6.
+//!
+//! Chosen on seven dev sets together (`benches/retrieval_eval.rs`, `docs/BENCHMARK.md`): doc
+//! sentences and their name-blind twins over Rust, TypeScript and Go trees, and questions over
+//! agent memories. The fixed keyword-led row this replaces (0.7:0.3 for descriptions) lost to
+//! the dense path alone on the memory set by 0.07 MRR@10 and to keyword alone on Go docs;
+//! an even split everywhere lost 0.03 on Go docs. Signals measured and not used: whether the
+//! all-terms keyword query matched (it almost never does for a sentence), and the dense path's
+//! top similarity and margin (no set's winner changed with them). Both are still reported in
+//! [`Evidence`] so that a recall can be explained.
+
+use std::collections::HashMap;
+
+use super::fusion::{CandidatePath, ItemRef, RankedList};
+use super::query_kind::{PathWeights, QueryKind};
+use crate::code::read::CodeChunk;
+
+/// Keyword share of the keyword + dense weight for code when the query names a definition.
+const NAMED_KEYWORD_SHARE: f64 = 0.8;
+/// ...for code otherwise.
+const CODE_KEYWORD_SHARE: f64 = 0.45;
+/// ...for memories.
+const MEMORY_KEYWORD_SHARE: f64 = 0.4;
+/// How many of the keyword path's top chunks are checked for a definition the query names.
+const NAMED_DEPTH: usize = 10;
+/// Query words shorter than this never count as naming a definition (`a`, `to`, `io`).
+const MIN_NAME_CHARS: usize = 3;
+
+/// What the candidate paths found for one query, as fusion reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// The definition a word of the query names, among the keyword path's top chunks.
+    pub named: Option<String>,
+    /// Items (chunks and memories) the keyword path's all-terms query matched, before it
+    /// widened to any term.
+    pub all_terms: u32,
+    /// The dense path's best cosine similarity to the query.
+    pub dense_top: Option<f32>,
+}
+
+impl Evidence {
+    /// Reads the evidence from the query, the keyword path's chunk list (best first) with
+    /// their rows, its all-terms count and the dense path's similarities.
+    pub fn read(
+        query: &str,
+        keyword_chunks: &[ItemRef],
+        chunks: &HashMap<i64, CodeChunk>,
+        all_terms: u32,
+        similarities: &HashMap<ItemRef, f32>,
+    ) -> Self {
+        Evidence {
+            named: named_definition(query, keyword_chunks, chunks),
+            all_terms,
+            dense_top: similarities.values().copied().max_by(f32::total_cmp),
+        }
+    }
+}
+
+/// The weights of each path, for chunks and for memories.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FusionWeights {
+    /// For the lists of code chunks.
+    pub chunks: PathWeights,
+    /// For the lists of memories.
+    pub memories: PathWeights,
+}
+
+/// The weights for a query of `kind` with `evidence`.
+pub fn for_query(kind: QueryKind, evidence: &Evidence) -> FusionWeights {
+    let row = kind.path_weights();
+    let text = row.keyword + row.dense;
+    let split = |keyword_share: f64| PathWeights {
+        keyword: text * keyword_share,
+        dense: text * (1.0 - keyword_share),
+        graph: row.graph,
+    };
+    FusionWeights {
+        chunks: split(if evidence.named.is_some() {
+            NAMED_KEYWORD_SHARE
+        } else {
+            CODE_KEYWORD_SHARE
+        }),
+        memories: split(MEMORY_KEYWORD_SHARE),
+    }
+}
+
+/// Gives each list its path's weight for the kind of item it holds; the cascade counts
+/// `cascade_share` of the graph path.
+///
+/// The split moves weight between the keyword and the dense path only where both found
+/// something: when one of them found nothing for a kind (no model, the stage off, nothing
+/// embedded yet), the other gets the kind row's weight of both. So chunks and memories keep the
+/// same total weight whichever paths ran, and neither kind outranks the other because the
+/// split favours a path that could not run.
+pub fn apply(lists: &mut [RankedList], weights: FusionWeights, cascade_share: f64) {
+    let is_memory = |list: &RankedList| matches!(list.items.first(), Some(ItemRef::Memory(_)));
+    let found = |path: CandidatePath, memory: bool| {
+        lists
+            .iter()
+            .any(|l| l.path == path && !l.items.is_empty() && is_memory(l) == memory)
+    };
+    let row_for = |memory: bool| {
+        let row = if memory {
+            weights.memories
+        } else {
+            weights.chunks
+        };
+        let (keyword, dense) = (
+            found(CandidatePath::Keyword, memory),
+            found(CandidatePath::Dense, memory),
+        );
+        let text = row.keyword + row.dense;
+        match (keyword, dense) {
+            (true, false) => PathWeights {
+                keyword: text,
+                ..row
+            },
+            (false, true) => PathWeights { dense: text, ..row },
+            _ => row,
+        }
+    };
+    let (chunks, memories) = (row_for(false), row_for(true));
+    for list in lists {
+        let row = if is_memory(list) { memories } else { chunks };
+        list.weight = match list.path {
+            CandidatePath::Keyword => row.keyword,
+            CandidatePath::Dense => row.dense,
+            CandidatePath::Graph => row.graph,
+            CandidatePath::Cascade => row.graph * cascade_share,
+        };
+    }
+}
+
+/// The first definition among the top `NAMED_DEPTH` keyword chunks whose own name (the last
+/// segment of a qualified `Type.method` or `mod::f`) is a word of the query, compared without
+/// case.
+fn named_definition(
+    query: &str,
+    keyword_chunks: &[ItemRef],
+    chunks: &HashMap<i64, CodeChunk>,
+) -> Option<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| w.chars().count() >= MIN_NAME_CHARS)
+        .map(str::to_lowercase)
+        .collect();
+    if words.is_empty() {
+        return None;
+    }
+    keyword_chunks
+        .iter()
+        .take(NAMED_DEPTH)
+        .filter_map(|item| match item {
+            ItemRef::Chunk(id) => chunks.get(id),
+            ItemRef::Memory(_) => None,
+        })
+        .flat_map(|chunk| chunk.symbols.iter())
+        .find(|symbol| {
+            let own = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
+            words.iter().any(|w| own.eq_ignore_ascii_case(w))
+        })
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(id: i64, symbols: &[&str]) -> (i64, CodeChunk) {
+        let chunk = CodeChunk {
+            id,
+            path: "src/lib.rs".into(),
+            language: "rust".into(),
+            kind: "block".into(),
+            name: None,
+            qualified_name: None,
+            symbols: symbols.iter().map(|s| (*s).to_owned()).collect(),
+            start_line: 1,
+            end_line: 1,
+            start_byte: 0,
+            end_byte: 0,
+            content_hash: String::new(),
+            token_estimate: 1,
+            context: String::new(),
+            content: String::new(),
+        };
+        (id, chunk)
+    }
+
+    #[test]
+    fn a_query_word_naming_a_top_keyword_definition_is_read() {
+        let chunks: HashMap<i64, CodeChunk> = [
+            chunk(1, &["Reader", "Reader.read_line"]),
+            chunk(2, &["split"]),
+        ]
+        .into();
+        let list = [ItemRef::Chunk(1), ItemRef::Chunk(2)];
+        let named = |q: &str| named_definition(q, &list, &chunks);
+        assert_eq!(
+            named("Split slices s into substrings"),
+            Some("split".into())
+        );
+        assert_eq!(
+            named("how does read_line stop?"),
+            Some("Reader.read_line".into())
+        );
+        // Words shorter than three characters and words naming nothing do not count.
+        assert_eq!(named("read one line of text"), None);
+        assert_eq!(named(""), None);
+        // Only the top of the keyword list is read.
+        let deep: Vec<ItemRef> = std::iter::repeat_n(ItemRef::Chunk(99), NAMED_DEPTH)
+            .chain([ItemRef::Chunk(2)])
+            .collect();
+        assert_eq!(named_definition("split it", &deep, &chunks), None);
+    }
+
+    #[test]
+    fn weights_follow_the_evidence_and_the_item_kind() {
+        let plain = for_query(QueryKind::Semantic, &Evidence::default());
+        let named = for_query(
+            QueryKind::Semantic,
+            &Evidence {
+                named: Some("split".into()),
+                ..Evidence::default()
+            },
+        );
+        assert!(named.chunks.keyword > named.chunks.dense);
+        assert!(plain.chunks.keyword < plain.chunks.dense);
+        assert!(plain.memories.dense > plain.memories.keyword);
+        for kind in [
+            QueryKind::Identifier,
+            QueryKind::Semantic,
+            QueryKind::Structural,
+        ] {
+            let row = kind.path_weights();
+            for w in [for_query(kind, &Evidence::default()).chunks, named.memories] {
+                // The kind's graph share and total stay; only the split moves.
+                assert!((w.keyword + w.dense + w.graph - 1.0).abs() < 1e-9);
+                if kind == QueryKind::Semantic {
+                    assert_eq!(w.graph, row.graph);
+                }
+            }
+        }
+        let mut lists = vec![
+            RankedList {
+                path: CandidatePath::Keyword,
+                weight: 0.0,
+                items: vec![ItemRef::Memory("m".into())],
+            },
+            RankedList {
+                path: CandidatePath::Keyword,
+                weight: 0.0,
+                items: vec![ItemRef::Chunk(1)],
+            },
+        ];
+        // Neither kind had a dense list: each keyword list carries its kind's whole text
+        // weight, the same for chunks and memories.
+        apply(&mut lists, named, 0.5);
+        let text = named.chunks.keyword + named.chunks.dense;
+        assert_eq!(lists[0].weight, text);
+        assert_eq!(lists[1].weight, text);
+        // With both paths in, each kind's split holds.
+        lists.push(RankedList {
+            path: CandidatePath::Dense,
+            weight: 0.0,
+            items: vec![ItemRef::Memory("m".into())],
+        });
+        lists.push(RankedList {
+            path: CandidatePath::Dense,
+            weight: 0.0,
+            items: vec![ItemRef::Chunk(1)],
+        });
+        apply(&mut lists, named, 0.5);
+        assert_eq!(lists[0].weight, named.memories.keyword);
+        assert_eq!(lists[1].weight, named.chunks.keyword);
+        assert_eq!(lists[2].weight, named.memories.dense);
+        assert_eq!(lists[3].weight, named.chunks.dense);
+    }
+}
