@@ -2522,16 +2522,6 @@ export interface OpenOptions {
   sync?: SyncOptions
 }
 
-/** The weight of each candidate path for one kind of item. */
-export interface PathWeights {
-  /** BM25 over memories and chunks. */
-  keyword: number
-  /** Vector similarity. */
-  dense: number
-  /** Graph neighbours of the recent files. */
-  graph: number
-}
-
 /** How past tasks in the modules compared with their plans. */
 export interface PlanCalibration {
   /**
@@ -2877,6 +2867,19 @@ export interface RecallOptions {
   hyde?: RecallHyde
 }
 
+/**
+ * The weight of each candidate path for one kind of item (0 for a path that could not rank
+ * that kind: its weight went to the other).
+ */
+export interface RecallPathWeights {
+  /** BM25 over this kind of item. */
+  keyword: number
+  /** Vector similarity. */
+  dense: number
+  /** The graph path: what is next to the recent files. */
+  graph: number
+}
+
 /** Where each stage ranked an item (1-based; absent where a path did not find it). */
 export interface RecallRanks {
   /** In its keyword (BM25) list. */
@@ -2895,7 +2898,7 @@ export interface RecallRanks {
 
 /** What `recall()` found. */
 export interface RecallResult {
-  /** How the query was read, which set the weights of the paths. */
+  /** How the query was read, which sets the graph path's weight. */
   queryKind: 'identifier' | 'semantic' | 'structural'
   /** The items, best first. */
   items: Array<RecallItem>
@@ -2995,9 +2998,9 @@ export interface RecallWeights {
    * For code chunks: keyword-led when a word of the query names a definition among the
    * keyword path's top hits, even-handed otherwise.
    */
-  chunks: PathWeights
+  chunks: RecallPathWeights
   /** For memories: dense-led. */
-  memories: PathWeights
+  memories: RecallPathWeights
 }
 
 /** What the agent asked to remember (`record_memory`). */

@@ -12,8 +12,9 @@
 //! questions with every answering memory in the top 10) in one table, then the default's
 //! latency per set. `EVAL_QUERIES` caps the queries per set (default 500, an even sample);
 //! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's
-//! path ranks and similarity, for studying fusion offline. The trees, databases and vectors
-//! stay in `target/retrieval-eval/` so that a rerun re-embeds nothing that did not change.
+//! path ranks and similarity, for studying fusion offline. The code trees, their databases
+//! and vectors stay in `target/retrieval-eval/`, so a rerun re-embeds no code that did not
+//! change; the memory set is written and embedded afresh each run.
 //! Needs the model (`engram model install`); `scripts/eval.sh` fetches the Go sources and runs
 //! this. Run: `npm run eval`, or `cargo bench --no-default-features --bench retrieval_eval`.
 

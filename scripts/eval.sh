@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds the retrieval dev sets and prints their table (benches/retrieval_eval.rs):
-# fetches the Go standard library's sources from Debian's golang-*-src package into
+# fetches the Go standard library sources from the newest golang-*-src package Debian offers
+# (1.19 on bookworm) into
 # target/eval-corpora/ (the other corpora come with `npm ci` and the cargo registry),
 # installs the model if needed, then runs the evaluation.
 set -euo pipefail

@@ -1306,4 +1306,39 @@ async fn fusion_weights_are_read_per_query_from_what_the_paths_found() {
     // A word too short or naming nothing is no name.
     let plain = f.e.recall(RecallRequest::new("a button")).await.unwrap();
     assert_eq!(plain.evidence.named, None);
+
+    // A memory no word matches, close in meaning: the keyword search over memories ran and
+    // found nothing, which keeps its weight, so the memory's dense rank alone does not put it
+    // above the definition the query names.
+    let lookup = remember(
+        &f.e,
+        MemoryType::Decision,
+        "account lookup results are cached for a minute",
+        &[],
+    )
+    .await;
+    embed(&f.e).await;
+    let recall = f.e.recall(RecallRequest::new("findUser")).await.unwrap();
+    assert_eq!(recall.evidence.named.as_deref(), Some("findUser"));
+    let memory = find_memory(&recall, &lookup).expect("found by meaning");
+    assert_eq!((memory.ranks.keyword, memory.ranks.dense), (None, Some(1)));
+    assert_eq!(symbol(&recall.items[0]), Some("findUser"));
+    assert!(recall.weights.memories.keyword > 0.0);
+    let chunk = find_symbol(&recall, "findUser").unwrap();
+    assert!(
+        chunk.score > 1.2 * memory.score,
+        "{} vs {}",
+        chunk.score,
+        memory.score
+    );
+
+    // Without a dense path, the keyword lists carry each kind's whole weight, and the
+    // reported weights say so.
+    let mut no_dense = RecallRequest::new("findUser");
+    no_dense.stages.dense = false;
+    let recall = f.e.recall(no_dense).await.unwrap();
+    for w in [recall.weights.chunks, recall.weights.memories] {
+        assert_eq!(w.dense, 0.0);
+        assert!((w.keyword + w.graph - 1.0).abs() < 1e-9, "{w:?}");
+    }
 }

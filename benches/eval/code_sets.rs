@@ -1,6 +1,8 @@
 //! The code-side dev sets: real source trees from the registries, copied with their doc
-//! comments stripped; every documented function gives one query, the first sentence of its doc,
-//! whose right answer is the chunk holding the definition line.
+//! comments stripped (`///` and `//!` in Rust, JSDoc blocks in TypeScript, and every `//` line
+//! in Go, where any comment run above a declaration is its doc); every documented function
+//! gives one query, the first sentence of its doc, whose right answer is the chunk holding the
+//! definition line.
 //!
 //! - `rust`: tokio's `src/` (cargo registry; a dependency of libsql, so always fetched);
 //! - `typescript`: `@types/node` (declarations with JSDoc) and `zod/src` (code with bodies),
@@ -19,7 +21,9 @@ use regex::Regex;
 /// One query and where its answer is.
 #[derive(Clone)]
 pub struct Case {
+    /// The first sentence of the doc.
     pub query: String,
+    /// The file, relative to the eval repo.
     pub path: String,
     /// The definition line in the stripped copy, 1-based.
     pub line: u32,
@@ -29,6 +33,7 @@ pub struct Case {
 
 /// A language's source tree: where it is and which files count.
 pub struct CodeCorpus {
+    /// `rust`, `typescript` or `go`.
     pub language: &'static str,
     /// (directory, prefix inside the eval repo) pairs.
     pub roots: Vec<(PathBuf, String)>,
@@ -42,11 +47,13 @@ pub fn corpora() -> Vec<CodeCorpus> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
     if let Some(registry) = cargo_home.map(|h| h.join("registry/src")) {
+        // The newest tokio of every registry index, by version (1.54 after 1.9).
         let tokio = std::fs::read_dir(&registry)
             .into_iter()
             .flatten()
             .flatten()
-            .find_map(|index| newest_dir(index.path(), "tokio-1."));
+            .filter_map(|index| newest_dir(index.path(), "tokio-1."))
+            .max_by_key(|dir| version_of(dir));
         if let Some(tokio) = tokio {
             found.push(CodeCorpus {
                 language: "rust",
@@ -287,7 +294,8 @@ pub fn first_sentence(doc: &[String]) -> Option<String> {
         .char_indices()
         .find(|(i, c)| *c == '.' && (i + 1 == text.len() || text[i + 1..].starts_with(' ')))
         .map_or(text.len(), |(i, _)| i);
-    let link = Regex::new(r"\{@link\s+([^}|\s]+)[^}]*\}").unwrap();
+    static LINK: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let link = LINK.get_or_init(|| Regex::new(r"\{@link\s+([^}|\s]+)[^}]*\}").unwrap());
     let sentence = link.replace_all(&text[..end], "$1");
     let sentence: String = sentence
         .chars()
@@ -301,7 +309,9 @@ pub fn first_sentence(doc: &[String]) -> Option<String> {
 /// own name (and their plain inflections) removed; `None` when fewer than three words remain.
 pub fn name_blind(query: &str, name: &str) -> Option<String> {
     let name_words = identifier_words(name);
-    let identifier_like = Regex::new(r"[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]|::|\.\w|\(\)").unwrap();
+    static IDENTIFIER_LIKE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let identifier_like = IDENTIFIER_LIKE
+        .get_or_init(|| Regex::new(r"[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]|::|\.\w|\(\)").unwrap());
     let kept: Vec<&str> = query
         .split_whitespace()
         .filter(|token| {
@@ -342,14 +352,21 @@ fn identifier_words(name: &str) -> Vec<String> {
     words
 }
 
+/// The directory in `parent` named `prefix` + the highest version.
 fn newest_dir(parent: impl AsRef<Path>, prefix: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(parent)
+    std::fs::read_dir(parent)
         .ok()?
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
         .map(|e| e.path())
         .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs.pop()
+        .max_by_key(|p| version_of(p))
+}
+
+/// The numbers of a versioned directory name (`tokio-1.54.1` -> [1, 54, 1]).
+fn version_of(dir: &Path) -> Vec<u64> {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    name.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect()
 }

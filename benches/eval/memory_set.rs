@@ -2,8 +2,9 @@
 //! patterns, recipes, dead ends with their near-topic distractors), written by hand for the
 //! purpose in `benches/fixtures/memory_eval.json`, with questions answered by one to three of
 //! them. Paragraphs of the README files of the crates in the cargo registry join them as
-//! distractors (rebuilt from the registry on every run), so that recall searches thousands of
-//! memories, not three hundred.
+//! distractors (rebuilt from the registry on every run), so that recall searches more than a
+//! thousand memories, not three hundred. Their number depends on the crates in the registry
+//! (1,361 with this project's lockfile fetched).
 
 use std::path::{Path, PathBuf};
 
@@ -12,19 +13,26 @@ use serde::Deserialize;
 /// The hand-written part of the set.
 #[derive(Deserialize)]
 pub struct MemorySet {
+    /// The memories the questions are about (and their distractors).
     pub memories: Vec<EvalMemory>,
+    /// The questions.
     pub questions: Vec<Question>,
 }
 
 /// One memory as the set writes it.
 #[derive(Deserialize)]
 pub struct EvalMemory {
+    /// The set's own id (`m001`), which questions cite.
     pub id: String,
+    /// A memory type (`gotcha`, `decision`, ...).
     #[serde(rename = "type")]
     pub memory_type: String,
+    /// The text.
     pub content: String,
+    /// Related files.
     #[serde(default)]
     pub files: Vec<String>,
+    /// Tags.
     #[serde(default)]
     pub tags: Vec<String>,
 }
@@ -32,8 +40,11 @@ pub struct EvalMemory {
 /// One question and the memories that answer it.
 #[derive(Deserialize)]
 pub struct Question {
+    /// As a developer would ask it.
     pub question: String,
+    /// The ids of every memory needed to answer it.
     pub evidence: Vec<String>,
+    /// `paraphrase`, `lexical` or `multi`.
     #[serde(default)]
     pub style: String,
 }

@@ -261,7 +261,7 @@ pub struct RecallTimings {
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecallResult {
-    /// How the query was read, which set the weights of the paths.
+    /// How the query was read, which sets the graph path's weight.
     #[napi(ts_type = "'identifier' | 'semantic' | 'structural'")]
     pub query_kind: String,
     /// The items, best first.
@@ -291,15 +291,16 @@ pub struct RecallResult {
     pub evidence: RecallEvidence,
 }
 
-/// The weight of each candidate path for one kind of item.
+/// The weight of each candidate path for one kind of item (0 for a path that could not rank
+/// that kind: its weight went to the other).
 #[napi(object)]
 #[derive(serde::Serialize)]
-pub struct PathWeights {
-    /// BM25 over memories and chunks.
+pub struct RecallPathWeights {
+    /// BM25 over this kind of item.
     pub keyword: f64,
     /// Vector similarity.
     pub dense: f64,
-    /// Graph neighbours of the recent files.
+    /// The graph path: what is next to the recent files.
     pub graph: f64,
 }
 
@@ -309,9 +310,9 @@ pub struct PathWeights {
 pub struct RecallWeights {
     /// For code chunks: keyword-led when a word of the query names a definition among the
     /// keyword path's top hits, even-handed otherwise.
-    pub chunks: PathWeights,
+    pub chunks: RecallPathWeights,
     /// For memories: dense-led.
-    pub memories: PathWeights,
+    pub memories: RecallPathWeights,
 }
 
 /// What the candidate paths found for one query.
@@ -329,8 +330,8 @@ pub struct RecallEvidence {
     pub dense_top: Option<f64>,
 }
 
-fn path_weights(w: crate::retrieval::query_kind::PathWeights) -> PathWeights {
-    PathWeights {
+fn path_weights(w: crate::retrieval::query_kind::PathWeights) -> RecallPathWeights {
+    RecallPathWeights {
         keyword: w.keyword,
         dense: w.dense,
         graph: w.graph,

@@ -1,7 +1,7 @@
-//! What kind of question a query is, which decides how much each candidate path counts in the
-//! fusion: an identifier (`parseConfig`, `MAX_RETRIES`, `src/auth.ts`, `Store::open`) is best
-//! found by its exact tokens, a question about structure ("what calls X", "who imports the
-//! parser") by the graph, and a description in words by meaning.
+//! What kind of question a query is: an identifier (`parseConfig`, `MAX_RETRIES`, `src/auth.ts`,
+//! `Store::open`), a question about structure ("what calls X", "who imports the parser"), or a
+//! description in words. The kind sets how much the graph path counts in the fusion; how the
+//! rest is split between keywords and meaning is read per query (`weights`).
 //!
 //! The seed detects identifiers by `[a-z][A-Z]|_[a-z]` or a `/`, and structure only from the
 //! agent's recent tool calls. We also catch `SCREAMING_SNAKE`, `::` and `.` paths, file names,
@@ -32,8 +32,8 @@ impl QueryKind {
         }
     }
 
-    /// The weight of each candidate path in the fusion: keyword, dense, graph (each row sums
-    /// to 1; a path that found nothing drops out, so the others share its weight).
+    /// The weight each candidate path starts from in the fusion: keyword, dense, graph (each
+    /// row sums to 1).
     ///
     /// The kind decides the graph path's share: the seed's 0.6 when the query asks about
     /// structure, 0.2 otherwise (it can be checked only by agents' use, through their recent

@@ -4,8 +4,8 @@
 //!    chunks and over memories; the query's vector against both vector indexes; and the
 //!    graph, from the agent's recent files and the files one edge away: their chunks that
 //!    share a term with the query, and the memories attached to them.
-//! 2. Fusion: weighted RRF with the weights of the query's kind, the filters, the optional
-//!    graph neighbourhood boost, then each memory's standing (phase, source, confidence, use).
+//! 2. Fusion: weighted RRF with weights read per query (`weights.rs`), the filters, the
+//!    optional graph neighbourhood boost, then each memory's standing (phase, source, confidence, use).
 //! 3. Rerank, when a reranker is configured.
 //! 4. Packing into the token budget (`packing.rs`).
 //!
@@ -24,7 +24,7 @@ use super::request::{under_any, RecallFilters, RecallRequest};
 use super::scoring::{current_confidence, memory_factor};
 use super::term_counts::TermCounts;
 use super::typo;
-use super::weights::{self, Evidence, FusionWeights};
+use super::weights::{self, Evidence, FusionWeights, Present};
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
@@ -197,7 +197,8 @@ pub struct Recall {
     /// The app model's hypothetical answer the dense path also searched with, when the HyDE
     /// fallback ran (see `hyde`).
     pub hypothetical: Option<String>,
-    /// The weight each candidate path had in this query's fusion, for chunks and memories.
+    /// The weight each candidate path had in this query's fusion, for chunks and memories
+    /// (for a blank query, which runs no path: the weights its kind would start from).
     pub weights: FusionWeights,
     /// What the paths found, from which the weights were read.
     pub evidence: Evidence,
@@ -224,11 +225,14 @@ struct PathOutput {
     similarities: HashMap<ItemRef, f32>,
     /// The keyword path: items the all-terms query found (before any-term fill).
     all_terms: u32,
+    /// Whether the path ran for chunks and for memories (see `weights::Present`).
+    ran_for: [bool; 2],
 }
 
 impl PathOutput {
     /// Adds a ranked list of chunks found by `path`, keeping their rows.
     fn add_chunks(&mut self, path: CandidatePath, hits: Vec<CodeHit>) {
+        self.ran_for[weights::CHUNKS] = true;
         self.lists.push(RankedList {
             path,
             weight: 0.0, // set per query once every path has run (`weights`)
@@ -241,6 +245,7 @@ impl PathOutput {
 
     /// Adds a ranked list of memories found by `path`, keeping their rows.
     fn add_memories(&mut self, path: CandidatePath, memories: Vec<Memory>) {
+        self.ran_for[weights::MEMORIES] = true;
         self.lists.push(RankedList {
             path,
             weight: 0.0,
@@ -395,27 +400,41 @@ async fn execute(
     let mut lists = Vec::new();
     let mut skipped = Vec::new();
     let similarities = std::mem::take(&mut dense.similarities);
+    // The keyword path's chunk lists in order: the query's, then the corrected query's.
     let keyword_chunks: Vec<ItemRef> = keyword
         .lists
         .iter()
-        .find(|l| matches!(l.items.first(), Some(ItemRef::Chunk(_))))
-        .map(|l| l.items.clone())
-        .unwrap_or_default();
+        .filter(|l| matches!(l.items.first(), Some(ItemRef::Chunk(_))))
+        .flat_map(|l| l.items.iter().cloned())
+        .collect();
+    let mut queries = vec![request.query.as_str()];
+    queries.extend(keyword.corrected_query.as_deref());
     let evidence = Evidence::read(
-        &request.query,
+        &queries,
         &keyword_chunks,
         &keyword.rows.chunks,
         keyword.all_terms,
         &similarities,
     );
-    let weights = weights::for_query(kind, &evidence);
+    let chosen = weights::for_query(kind, &evidence);
+    let mut present = Present {
+        keyword: keyword.ran_for,
+        dense: [false; 2],
+    };
+    for list in dense.lists.iter() {
+        match list.items.first() {
+            Some(ItemRef::Chunk(_)) => present.dense[weights::CHUNKS] = true,
+            Some(ItemRef::Memory(_)) => present.dense[weights::MEMORIES] = true,
+            None => {}
+        }
+    }
     for output in [keyword, dense, graph] {
         rows.chunks.extend(output.rows.chunks);
         rows.memories.extend(output.rows.memories);
         lists.extend(output.lists);
         skipped.extend(output.skipped);
     }
-    weights::apply(&mut lists, weights, CASCADE_WEIGHT);
+    let weights = weights::apply(&mut lists, chosen, present, CASCADE_WEIGHT);
     let mut fused = fusion::weighted_rrf(&lists);
     load_missing(handle, &fused, &mut rows).await?;
     let now = handle.engine().clock.now_ms();
@@ -445,7 +464,7 @@ async fn execute(
             weight: 0.0,
             items: found.items,
         });
-        weights::apply(&mut lists, weights, CASCADE_WEIGHT);
+        weights::apply(&mut lists, chosen, present, CASCADE_WEIGHT);
         fused = fusion::weighted_rrf(&lists);
         load_missing(handle, &fused, &mut rows).await?;
         fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
@@ -575,6 +594,7 @@ async fn keyword_path(
             out.lists.extend(more.lists);
             out.rows.chunks.extend(more.rows.chunks);
             out.rows.memories.extend(more.rows.memories);
+            out.all_terms += more.all_terms;
             out.corrected_query = Some(corrected);
         }
     }

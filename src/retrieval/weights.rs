@@ -47,17 +47,18 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// Reads the evidence from the query, the keyword path's chunk list (best first) with
-    /// their rows, its all-terms count and the dense path's similarities.
+    /// Reads the evidence from the query (as typed, and as typo-corrected when it was), the
+    /// keyword path's chunks (its lists in order, each best first) with their rows, its
+    /// all-terms count and the dense path's similarities.
     pub fn read(
-        query: &str,
+        queries: &[&str],
         keyword_chunks: &[ItemRef],
         chunks: &HashMap<i64, CodeChunk>,
         all_terms: u32,
         similarities: &HashMap<ItemRef, f32>,
     ) -> Self {
         Evidence {
-            named: named_definition(query, keyword_chunks, chunks),
+            named: named_definition(queries, keyword_chunks, chunks),
             all_terms,
             dense_top: similarities.values().copied().max_by(f32::total_cmp),
         }
@@ -92,44 +93,59 @@ pub fn for_query(kind: QueryKind, evidence: &Evidence) -> FusionWeights {
     }
 }
 
-/// Gives each list its path's weight for the kind of item it holds; the cascade counts
-/// `cascade_share` of the graph path.
+/// Which of the keyword and dense paths could speak for each kind of item in one recall.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Present {
+    /// The keyword path ran for chunks and for memories (found something or not).
+    pub keyword: [bool; 2],
+    /// The dense path found chunks and memories. It has no similarity floor, so an empty list
+    /// means it could not rank that kind: no model, the stage off, nothing embedded yet.
+    pub dense: [bool; 2],
+}
+
+/// Index of chunks in [`Present`]'s pairs.
+pub const CHUNKS: usize = 0;
+/// Index of memories in [`Present`]'s pairs.
+pub const MEMORIES: usize = 1;
+
+/// Gives each list its path's weight for the kind of item it holds, and returns the weights
+/// in effect; the cascade counts `cascade_share` of the graph path (the same for both kinds).
 ///
-/// The split moves weight between the keyword and the dense path only where both found
-/// something: when one of them found nothing for a kind (no model, the stage off, nothing
-/// embedded yet), the other gets the kind row's weight of both. So chunks and memories keep the
-/// same total weight whichever paths ran, and neither kind outranks the other because the
-/// split favours a path that could not run.
-pub fn apply(lists: &mut [RankedList], weights: FusionWeights, cascade_share: f64) {
-    let is_memory = |list: &RankedList| matches!(list.items.first(), Some(ItemRef::Memory(_)));
-    let found = |path: CandidatePath, memory: bool| {
-        lists
-            .iter()
-            .any(|l| l.path == path && !l.items.is_empty() && is_memory(l) == memory)
-    };
-    let row_for = |memory: bool| {
-        let row = if memory {
-            weights.memories
-        } else {
-            weights.chunks
-        };
-        let (keyword, dense) = (
-            found(CandidatePath::Keyword, memory),
-            found(CandidatePath::Dense, memory),
-        );
+/// The split moves weight between the keyword and the dense path only where both could speak
+/// for a kind: where one could not (`present`), the other gets the kind's weight of both. A
+/// keyword search that ran and matched nothing keeps its weight, so memories no word matched
+/// do not rise on their dense ranks alone.
+pub fn apply(
+    lists: &mut [RankedList],
+    weights: FusionWeights,
+    present: Present,
+    cascade_share: f64,
+) -> FusionWeights {
+    let effective = |row: PathWeights, kind: usize| {
         let text = row.keyword + row.dense;
-        match (keyword, dense) {
+        match (present.keyword[kind], present.dense[kind]) {
             (true, false) => PathWeights {
                 keyword: text,
+                dense: 0.0,
                 ..row
             },
-            (false, true) => PathWeights { dense: text, ..row },
+            (false, true) => PathWeights {
+                keyword: 0.0,
+                dense: text,
+                ..row
+            },
             _ => row,
         }
     };
-    let (chunks, memories) = (row_for(false), row_for(true));
+    let used = FusionWeights {
+        chunks: effective(weights.chunks, CHUNKS),
+        memories: effective(weights.memories, MEMORIES),
+    };
     for list in lists {
-        let row = if is_memory(list) { memories } else { chunks };
+        let row = match list.items.first() {
+            Some(ItemRef::Memory(_)) => used.memories,
+            _ => used.chunks,
+        };
         list.weight = match list.path {
             CandidatePath::Keyword => row.keyword,
             CandidatePath::Dense => row.dense,
@@ -137,18 +153,20 @@ pub fn apply(lists: &mut [RankedList], weights: FusionWeights, cascade_share: f6
             CandidatePath::Cascade => row.graph * cascade_share,
         };
     }
+    used
 }
 
 /// The first definition among the top `NAMED_DEPTH` keyword chunks whose own name (the last
-/// segment of a qualified `Type.method` or `mod::f`) is a word of the query, compared without
-/// case.
+/// segment of a qualified `Type.method` or `mod::f`) is a word of one of the `queries` (the
+/// query as typed and as typo-corrected), compared without case.
 fn named_definition(
-    query: &str,
+    queries: &[&str],
     keyword_chunks: &[ItemRef],
     chunks: &HashMap<i64, CodeChunk>,
 ) -> Option<String> {
-    let words: Vec<String> = query
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+    let words: Vec<String> = queries
+        .iter()
+        .flat_map(|q| q.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$')))
         .filter(|w| w.chars().count() >= MIN_NAME_CHARS)
         .map(str::to_lowercase)
         .collect();
@@ -164,8 +182,12 @@ fn named_definition(
         })
         .flat_map(|chunk| chunk.symbols.iter())
         .find(|symbol| {
-            let own = symbol.rsplit(['.', ':']).next().unwrap_or(symbol);
-            words.iter().any(|w| own.eq_ignore_ascii_case(w))
+            let own = symbol
+                .rsplit(['.', ':'])
+                .next()
+                .unwrap_or(symbol)
+                .to_lowercase();
+            words.contains(&own)
         })
         .cloned()
 }
@@ -203,7 +225,7 @@ mod tests {
         ]
         .into();
         let list = [ItemRef::Chunk(1), ItemRef::Chunk(2)];
-        let named = |q: &str| named_definition(q, &list, &chunks);
+        let named = |q: &str| named_definition(&[q], &list, &chunks);
         assert_eq!(
             named("Split slices s into substrings"),
             Some("split".into())
@@ -219,7 +241,17 @@ mod tests {
         let deep: Vec<ItemRef> = std::iter::repeat_n(ItemRef::Chunk(99), NAMED_DEPTH)
             .chain([ItemRef::Chunk(2)])
             .collect();
-        assert_eq!(named_definition("split it", &deep, &chunks), None);
+        assert_eq!(named_definition(&["split it"], &deep, &chunks), None);
+        // The corrected query counts too, and case is compared beyond ASCII.
+        assert_eq!(
+            named_definition(&["splti it", "split it"], &list, &chunks),
+            Some("split".into())
+        );
+        let greek: HashMap<i64, CodeChunk> = [chunk(3, &["Σύνολο"])].into();
+        assert_eq!(
+            named_definition(&["το σύνολο"], &[ItemRef::Chunk(3)], &greek),
+            Some("Σύνολο".into())
+        );
     }
 
     #[test]
@@ -241,12 +273,18 @@ mod tests {
             QueryKind::Structural,
         ] {
             let row = kind.path_weights();
-            for w in [for_query(kind, &Evidence::default()).chunks, named.memories] {
+            let evidence = Evidence {
+                named: Some("split".into()),
+                ..Evidence::default()
+            };
+            let (plain, named) = (
+                for_query(kind, &Evidence::default()),
+                for_query(kind, &evidence),
+            );
+            for w in [plain.chunks, plain.memories, named.chunks, named.memories] {
                 // The kind's graph share and total stay; only the split moves.
                 assert!((w.keyword + w.dense + w.graph - 1.0).abs() < 1e-9);
-                if kind == QueryKind::Semantic {
-                    assert_eq!(w.graph, row.graph);
-                }
+                assert_eq!(w.graph, row.graph);
             }
         }
         let mut lists = vec![
@@ -261,13 +299,20 @@ mod tests {
                 items: vec![ItemRef::Chunk(1)],
             },
         ];
-        // Neither kind had a dense list: each keyword list carries its kind's whole text
-        // weight, the same for chunks and memories.
-        apply(&mut lists, named, 0.5);
+        // No dense path for either kind: each keyword list carries its kind's whole text
+        // weight, the same for chunks and memories, and that is what is reported.
+        let keyword_only = Present {
+            keyword: [true, true],
+            dense: [false, false],
+        };
+        let used = apply(&mut lists, named, keyword_only, 0.5);
         let text = named.chunks.keyword + named.chunks.dense;
         assert_eq!(lists[0].weight, text);
         assert_eq!(lists[1].weight, text);
-        // With both paths in, each kind's split holds.
+        assert_eq!((used.chunks.keyword, used.chunks.dense), (text, 0.0));
+        // With both paths in, each kind's split holds, even where the keyword list is empty
+        // (it ran and matched nothing: its weight does not pass to the dense ranks).
+        lists[0].items.clear();
         lists.push(RankedList {
             path: CandidatePath::Dense,
             weight: 0.0,
@@ -278,8 +323,11 @@ mod tests {
             weight: 0.0,
             items: vec![ItemRef::Chunk(1)],
         });
-        apply(&mut lists, named, 0.5);
-        assert_eq!(lists[0].weight, named.memories.keyword);
+        let both = Present {
+            keyword: [true, true],
+            dense: [true, true],
+        };
+        assert_eq!(apply(&mut lists, named, both, 0.5), named);
         assert_eq!(lists[1].weight, named.chunks.keyword);
         assert_eq!(lists[2].weight, named.memories.dense);
         assert_eq!(lists[3].weight, named.chunks.dense);
