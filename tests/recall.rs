@@ -1342,3 +1342,53 @@ async fn fusion_weights_are_read_per_query_from_what_the_paths_found() {
         assert!((w.keyword + w.graph - 1.0).abs() < 1e-9, "{w:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_word_common_in_the_code_does_not_name_a_definition() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    // `render` is defined once and called from 30 other files; `parseWidget` is defined once
+    // and called from one.
+    std::fs::write(
+        root.join("src/render.ts"),
+        "export function render(n: number): string {\n  // render, render again\n  return String(n)\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/parse.ts"),
+        "export function parseWidget(text: string): number {\n  return text.length\n}\n",
+    )
+    .unwrap();
+    for i in 0..30 {
+        std::fs::write(
+            root.join(format!("src/w{i}.ts")),
+            format!("export function widget{i}(): string {{\n  return render({i})\n}}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("src/use.ts"),
+        "export function useIt(): number {\n  return parseWidget('x')\n}\n",
+    )
+    .unwrap();
+    let mut options = OpenOptions::new(dir.path().join("common.db"));
+    options.project_root = Some(root);
+    options.engine = EngineOptions {
+        embeddings: EmbeddingProvider::Disabled,
+        ..EngineOptions::default()
+    };
+    let e = Engram::open(options).await.unwrap();
+    e.index(
+        &IndexOptions::default(),
+        &|_| {},
+        &Arc::new(AtomicBool::new(false)),
+    )
+    .await
+    .unwrap();
+    let common = e.recall(RecallRequest::new("render")).await.unwrap();
+    assert!(find_symbol(&common, "render").is_some());
+    assert_eq!(common.evidence.named, None, "render is in 31 of 33 chunks");
+    let rare = e.recall(RecallRequest::new("parseWidget")).await.unwrap();
+    assert_eq!(rare.evidence.named.as_deref(), Some("parseWidget"));
+}

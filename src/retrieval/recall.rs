@@ -415,7 +415,10 @@ async fn execute(
         &keyword.rows.chunks,
         keyword.all_terms,
         &similarities,
-    );
+        &handle.engine().store,
+        &mut counts,
+    )
+    .await?;
     let chosen = weights::for_query(kind, &evidence);
     let mut present = Present {
         keyword: keyword.ran_for,
