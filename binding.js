@@ -848,5 +848,6 @@ module.exports.MemoryType = nativeBinding.MemoryType
 module.exports.openEngineCount = nativeBinding.openEngineCount
 module.exports.redactSecrets = nativeBinding.redactSecrets
 module.exports.RelationType = nativeBinding.RelationType
+module.exports.runHookEvent = nativeBinding.runHookEvent
 module.exports.salvageDatabase = nativeBinding.salvageDatabase
 module.exports.ShareScope = nativeBinding.ShareScope

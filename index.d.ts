@@ -3165,6 +3165,16 @@ export interface ReviewQueueOptions {
 }
 
 /**
+ * Runs one Claude Code hook event: `args` are the words after `engram hook`
+ * (`<event> [--root DIR] [--db FILE] [--project ID]`), `payload` the JSON the agent sent on
+ * stdin. Resolves to the line to print on stdout, or `null`; a failure of the event itself
+ * never rejects (a failing hook must not disturb the agent: the error goes to
+ * `<root>/.engram/hooks/hook.log`), only arguments of the wrong type do
+ * (`ENGRAM_INVALID_ARG`). Used by the CLI; an app has no need of it.
+ */
+export declare function runHookEvent(args: string[], payload: string): Promise<string | null>
+
+/**
  * Copies the memories of a (damaged) database file that can still be read, with their past
  * versions and events, into a new engram database at `to`, project by project; `to` must not
  * exist. The code index is not copied (index the project again); observer sessions, trust

@@ -1,5 +1,6 @@
 // `engram hook`: Claude Code's hooks as child processes, each event its own
-// `node bin/engram.js hook <event>` with the payload on stdin, on a temp project: a recorded
+// `node bin/engram.js hook <event>` (or the native launcher `engram-hook <event>`, which runs the
+// same core without Node) with the payload on stdin, on a temp project: a recorded
 // session replayed hook by hook (what finalize promotes, what the next session is told), hooks
 // of parallel tool calls at once, inputs that must never break the agent, orphaned sessions,
 // and `hook install` on fresh and existing settings.
@@ -29,16 +30,37 @@ function env(extra = {}) {
   return base
 }
 
+/**
+ * How hooks start: `cli` is `node bin/engram.js hook`; `native` the launcher napi build made
+ * (Linux), loading the repository's addon. Tests that run under both set `runner` first.
+ */
+const addonFile = readdirSync(repo).find((f) => /^engram\..+\.node$/.test(f))
+const launcher = join(repo, 'target', 'x86_64-unknown-linux-gnu', 'release', 'engram-hook')
+const RUNNERS = existsSync(launcher) && addonFile ? ['cli', 'native'] : ['cli']
+let runner = 'cli'
+
+/** The program and arguments of a hook run by the current runner. */
+function command(args) {
+  return runner === 'native' ? [launcher, args] : [process.execPath, [bin, 'hook', ...args]]
+}
+
+/** The environment of a hook run by the current runner. */
+function hookEnv(extra) {
+  return env(runner === 'native' ? { ENGRAM_ADDON: join(repo, addonFile), ...extra } : extra)
+}
+
 /** Runs `engram hook ...args` with `input` on stdin; { code, stdout, stderr }. */
 function hook(cwd, args, input, extraEnv) {
-  const r = spawnSync(process.execPath, [bin, 'hook', ...args], { cwd, input, env: env(extraEnv), encoding: 'utf8', timeout: 60_000 })
+  const [program, argv] = command(args)
+  const r = spawnSync(program, argv, { cwd, input, env: hookEnv(extraEnv), encoding: 'utf8', timeout: 60_000 })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 
 /** The same, without waiting: resolves once the process exits. */
 function hookAsync(cwd, args, input) {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [bin, 'hook', ...args], { cwd, env: env() })
+    const [program, argv] = command(args)
+    const child = spawn(program, argv, { cwd, env: hookEnv() })
     let stdout = ''
     child.stdout.on('data', (d) => (stdout += d))
     child.on('error', fail)
@@ -124,7 +146,8 @@ test('the sessions of these tests are in the full A/B group (the others get no i
   await db.close()
 })
 
-test('a recorded Claude Code session, one hook process per event, promotes its error fix and self-correction', async (t) => {
+for (const via of RUNNERS) test(`a recorded Claude Code session, one hook process per event, promotes its error fix and self-correction (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   for (const { event, r } of replay(p)) contextOf(r, event)
   assert.equal(logOf(p), '', 'no hook failed')
@@ -195,7 +218,8 @@ test('a recorded Claude Code session, one hook process per event, promotes its e
   assert.equal(logOf(p), '')
 })
 
-test('8 hooks of parallel tool calls at once lose no message', async (t) => {
+for (const via of RUNNERS) test(`8 hooks of parallel tool calls at once lose no message (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   assert.equal(hook(p.root, ['user-prompt-submit'], JSON.stringify(payload(p, SESSION, { hook_event_name: 'UserPromptSubmit', prompt: 'x' }))).code, 0)
   const runs = await Promise.all(
@@ -226,7 +250,8 @@ test('8 hooks of parallel tool calls at once lose no message', async (t) => {
   assert.ok(!readdirSync(hooksDir(p)).some((f) => f.endsWith('.lock')))
 })
 
-test('pre-tool-use numbers the steps; a result pairs with its call by tool_use_id', async (t) => {
+for (const via of RUNNERS) test(`pre-tool-use numbers the steps; a result pairs with its call by tool_use_id (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   const call = (event, id, extra) =>
     hook(p.root, [event], JSON.stringify(payload(p, SESSION, { hook_event_name: '', tool_name: 'Bash', tool_input: { command: 'npm test' }, tool_use_id: id, ...extra })))
@@ -244,7 +269,8 @@ test('pre-tool-use numbers the steps; a result pairs with its call by tool_use_i
   await db.close()
 })
 
-test('tool calls kept for later are redacted in the state file and in the checkpoint', async (t) => {
+for (const via of RUNNERS) test(`tool calls kept for later are redacted in the state file and in the checkpoint (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   const secret = 'hunter2-Zq8vR4kP'
   const token = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'
@@ -267,7 +293,8 @@ test('tool calls kept for later are redacted in the state file and in the checkp
   assert.equal(logOf(p), '')
 })
 
-test('a hook never breaks the agent: it exits 0, prints nothing and logs one line', async (t) => {
+for (const via of RUNNERS) test(`a hook never breaks the agent: it exits 0, prints nothing and logs one line (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   const secret = 'sk-live-4f9a8b7c6d5e4f3a2b1c'
   const cases = [
@@ -301,12 +328,14 @@ test('a hook never breaks the agent: it exits 0, prints nothing and logs one lin
   assert.match(gone.stderr, /engram hook: \S+ Stop ENGRAM_INVALID_ARG: project root .*nope is not a directory/)
 })
 
-test('a hook that cannot finish in time gives up silently; a live lock makes it wait, a dead one is broken', async (t) => {
+for (const via of RUNNERS) test(`a hook that cannot finish in time gives up silently; a live lock makes it wait, a dead one is broken (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   const started = Date.now()
   const stuck = await new Promise((done) => {
     // stdin never closes: the hook waits for its payload until its timeout.
-    const child = spawn(process.execPath, [bin, 'hook', 'stop'], { cwd: p.root, env: env({ ENGRAM_HOOK_TIMEOUT_MS: '300' }) })
+    const [program, argv] = command(['stop'])
+    const child = spawn(program, argv, { cwd: p.root, env: hookEnv({ ENGRAM_HOOK_TIMEOUT_MS: '300' }) })
     let stdout = ''
     child.stdout.on('data', (d) => (stdout += d))
     child.on('exit', (code) => done({ code, stdout }))
@@ -332,7 +361,8 @@ test('a hook that cannot finish in time gives up silently; a live lock makes it 
   await db.close()
 })
 
-test('a session start finalizes sessions not seen for 6 hours, and only those', async (t) => {
+for (const via of RUNNERS) test(`a session start finalizes sessions not seen for 6 hours, and only those (${via})`, async (t) => {
+  runner = via
   const p = project(t)
   const send = (id, event, fields) => hook(p.root, [event], JSON.stringify(payload(p, id, fields)))
   for (const id of [SESSION, OTHER]) {

@@ -4,7 +4,7 @@
 // anything a user needs.
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, before, after } from 'node:test'
@@ -193,6 +193,28 @@ test('engram mcp runs from the installed package and lists its tools to an SDK c
   mkdirSync(join(project, 'tree'), { recursive: true })
   const names = runNode(['mcp-client.mjs']).trim().split(',')
   assert.ok(names.includes('recall') && names.includes('remember'), names.join(','))
+})
+
+test('hook install in the project names the native launcher, which runs a hook without Node', { skip: process.platform !== 'linux' }, () => {
+  const cli = join(project, 'node_modules', '.bin', 'engram')
+  const shown = execFileSync(cli, ['hook', 'install', '--agent', 'claude-code', '--root', project, '--yes'], { encoding: 'utf8' })
+  assert.match(shown, /hooks run: "\$CLAUDE_PROJECT_DIR\/node_modules\/engram-linux-[\w-]+\/engram-hook" <event> --root "\$CLAUDE_PROJECT_DIR" \(native, no Node\)/)
+  const settings = JSON.parse(readFileSync(join(project, '.claude', 'settings.json'), 'utf8'))
+  const command = settings.hooks.SessionStart[0].hooks[0].command
+  // As Claude Code runs it: through a shell, in the project, with CLAUDE_PROJECT_DIR set.
+  const event = { session_id: 'pkg-session', hook_event_name: 'SessionStart', cwd: project, source: 'startup' }
+  const started = spawnSync('sh', ['-c', command.replace('<event>', 'session-start')], {
+    cwd: project,
+    input: JSON.stringify(event),
+    encoding: 'utf8',
+    env: { ...process.env, CLAUDE_PROJECT_DIR: project, ENGRAM_EMBED_PROVIDER: 'none', ENGRAM_ADDON: '' },
+  })
+  assert.equal(started.status, 0, started.stderr)
+  assert.equal(started.stderr, '', 'the launcher found the addon next to it')
+  const registry = JSON.parse(readFileSync(join(project, '.engram', 'hooks', 'sessions.json'), 'utf8'))
+  assert.ok(registry['pkg-session'] > 0, 'the session was registered')
+  assert.ok(existsSync(join(project, '.engram', 'memory.db')), 'the database was opened where the README says')
+  assert.ok(!existsSync(join(project, '.engram', 'hooks', 'hook.log')), 'nothing failed')
 })
 
 test('without its platform package, require names the package to install', () => {

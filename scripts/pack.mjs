@@ -70,6 +70,11 @@ const binary = `${rootManifest.napi.binaryName}.${platform}.node`
 
 const platformDir = stage(platform)
 copyFileSync(join(repo, binary), join(platformDir, binary))
+// The native hook launcher napi build made next to the addon (Linux only): it loads the addon
+// from its own directory.
+const triple = rootManifest.napi.targets.find((t) => platform === targetPlatform(t))
+const launcher = triple && join(repo, 'target', triple, 'release', 'engram-hook')
+if (launcher && existsSync(launcher)) copyFileSync(launcher, join(platformDir, 'engram-hook'))
 copyFileSync(join(repo, 'LICENSE'), join(platformDir, 'LICENSE'))
 const result = { root: pack(repo), platform: pack(platformDir) }
 rmSync(platformDir, { recursive: true, force: true })
@@ -106,3 +111,11 @@ for (const [name, bytes] of Object.entries(result.sizes)) {
   log(`${name.padEnd(8)} ${(bytes / 1e6).toFixed(1).padStart(6)} MB  ${result[name]}`)
 }
 console.log(JSON.stringify(result))
+
+/** napi-rs's platform name of a Rust target triple (`x86_64-unknown-linux-gnu` -> `linux-x64-gnu`). */
+function targetPlatform(triple) {
+  const [arch, , os, abi] = triple.split('-')
+  const cpu = { x86_64: 'x64', aarch64: 'arm64' }[arch] ?? arch
+  const system = { linux: 'linux', darwin: 'darwin', windows: 'win32' }[os] ?? os
+  return [system, cpu, abi].filter(Boolean).join('-')
+}

@@ -16,6 +16,7 @@ mod engram;
 pub mod error;
 mod file_read;
 pub mod graph;
+pub mod hook;
 pub mod lifecycle;
 pub mod log;
 pub mod memory;

@@ -1,12 +1,12 @@
 // One Claude Code hook end to end: `engram hook <event>` as the child process Claude Code
 // starts (process start, addon load, open, resume the session's checkpoint, observe, checkpoint,
-// close, exit), per event kind, against a project database with MEMORIES memories, a session
+// exit), per event kind, through Node and through the native launcher `engram-hook`, against a project database with MEMORIES memories, a session
 // that grows as the rounds go, and a file with gotchas. Then where the time goes: the same
 // steps timed inside one child process. Kinds alternate round by round, so drift of the
 // machine hits them alike; medians, p90 and p99 over ROUNDS each.
 //   node benches/js/hook.mjs [rounds] [memories]
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,15 +36,21 @@ function payload(fields) {
   return JSON.stringify({ session_id: SESSION, transcript_path: join(dir, 'none.jsonl'), cwd: root, permission_mode: 'default', ...fields })
 }
 
+/** The native launcher napi build made, loading the repository's addon (Linux). */
+const REPO = fileURLToPath(new URL('../..', import.meta.url))
+const LAUNCHER = join(REPO, 'target', 'x86_64-unknown-linux-gnu', 'release', 'engram-hook')
+const ADDON = readdirSync(REPO).find((f) => /^engram\..+\.node$/.test(f))
+const NATIVE = existsSync(LAUNCHER) && ADDON
+
 let toolUse = 0
-const EVENTS = {
-  'node -e 0': () => ({ args: ['-e', '0'] }),
+/** Each event kind's hook arguments and payload. */
+const KINDS = {
   'pre-tool-use': () => ({
-    args: [BIN, 'hook', 'pre-tool-use', '--root', root],
+    args: ['pre-tool-use', '--root', root],
     input: payload({ hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'npm test' }, tool_use_id: `toolu_${++toolUse}` }),
   }),
   'post-tool-use (Bash)': () => ({
-    args: [BIN, 'hook', 'post-tool-use', '--root', root],
+    args: ['post-tool-use', '--root', root],
     input: payload({
       hook_event_name: 'PostToolUse',
       tool_name: 'Bash',
@@ -54,7 +60,7 @@ const EVENTS = {
     }),
   }),
   'post-tool-use (Read + augment)': () => ({
-    args: [BIN, 'hook', 'post-tool-use', '--root', root],
+    args: ['post-tool-use', '--root', root],
     input: payload({
       hook_event_name: 'PostToolUse',
       tool_name: 'Read',
@@ -64,9 +70,24 @@ const EVENTS = {
     }),
   }),
   'session-start (sessionContext)': () => ({
-    args: [BIN, 'hook', 'session-start', '--root', root],
+    args: ['session-start', '--root', root],
     input: payload({ hook_event_name: 'SessionStart', source: 'startup' }),
   }),
+}
+
+/** What is timed: the floors, then every kind through Node (`engram hook`) and natively. */
+const EVENTS = {
+  'node -e 0': () => ({ program: process.execPath, args: ['-e', '0'] }),
+  ...Object.fromEntries(Object.entries(KINDS).map(([name, make]) => [`node: ${name}`, () => {
+    const { args, input } = make()
+    return { program: process.execPath, args: [BIN, 'hook', ...args], input }
+  }])),
+  ...(NATIVE
+    ? {
+        'native: --version (load only)': () => ({ program: LAUNCHER, args: ['--version'] }),
+        ...Object.fromEntries(Object.entries(KINDS).map(([name, make]) => [`native: ${name}`, () => ({ program: LAUNCHER, ...make() })])),
+      }
+    : {}),
 }
 
 // Where the time goes: the hook's steps, timed inside one process (no lock files, no stdin).
@@ -118,9 +139,9 @@ try {
   const steps = []
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, make] of Object.entries(EVENTS)) {
-      const { args, input } = make()
+      const { program, args, input } = make()
       const t0 = performance.now()
-      const r = spawnSync(process.execPath, args, { input, encoding: 'utf8' })
+      const r = spawnSync(program, args, { input, encoding: 'utf8', env: { ...process.env, ENGRAM_ADDON: NATIVE ? join(REPO, ADDON) : '' } })
       samples[name].push(performance.now() - t0)
       if (r.status !== 0) throw new Error(`${name}: exit ${r.status} ${r.stderr}`)
     }
@@ -133,10 +154,10 @@ try {
   }
 
   console.log(`engram hook, ${ROUNDS} rounds, ${MEMORIES} memories, one growing session (ms)`)
-  console.log('event                              p50     p90     p99')
+  console.log('event                                    p50     p90     p99')
   for (const [name, values] of Object.entries(samples)) {
     const s = summary(values)
-    console.log(`${name.padEnd(32)} ${s.p50.toFixed(1).padStart(6)}  ${s.p90.toFixed(1).padStart(6)}  ${s.p99.toFixed(1).padStart(6)}`)
+    console.log(`${name.padEnd(38)} ${s.p50.toFixed(1).padStart(6)}  ${s.p90.toFixed(1).padStart(6)}  ${s.p99.toFixed(1).padStart(6)}`)
   }
   console.log('\nwhere the time goes (inside one process, medians, ms)')
   for (const key of ['require', 'open', 'resume', 'observe', 'checkpoint', 'close']) {

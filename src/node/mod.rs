@@ -33,6 +33,7 @@ mod embed_options;
 mod error;
 mod graph_class;
 mod graph_types;
+mod hook;
 mod integrity;
 mod json;
 mod lifecycle;
