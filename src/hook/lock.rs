@@ -78,6 +78,12 @@ fn is_stale(file: &Path) -> bool {
     };
     let mut parts = text.split_whitespace().map(|p| p.parse::<i64>().ok());
     let (pid, at) = (parts.next().flatten(), parts.next().flatten());
+    // A lock just created has no content yet: its age is the file's.
+    let at = at.or_else(|| {
+        let modified = std::fs::metadata(file).and_then(|m| m.modified()).ok()?;
+        let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(since.as_millis() as i64)
+    });
     if at.is_none_or(|at| super::now_ms() - at > LOCK_STALE_MS) {
         return true;
     }
@@ -134,6 +140,9 @@ mod tests {
         std::fs::write(&file, format!("{} {}\n", i32::MAX, super::super::now_ms())).unwrap();
         #[cfg(target_os = "linux")]
         assert!(acquire(&file, Duration::ZERO).await.unwrap().is_some());
+        // A lock being created (no content yet) holds.
+        std::fs::write(&file, "").unwrap();
+        assert!(acquire(&file, Duration::ZERO).await.unwrap().is_none());
         // An old lock is broken whoever holds it.
         std::fs::write(&file, format!("{} 1\n", std::process::id())).unwrap();
         assert!(acquire(&file, Duration::ZERO).await.unwrap().is_some());
