@@ -22,6 +22,8 @@
 mod code_sets;
 #[path = "eval/memory_set.rs"]
 mod memory_set;
+#[path = "source_trees/mod.rs"]
+mod source_trees;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -116,9 +116,22 @@ async fn fixture(embeddings: EmbeddingProvider) -> Fixture {
 }
 
 async fn fixture_with(embeddings: EmbeddingProvider, reranker: RerankerProvider) -> Fixture {
+    let files: Vec<(String, String)> = FILES
+        .iter()
+        .map(|(path, text)| (path.to_string(), text.to_string()))
+        .collect();
+    fixture_of(&files, embeddings, reranker).await
+}
+
+/// A project of `files` (path, text) indexed, with a manual clock.
+async fn fixture_of(
+    files: &[(String, String)],
+    embeddings: EmbeddingProvider,
+    reranker: RerankerProvider,
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
-    for (path, text) in FILES {
+    for (path, text) in files {
         let file = root.join(path);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(file, text).unwrap();
@@ -1345,47 +1358,35 @@ async fn fusion_weights_are_read_per_query_from_what_the_paths_found() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_word_common_in_the_code_does_not_name_a_definition() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("repo");
-    std::fs::create_dir_all(root.join("src")).unwrap();
     // `render` is defined once and called from 30 other files; `parseWidget` is defined once
     // and called from one.
-    std::fs::write(
-        root.join("src/render.ts"),
-        "export function render(n: number): string {\n  // render, render again\n  return String(n)\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("src/parse.ts"),
-        "export function parseWidget(text: string): number {\n  return text.length\n}\n",
-    )
-    .unwrap();
-    for i in 0..30 {
-        std::fs::write(
-            root.join(format!("src/w{i}.ts")),
+    let mut files = vec![
+        (
+            "src/render.ts".to_owned(),
+            "export function render(n: number): string {\n  // render, render again\n  return String(n)\n}\n".to_owned(),
+        ),
+        (
+            "src/parse.ts".to_owned(),
+            "export function parseWidget(text: string): number {\n  return text.length\n}\n".to_owned(),
+        ),
+        (
+            "src/use.ts".to_owned(),
+            "export function useIt(): number {\n  return parseWidget('x')\n}\n".to_owned(),
+        ),
+    ];
+    files.extend((0..30).map(|i| {
+        (
+            format!("src/w{i}.ts"),
             format!("export function widget{i}(): string {{\n  return render({i})\n}}\n"),
         )
-        .unwrap();
-    }
-    std::fs::write(
-        root.join("src/use.ts"),
-        "export function useIt(): number {\n  return parseWidget('x')\n}\n",
+    }));
+    let f = fixture_of(
+        &files,
+        EmbeddingProvider::Disabled,
+        RerankerProvider::default(),
     )
-    .unwrap();
-    let mut options = OpenOptions::new(dir.path().join("common.db"));
-    options.project_root = Some(root);
-    options.engine = EngineOptions {
-        embeddings: EmbeddingProvider::Disabled,
-        ..EngineOptions::default()
-    };
-    let e = Engram::open(options).await.unwrap();
-    e.index(
-        &IndexOptions::default(),
-        &|_| {},
-        &Arc::new(AtomicBool::new(false)),
-    )
-    .await
-    .unwrap();
+    .await;
+    let e = &f.e;
     let common = e.recall(RecallRequest::new("render")).await.unwrap();
     assert!(find_symbol(&common, "render").is_some());
     assert_eq!(common.evidence.named, None, "render is in 31 of 33 chunks");

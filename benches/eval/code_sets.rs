@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
+use crate::source_trees::newest_dir;
+
 /// One query and where its answer is.
 #[derive(Clone)]
 pub struct Case {
@@ -43,24 +45,12 @@ pub struct CodeCorpus {
 /// The code corpora present on this machine.
 pub fn corpora() -> Vec<CodeCorpus> {
     let mut found = Vec::new();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
-    if let Some(registry) = cargo_home.map(|h| h.join("registry/src")) {
-        // The newest tokio of every registry index, by version (1.54 after 1.9).
-        let tokio = std::fs::read_dir(&registry)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|index| newest_dir(index.path(), "tokio-1."))
-            .max_by_key(|dir| version_of(dir));
-        if let Some(tokio) = tokio {
-            found.push(CodeCorpus {
-                language: "rust",
-                roots: vec![(tokio.join("src"), "src".to_owned())],
-                extension: &["rs"],
-            });
-        }
+    if let Some(tokio) = crate::source_trees::tokio_dir() {
+        found.push(CodeCorpus {
+            language: "rust",
+            roots: vec![(tokio.join("src"), "src".to_owned())],
+            extension: &["rs"],
+        });
     }
     let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules");
     let ts: Vec<(PathBuf, String)> = [("@types/node", "node"), ("zod/src", "zod")]
@@ -79,7 +69,7 @@ pub fn corpora() -> Vec<CodeCorpus> {
         .map(PathBuf::from)
         .or_else(|| {
             let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/eval-corpora");
-            newest_dir(corpora.join("usr/share"), "go-1.").map(|go| go.join("src"))
+            newest_dir(corpora.join("usr/share"), "go-1.", |_| true).map(|go| go.join("src"))
         });
     if let Some(go) = go.filter(|g| g.is_dir()) {
         found.push(CodeCorpus {
@@ -350,23 +340,4 @@ fn identifier_words(name: &str) -> Vec<String> {
         words.push(chars[start..].iter().collect::<String>().to_lowercase());
     }
     words
-}
-
-/// The directory in `parent` named `prefix` + the highest version.
-fn newest_dir(parent: impl AsRef<Path>, prefix: &str) -> Option<PathBuf> {
-    std::fs::read_dir(parent)
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .max_by_key(|p| version_of(p))
-}
-
-/// The numbers of a versioned directory name (`tokio-1.54.1` -> [1, 54, 1]).
-fn version_of(dir: &Path) -> Vec<u64> {
-    let name = dir.file_name().unwrap_or_default().to_string_lossy();
-    name.split(|c: char| !c.is_ascii_digit())
-        .filter_map(|n| n.parse().ok())
-        .collect()
 }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 /// The corpora present here, by name.
+#[allow(dead_code)] // the retrieval evaluation reads only tokio
 pub fn corpora() -> Vec<(String, PathBuf)> {
     if let Ok(dir) = std::env::var("ENGRAM_BENCH_CORPUS") {
         return vec![("custom".to_owned(), PathBuf::from(dir))];
@@ -16,18 +17,8 @@ pub fn corpora() -> Vec<(String, PathBuf)> {
     if let Some(python) = newest_dir("/usr/lib", "python3.", |d| d.join("os.py").is_file()) {
         found.push(("python".to_owned(), python));
     }
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
-    if let Some(registry) = cargo_home.map(|h| h.join("registry/src")) {
-        let tokio = std::fs::read_dir(&registry)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .find_map(|index| newest_dir(index.path(), "tokio-1.", |_| true));
-        if let Some(tokio) = tokio {
-            found.push(("rust".to_owned(), tokio));
-        }
+    if let Some(tokio) = tokio_dir() {
+        found.push(("rust".to_owned(), tokio));
     }
     let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules");
     for (name, dir) in [
@@ -41,25 +32,44 @@ pub fn corpora() -> Vec<(String, PathBuf)> {
     found
 }
 
-/// The last (by name) directory in `parent` whose name starts with `prefix` and that passes `ok`.
-fn newest_dir(
+/// The newest tokio 1.x in the cargo registry, across its indexes, by version (1.54 after 1.9):
+/// a dependency of libsql, so always fetched.
+pub fn tokio_dir() -> Option<PathBuf> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
+    std::fs::read_dir(cargo_home.join("registry/src"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|index| newest_dir(index.path(), "tokio-1.", |_| true))
+        .max_by_key(|dir| version_of(dir))
+}
+
+/// The directory in `parent` named `prefix` + the highest version that passes `ok`.
+pub fn newest_dir(
     parent: impl AsRef<Path>,
     prefix: &str,
     ok: impl Fn(&Path) -> bool,
 ) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(parent)
+    std::fs::read_dir(parent)
         .ok()?
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
         .map(|e| e.path())
         .filter(|p| p.is_dir() && ok(p))
-        .collect();
-    dirs.sort();
-    dirs.pop()
+        .max_by_key(|p| version_of(p))
 }
 
-/// Copies a directory tree (regular files only).
-// Not every bench that includes this module copies trees (the embed bench only reads them).
+/// The numbers of a versioned directory name (`tokio-1.54.1` -> [1, 54, 1]; `python3.11` after
+/// `python3.9`).
+fn version_of(dir: &Path) -> Vec<u64> {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    name.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect()
+}
+
 #[allow(dead_code)]
 pub fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap().flatten() {

@@ -401,11 +401,14 @@ async fn execute(
     let mut skipped = Vec::new();
     let similarities = std::mem::take(&mut dense.similarities);
     // The keyword path's chunk lists in order: the query's, then the corrected query's.
-    let keyword_chunks: Vec<ItemRef> = keyword
+    let keyword_chunks: Vec<i64> = keyword
         .lists
         .iter()
-        .filter(|l| matches!(l.items.first(), Some(ItemRef::Chunk(_))))
-        .flat_map(|l| l.items.iter().cloned())
+        .flat_map(|l| l.items.iter())
+        .filter_map(|item| match item {
+            ItemRef::Chunk(id) => Some(*id),
+            ItemRef::Memory(_) => None,
+        })
         .collect();
     let mut queries = vec![request.query.as_str()];
     queries.extend(keyword.corrected_query.as_deref());

@@ -70,7 +70,7 @@ impl Evidence {
     /// word) or from the FTS index, read only when some word names a definition.
     pub(crate) async fn read(
         queries: &[&str],
-        keyword_chunks: &[ItemRef],
+        keyword_chunks: &[i64],
         chunks: &HashMap<i64, CodeChunk>,
         all_terms: u32,
         similarities: &HashMap<ItemRef, f32>,
@@ -199,7 +199,7 @@ pub fn apply(
 /// order, one per word, at most `MAX_NAME_CHECKS`.
 fn named_candidates(
     queries: &[&str],
-    keyword_chunks: &[ItemRef],
+    keyword_chunks: &[i64],
     chunks: &HashMap<i64, CodeChunk>,
 ) -> Vec<(String, String)> {
     let words: Vec<String> = queries
@@ -215,10 +215,7 @@ fn named_candidates(
     let symbols = keyword_chunks
         .iter()
         .take(NAMED_DEPTH)
-        .filter_map(|item| match item {
-            ItemRef::Chunk(id) => chunks.get(id),
-            ItemRef::Memory(_) => None,
-        })
+        .filter_map(|id| chunks.get(id))
         .flat_map(|chunk| chunk.symbols.iter());
     for symbol in symbols {
         let own = symbol
@@ -268,7 +265,7 @@ mod tests {
             chunk(2, &["split"]),
         ]
         .into();
-        let list = [ItemRef::Chunk(1), ItemRef::Chunk(2)];
+        let list = [1, 2];
         let named = |q: &str| {
             named_candidates(&[q], &list, &chunks)
                 .into_iter()
@@ -287,9 +284,7 @@ mod tests {
         assert_eq!(named("read one line of text"), None);
         assert_eq!(named(""), None);
         // Only the top of the keyword list is read.
-        let deep: Vec<ItemRef> = std::iter::repeat_n(ItemRef::Chunk(99), NAMED_DEPTH)
-            .chain([ItemRef::Chunk(2)])
-            .collect();
+        let deep: Vec<i64> = std::iter::repeat_n(99, NAMED_DEPTH).chain([2]).collect();
         assert!(named_candidates(&["split it"], &deep, &chunks).is_empty());
         // The corrected query counts too, and case is compared beyond ASCII.
         assert_eq!(
@@ -298,7 +293,7 @@ mod tests {
         );
         let greek: HashMap<i64, CodeChunk> = [chunk(3, &["Σύνολο"])].into();
         assert_eq!(
-            named_candidates(&["το σύνολο"], &[ItemRef::Chunk(3)], &greek),
+            named_candidates(&["το σύνολο"], &[3], &greek),
             [("Σύνολο".to_owned(), "σύνολο".to_owned())]
         );
     }
