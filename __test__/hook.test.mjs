@@ -69,6 +69,24 @@ function hookAsync(cwd, args, input) {
   })
 }
 
+/** Whether another process holds the lock `file` (util-linux's flock takes the hooks' lock). */
+function held(file) {
+  return spawnSync('flock', ['-n', file, 'true']).status !== 0
+}
+
+/**
+ * A process holding the lock `file` as a running hook would (null without util-linux's flock):
+ * kill it to let go.
+ */
+async function holdLock(file) {
+  if (spawnSync('flock', ['--version']).status !== 0) return null
+  mkdirSync(dirname(file), { recursive: true })
+  // -o: the command does not inherit the lock, so killing flock itself lets go.
+  const holder = spawn('flock', ['-o', file, '-c', 'echo held; exec sleep 60 >/dev/null 2>&1'])
+  await new Promise((done) => holder.stdout.once('data', done))
+  return holder
+}
+
 /** `SessionStart` -> `session-start`. */
 const kebab = (name) => name.replace(/[A-Z]/g, (c, i) => (i ? '-' : '') + c.toLowerCase())
 
@@ -168,9 +186,10 @@ for (const via of RUNNERS) test(`a recorded Claude Code session, one hook proces
   assert.deepEqual(correction.relatedFiles, ['src/auth/tokens.ts'], 'the file it was said about (the edits around it)')
   assert.ok(!memories.some((m) => /read the token service/.test(m.content)), 'ordinary text is not a correction')
 
-  // Session end leaves nothing behind: no checkpoint, state, lock or registry entry.
+  // Session end leaves nothing behind: no checkpoint, state, lock or registry entry (the
+  // registry's own lock file stays).
   assert.equal(await db.resumeSession(SESSION), null)
-  assert.deepEqual(readdirSync(hooksDir(p)).filter((f) => f !== 'sessions.json'), [])
+  assert.deepEqual(readdirSync(hooksDir(p)).filter((f) => f !== 'sessions.json' && f !== '.registry.lock'), [])
   assert.ok(!(SESSION in registry(p)))
 
   // Session end ended the session for the trust level too (what it learned is counted).
@@ -247,7 +266,8 @@ for (const via of RUNNERS) test(`8 hooks of parallel tool calls at once lose no 
   assert.equal(s.events, 16, 'each call and its result')
   assert.equal(s.currentStep, 8, 'each call its own step')
   await db.close()
-  assert.ok(!readdirSync(hooksDir(p)).some((f) => f.endsWith('.lock')))
+  const locks = readdirSync(hooksDir(p)).filter((f) => f.endsWith('.lock'))
+  assert.ok(locks.length > 0 && !locks.some((f) => held(join(hooksDir(p), f))), 'every lock was released')
 })
 
 for (const via of RUNNERS) test(`pre-tool-use numbers the steps; a result pairs with its call by tool_use_id (${via})`, async (t) => {
@@ -328,7 +348,7 @@ for (const via of RUNNERS) test(`a hook never breaks the agent: it exits 0, prin
   assert.match(gone.stderr, /engram hook: \S+ Stop ENGRAM_INVALID_ARG: project root .*nope is not a directory/)
 })
 
-for (const via of RUNNERS) test(`a hook that cannot finish in time gives up silently; a live lock makes it wait, a dead one is broken (${via})`, async (t) => {
+for (const via of RUNNERS) test(`a hook that cannot finish in time gives up silently; a held lock makes it wait, a killed holder's is free (${via})`, async (t) => {
   runner = via
   const p = project(t)
   const started = Date.now()
@@ -346,16 +366,21 @@ for (const via of RUNNERS) test(`a hook that cannot finish in time gives up sile
 
   const lock = join(hooksDir(p), `${SESSION}.lock`)
   const prompt = JSON.stringify(payload(p, SESSION, { hook_event_name: 'UserPromptSubmit', prompt: 'x' }))
-  writeFileSync(lock, `${process.pid} ${Date.now()}\n`) // held by a live process
-  const before = logOf(p)
-  const waited = Date.now()
-  assert.deepEqual([hook(p.root, ['user-prompt-submit'], prompt).code, existsSync(lock)], [0, true])
-  assert.ok(Date.now() - waited >= 2_500, 'it waited for the lock')
-  assert.match(logOf(p).slice(before.length), /UserPromptSubmit ENGRAM_CONFLICT: another hook held the lock/)
-
-  writeFileSync(lock, `2147483646 ${Date.now()}\n`) // its owner is gone
+  // Held by a live process (another hook, as far as this one can tell).
+  const holder = await holdLock(lock)
+  if (holder) {
+    const before = logOf(p)
+    const waited = Date.now()
+    assert.equal(hook(p.root, ['user-prompt-submit'], prompt).code, 0)
+    assert.ok(Date.now() - waited >= 2_500, 'it waited for the lock')
+    assert.match(logOf(p).slice(before.length), /UserPromptSubmit ENGRAM_CONFLICT: another hook held the lock/)
+    // Its holder is killed: the lock is free at once.
+    holder.kill('SIGKILL')
+    await new Promise((done) => holder.once('exit', done))
+  }
+  const logged = logOf(p)
   const r = hook(p.root, ['user-prompt-submit'], prompt)
-  assert.deepEqual([r.code, r.stdout, existsSync(lock)], [0, '', false])
+  assert.deepEqual([r.code, r.stdout, logOf(p)], [0, '', logged], 'it ran without waiting or failing')
   const db = await open(p)
   assert.ok(await db.resumeSession(SESSION), 'the session was created')
   await db.close()
@@ -376,17 +401,18 @@ for (const via of RUNNERS) test(`a session start finalizes sessions not seen for
   // long, but a hook of it is running right now (it holds its lock).
   const old = Date.now() - 7 * 3_600_000
   writeFileSync(join(hooksDir(p), 'sessions.json'), JSON.stringify({ ...registry(p), [SESSION]: old, [READER]: old }))
-  writeFileSync(join(hooksDir(p), `${READER}.lock`), `${process.pid} ${Date.now()}\n`)
+  const holder = await holdLock(join(hooksDir(p), `${READER}.lock`))
+  t.after(() => holder?.kill('SIGKILL'))
   assert.equal(send(NEXT, 'session-start', { hook_event_name: 'SessionStart', source: 'startup' }).code, 0)
   assert.equal(logOf(p), '')
   const db = await open(p)
   assert.equal(await db.resumeSession(SESSION), null, 'the orphan was finalized')
   assert.ok(await db.resumeSession(OTHER), 'a live session is left alone')
-  assert.ok(await db.resumeSession(READER), 'so is one whose hook is running')
+  if (holder) assert.ok(await db.resumeSession(READER), 'so is one whose hook is running')
   const promoted = await db.list({ limit: 20 })
   assert.ok(promoted.some((m) => m.content.includes('TS2304') && m.sessionId === SESSION), promoted.map((m) => m.content).join('\n'))
   await db.close()
-  assert.deepEqual(Object.keys(registry(p)).sort(), [NEXT, OTHER, READER].sort())
+  assert.deepEqual(Object.keys(registry(p)).sort(), (holder ? [NEXT, OTHER, READER] : [NEXT, OTHER]).sort())
   assert.ok(!existsSync(join(hooksDir(p), `${SESSION}.json`)))
 })
 
@@ -399,7 +425,7 @@ const install = (root, args) => {
 }
 const settingsPath = (root) => join(root, '.claude', 'settings.json')
 const engramCommands = (settings, event) =>
-  settings.hooks[event].flatMap((g) => g.hooks).map((h) => h.command).filter((c) => /engram(\.js)?"? hook /.test(c))
+  settings.hooks[event].flatMap((g) => g.hooks).map((h) => h.command).filter((c) => /engram(\.js)?"? hook |engram-hook"? /.test(c))
 
 /** A project with engram in its node_modules (a link to this checkout, so the hooks run). */
 function localProject(t) {
@@ -408,6 +434,37 @@ function localProject(t) {
   symlinkSync(repo, join(root, 'node_modules', 'engram'), 'dir')
   return root
 }
+
+test('bin/engram-hook runs the platform package\'s native launcher when there is one, else Node', { skip: !RUNNERS.includes('native') }, (t) => {
+  // An installed layout: engram and its platform package side by side (npm's hoisted layout).
+  const modules = join(tempDir(t), 'node_modules')
+  const engramDir = join(modules, 'engram')
+  mkdirSync(join(engramDir, 'bin'), { recursive: true })
+  copyFileSync(join(repo, 'bin', 'engram-hook'), join(engramDir, 'bin', 'engram-hook'))
+  symlinkSync(bin, join(engramDir, 'bin', 'engram.js'))
+  const p = project(t)
+  const prompt = (id) => JSON.stringify(payload(p, id, { hook_event_name: 'UserPromptSubmit', prompt: 'x' }))
+  const wrapper = (id, extra) => spawnSync('sh', [join(engramDir, 'bin', 'engram-hook'), 'user-prompt-submit', '--root', p.root], {
+    input: prompt(id),
+    env: env(extra),
+    encoding: 'utf8',
+  })
+  // No platform package: Node runs it (ENGRAM_ADDON means nothing there).
+  assert.equal(wrapper(NEXT, { ENGRAM_ADDON: '/nowhere/engram.node' }).status, 0)
+  assert.equal(logOf(p), '')
+  assert.ok(existsSync(join(hooksDir(p), `${NEXT}.json`)), 'Node ran the hook')
+  // With one, the launcher runs: it fails to load the addon ENGRAM_ADDON names, and says so.
+  const platform = join(modules, 'engram-linux-x64-gnu')
+  mkdirSync(platform)
+  copyFileSync(launcher, join(platform, 'engram-hook'))
+  assert.equal(wrapper(READER, { ENGRAM_ADDON: '/nowhere/engram.node' }).status, 0)
+  assert.match(logOf(p), /user-prompt-submit ENGRAM_NO_BINARY: engram-hook: cannot load \/nowhere\/engram\.node/)
+  // And with the addon next to it, as the platform package ships them, it runs the hook.
+  symlinkSync(join(repo, addonFile), join(platform, addonFile))
+  const r = wrapper(OTHER, { ENGRAM_ADDON: '' })
+  assert.deepEqual([r.status, r.stderr], [0, ''])
+  assert.ok(existsSync(join(hooksDir(p), `${OTHER}.json`)), 'the launcher ran the hook')
+})
 
 test('hook install shows the change, writes only with --yes, and a second run changes nothing', (t) => {
   const root = localProject(t)
@@ -433,7 +490,7 @@ test('hook install shows the change, writes only with --yes, and a second run ch
     assert.equal(group.matcher, ['PreToolUse', 'PostToolUse', 'PostToolUseFailure'].includes(event) ? '*' : undefined)
     assert.deepEqual(group.hooks, [{
       type: 'command',
-      command: `node "$CLAUDE_PROJECT_DIR/node_modules/engram/bin/engram.js" hook ${kebab(event)} --root "$CLAUDE_PROJECT_DIR"`,
+      command: `"$CLAUDE_PROJECT_DIR/node_modules/engram/bin/engram-hook" ${kebab(event)} --root "$CLAUDE_PROJECT_DIR"`,
       timeout: 15,
     }])
   }
@@ -445,7 +502,8 @@ test('hook install shows the change, writes only with --yes, and a second run ch
   assert.match(again.stdout, /already installed: nothing to change/)
   assert.deepEqual([readFileSync(settingsPath(root)), readFileSync(join(root, '.mcp.json'))], bytes, 'byte-identical')
 
-  // The installed command runs as Claude Code would run it (a shell, CLAUDE_PROJECT_DIR set).
+  // The installed command runs as Claude Code would run it (a shell, CLAUDE_PROJECT_DIR set);
+  // this checkout has no platform package, so bin/engram-hook runs it through Node.
   const command = settings.hooks.UserPromptSubmit[0].hooks[0].command
   const run = spawnSync('sh', ['-c', command], {
     cwd: join(root, 'node_modules'),
@@ -468,6 +526,7 @@ test('hook install keeps other hooks and settings, and replaces an earlier engra
       PostToolUse: [{ matcher: 'Edit|Write', hooks: [prettier, { type: 'command', command: 'npx engram hook post-tool-use' }] }],
       Notification: [{ hooks: [{ type: 'command', command: 'notify-send "Claude Code"' }] }],
       Stop: [{ hooks: [{ type: 'command', command: 'node /old/place/engram/bin/engram.js hook stop' }] }],
+      SessionEnd: [{ hooks: [{ type: 'command', command: '"$CLAUDE_PROJECT_DIR/node_modules/engram-linux-x64-gnu/engram-hook" session-end --root "$CLAUDE_PROJECT_DIR"' }] }],
     },
   }
   writeFileSync(settingsPath(root), `${JSON.stringify(existing, null, 4)}\n`)
@@ -484,6 +543,7 @@ test('hook install keeps other hooks and settings, and replaces an earlier engra
   assert.deepEqual(settings.hooks.PostToolUse[0], { matcher: 'Edit|Write', hooks: [prettier] })
   for (const event of EVENTS) assert.equal(engramCommands(settings, event).length, 1, `one engram hook on ${event}`)
   assert.equal(settings.hooks.Stop.length, 1, 'the group the old hook emptied is gone')
+  assert.doesNotMatch(text, /engram-linux-x64-gnu/, 'an earlier native hook is replaced too')
   assert.deepEqual(JSON.parse(readFileSync(join(root, '.mcp.json'), 'utf8')).mcpServers, {
     github: { command: 'gh-mcp' },
     engram: { command: 'npx', args: ['engram', 'mcp'] },
@@ -497,7 +557,7 @@ test('hook install without engram in the project names this copy; bad arguments 
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stdout, /this machine's copy/)
   const settings = JSON.parse(readFileSync(join(root, 'local.json'), 'utf8'))
-  assert.equal(settings.hooks.Stop[0].hooks[0].command, `node ${bin} hook stop --root "$CLAUDE_PROJECT_DIR"`)
+  assert.equal(settings.hooks.Stop[0].hooks[0].command, `${join(repo, 'bin', 'engram-hook')} stop --root "$CLAUDE_PROJECT_DIR"`)
   assert.deepEqual(JSON.parse(readFileSync(join(root, '.mcp.json'), 'utf8')).mcpServers.engram, { command: 'node', args: [bin, 'mcp'] })
   assert.ok(!existsSync(settingsPath(root)))
 

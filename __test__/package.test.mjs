@@ -195,26 +195,33 @@ test('engram mcp runs from the installed package and lists its tools to an SDK c
   assert.ok(names.includes('recall') && names.includes('remember'), names.join(','))
 })
 
-test('hook install in the project names the native launcher, which runs a hook without Node', { skip: process.platform !== 'linux' }, () => {
+test('hook install in the project writes bin/engram-hook, which runs the native launcher without Node', { skip: process.platform !== 'linux' }, () => {
   const cli = join(project, 'node_modules', '.bin', 'engram')
   const shown = execFileSync(cli, ['hook', 'install', '--agent', 'claude-code', '--root', project, '--yes'], { encoding: 'utf8' })
-  assert.match(shown, /hooks run: "\$CLAUDE_PROJECT_DIR\/node_modules\/engram-linux-[\w-]+\/engram-hook" <event> --root "\$CLAUDE_PROJECT_DIR" \(native, no Node\)/)
+  assert.match(shown, /hooks run: "\$CLAUDE_PROJECT_DIR\/node_modules\/engram\/bin\/engram-hook" <event> --root "\$CLAUDE_PROJECT_DIR" \(native here, no Node\)/)
   const settings = JSON.parse(readFileSync(join(project, '.claude', 'settings.json'), 'utf8'))
   const command = settings.hooks.SessionStart[0].hooks[0].command
   // As Claude Code runs it: through a shell, in the project, with CLAUDE_PROJECT_DIR set.
-  const event = { session_id: 'pkg-session', hook_event_name: 'SessionStart', cwd: project, source: 'startup' }
-  const started = spawnSync('sh', ['-c', command.replace('<event>', 'session-start')], {
+  const run = (id, addon) => spawnSync('sh', ['-c', command], {
     cwd: project,
-    input: JSON.stringify(event),
+    input: JSON.stringify({ session_id: id, hook_event_name: 'SessionStart', cwd: project, source: 'startup' }),
     encoding: 'utf8',
-    env: { ...process.env, CLAUDE_PROJECT_DIR: project, ENGRAM_EMBED_PROVIDER: 'none', ENGRAM_ADDON: '' },
+    env: { ...process.env, CLAUDE_PROJECT_DIR: project, ENGRAM_EMBED_PROVIDER: 'none', ENGRAM_ADDON: addon },
   })
+  const log = join(project, '.engram', 'hooks', 'hook.log')
+  // The native launcher is what runs: pointed at an addon that is not there, it says so.
+  const missing = run('pkg-probe', '/nowhere/engram.node')
+  assert.equal(missing.status, 0)
+  assert.match(readFileSync(log, 'utf8'), /ENGRAM_NO_BINARY: engram-hook: cannot load \/nowhere\/engram\.node/)
+  rmSync(log)
+  // Left alone, it finds the addon next to it in the platform package and runs the hook.
+  const started = run('pkg-session', '')
   assert.equal(started.status, 0, started.stderr)
   assert.equal(started.stderr, '', 'the launcher found the addon next to it')
   const registry = JSON.parse(readFileSync(join(project, '.engram', 'hooks', 'sessions.json'), 'utf8'))
   assert.ok(registry['pkg-session'] > 0, 'the session was registered')
   assert.ok(existsSync(join(project, '.engram', 'memory.db')), 'the database was opened where the README says')
-  assert.ok(!existsSync(join(project, '.engram', 'hooks', 'hook.log')), 'nothing failed')
+  assert.ok(!existsSync(log), 'nothing failed')
 })
 
 test('without its platform package, require names the package to install', () => {

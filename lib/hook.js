@@ -5,7 +5,8 @@
 // The event itself runs in the core (`src/hook/`, through `runHookEvent`): state files, locks,
 // the session registry, observing and checkpoints. The native launcher `engram-hook` in the
 // platform package runs that same code without Node, ~10 ms a hook instead of Node's 70-110 ms
-// start, and `hook install` writes it into the settings when it is there. What stays here:
+// start; the settings `hook install` writes run `bin/engram-hook`, which runs the launcher when
+// the machine has one, else Node. What stays here:
 // reading stdin under the hook's time budget, and the install.
 'use strict'
 
@@ -206,7 +207,7 @@ function installClaudeCode(root, values) {
     planFile(join(root, '.mcp.json'), (s) => withMcpServer(s, runner.mcpServer)),
   ]
   console.log(`engram hook install: Claude Code in ${root}`)
-  console.log(`hooks run: ${runner.hookCommand('<event>')}${runner.native ? ' (native, no Node)' : ''}`)
+  console.log(`hooks run: ${runner.hookCommand('<event>')}${runner.native ? ' (native here, no Node)' : ''}`)
   if (!runner.local) {
     console.log(`note: engram is not installed in ${join(root, 'node_modules')}, so the hooks name this machine's copy;`)
     console.log('      install engram in the project to make the settings work for everyone.')
@@ -238,46 +239,34 @@ function installClaudeCode(root, values) {
 /**
  * How the hooks and the MCP server start engram: through the project's own install when there
  * is one ($CLAUDE_PROJECT_DIR keeps the settings portable), else this copy's absolute path.
- * Hooks run the native launcher (`engram-hook`, next to the addon in the platform package)
- * when there is one for this platform, else `node .../engram.js hook`.
+ * Hooks run `bin/engram-hook`, a shell script that runs the native launcher of the machine's
+ * platform package when one is installed, else Node (so the settings work on every machine of
+ * a team); on Windows, `node .../engram.js hook`.
  * `--root "$CLAUDE_PROJECT_DIR"` pins the project: the payload's cwd follows the agent's `cd`.
  */
 function engramRunner(root) {
   const local = fs.existsSync(join(root, 'node_modules', 'engram', 'bin', 'engram.js'))
-  const script = local ? '"$CLAUDE_PROJECT_DIR/node_modules/engram/bin/engram.js"' : shellQuote(resolve(__dirname, '..', 'bin', 'engram.js'))
-  const native = nativeLauncher(root, local)
+  const home = local ? '"$CLAUDE_PROJECT_DIR/node_modules/engram"' : null
+  const own = (file) => (local ? `${home.slice(0, -1)}/bin/${file}"` : shellQuote(resolve(__dirname, '..', 'bin', file)))
+  const hookRunner = process.platform === 'win32' ? `node ${own('engram.js')} hook` : own('engram-hook')
   return {
     local,
-    native: native !== null,
-    hookCommand: (event) => `${native ?? `node ${script} hook`} ${event} --root "$CLAUDE_PROJECT_DIR"`,
+    native: process.platform !== 'win32' && hasNativeLauncher(local ? join(root, 'node_modules', 'engram') : join(__dirname, '..')),
+    hookCommand: (event) => `${hookRunner} ${event} --root "$CLAUDE_PROJECT_DIR"`,
     mcpServer: local ? { command: 'npx', args: ['engram', 'mcp'] } : { command: 'node', args: [resolve(__dirname, '..', 'bin', 'engram.js'), 'mcp'] },
   }
 }
 
-/**
- * The shell words that start the native launcher (null: none for this platform): the
- * project's platform package when engram is installed there, else this copy's.
- */
-function nativeLauncher(root, local) {
-  let dir
-  try {
-    dir = dirname(require.resolve(`engram-${platformName()}/package.json`, { paths: [local ? join(root, 'node_modules', 'engram') : join(__dirname, '..')] }))
-  } catch {
-    return null
+/** Whether the engram package at `dir` has a native hook launcher for this machine. */
+function hasNativeLauncher(dir) {
+  for (const parent of [join(dir, 'node_modules'), dirname(dir)]) {
+    let names = []
+    try {
+      names = fs.readdirSync(parent)
+    } catch {}
+    if (names.some((n) => n.startsWith('engram-') && fs.existsSync(join(parent, n, 'engram-hook')))) return true
   }
-  if (!fs.existsSync(join(dir, 'engram-hook'))) return null
-  const inProject = relative(join(root, 'node_modules'), dir)
-  if (local && !inProject.startsWith('..') && !inProject.startsWith('/')) {
-    return `"$CLAUDE_PROJECT_DIR/node_modules/${inProject.split('\\').join('/')}/engram-hook"`
-  }
-  return shellQuote(join(dir, 'engram-hook'))
-}
-
-/** napi-rs's name of this platform (`linux-x64-gnu`); the launcher is built for Linux only. */
-function platformName() {
-  if (process.platform !== 'linux') return 'unsupported'
-  const libc = process.report?.getReport?.().header?.glibcVersionRuntime ? 'gnu' : 'musl'
-  return `linux-${process.arch}-${libc}`
+  return false
 }
 
 function shellQuote(s) {

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 /// The layers, top to bottom, each with its top-level modules (a folder under `src/` or a file
 /// directly in it).
 const LAYERS: &[(&str, &[&str])] = &[
-    ("binding", &["node"]),
+    // The Node binding and the Claude Code hooks: entry points over the handle.
+    ("binding", &["node", "hook"]),
     // The engine is the composition root of one file's shared state (store, indexes, queues,
     // the sync service), so it sits with the handle.
     ("handle", &["engram", "engine"]),

@@ -10,7 +10,7 @@
 //! [`napi_stubs`] (the package test runs this launcher against the built addon).
 //!
 //! A hook must never get in the agent's way: when the addon cannot be loaded this prints the
-//! reason on stderr and exits 0.
+//! reason on stderr, appends it to the project's `.engram/hooks/hook.log` and exits 0.
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -45,9 +45,44 @@ mod linux {
             }
             Err(message) => {
                 eprintln!("engram-hook: {message}");
+                log_failure(&message);
                 0
             }
         }
+    }
+
+    /// Appends the failure to the hook log of the project (`--root`, else the working
+    /// directory), as the addon's hooks log theirs: Claude Code shows no stderr of a hook that
+    /// exits 0. The time is in seconds since the epoch (this program carries no calendar).
+    fn log_failure(message: &str) {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let root = args
+            .iter()
+            .position(|a| a == "--root")
+            .and_then(|i| args.get(i + 1).cloned())
+            .or_else(|| {
+                args.iter()
+                    .find_map(|a| a.strip_prefix("--root=").map(str::to_owned))
+            })
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok());
+        let Some(root) = root.filter(|r| r.is_dir()) else {
+            return;
+        };
+        let dir = root.join(".engram").join("hooks");
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let event = args.first().map_or("?", String::as_str);
+        let line = format!("{seconds}s {event} ENGRAM_NO_BINARY: engram-hook: {message}\n");
+        let _ = std::fs::create_dir_all(&dir).and_then(|_| {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("hook.log"))?
+                .write_all(line.as_bytes())
+        });
     }
 
     /// The addon's hook entry point.

@@ -1,33 +1,30 @@
 //! Lock files that serialise the hooks of one session (parallel tool calls run theirs at once)
-//! and the updates of the session registry. A lock is a file created exclusively, holding its
-//! owner's pid and the time; one whose owner is gone, or older than [`LOCK_STALE_MS`], was left
-//! by a killed hook and is broken. Every lock this process holds is listed, so that a hook
-//! giving up on its time budget releases them before it exits.
+//! and the updates of the session registry: an exclusive advisory lock (`flock` on Unix,
+//! `LockFileEx` on Windows) on `<name>.lock`, which the operating system releases when its
+//! holder exits, however it exits. So no lock outlives a killed hook and none is ever guessed
+//! stale.
+//!
+//! A lock file is removed only by its holder (a finished session's); a waiter that then gets
+//! the lock of the removed file sees that the path no longer names what it locked, and tries
+//! again on the new file.
 
-use std::io::Write;
+use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// A lock older than this is left over from a killed hook.
-const LOCK_STALE_MS: i64 = 15_000;
-
-/// The locks this process holds.
-static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// A held lock, released on drop.
+/// A held lock, released when dropped (or when the process ends).
 pub(super) struct Lock {
-    file: PathBuf,
+    _file: File,
+    path: PathBuf,
 }
 
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.file);
-        if let Ok(mut held) = HELD.lock() {
-            held.retain(|f| f != &self.file);
-        }
+impl Lock {
+    /// Removes the lock file while holding it (its session is over): a waiter on it retries on
+    /// a new file.
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -37,29 +34,27 @@ pub(super) async fn acquire(file: &Path, wait: Duration) -> Result<Option<Lock>>
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
+    let failed = |e| Error::io(format!("taking the lock {}", file.display()), e);
     let deadline = std::time::Instant::now() + wait;
-    let mut delay_ms = 5u64;
+    let mut delay_ms = 2u64;
     loop {
-        match std::fs::OpenOptions::new()
+        let handle = OpenOptions::new()
+            .create(true)
+            .truncate(false)
             .write(true)
-            .create_new(true)
             .open(file)
-        {
-            Ok(mut f) => {
-                let _ = writeln!(f, "{} {}", std::process::id(), super::now_ms());
-                HELD.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(file.to_owned());
+            .map_err(failed)?;
+        match handle.try_lock() {
+            Ok(()) if same_file(&handle, file) => {
                 return Ok(Some(Lock {
-                    file: file.to_owned(),
-                }));
+                    _file: handle,
+                    path: file.to_owned(),
+                }))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io(format!("taking the lock {}", file.display()), e)),
-        }
-        if is_stale(file) {
-            let _ = std::fs::remove_file(file);
-            continue;
+            // The holder removed the file as we waited: lock the new one.
+            Ok(()) => continue,
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(e)) => return Err(failed(e)),
         }
         if std::time::Instant::now() >= deadline {
             return Ok(None);
@@ -67,55 +62,24 @@ pub(super) async fn acquire(file: &Path, wait: Duration) -> Result<Option<Lock>>
         // Jitter, so that hooks started together do not retry together.
         let jitter = u64::from(super::now_nanos()) % delay_ms;
         tokio::time::sleep(Duration::from_millis(delay_ms + jitter)).await;
-        delay_ms = (delay_ms * 2).min(80);
+        delay_ms = (delay_ms * 2).min(40);
     }
 }
 
-/// Whether the lock `file` was left by a hook that is gone (or is older than the stale age).
-fn is_stale(file: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(file) else {
-        return false; // released meanwhile: retry now
-    };
-    let mut parts = text.split_whitespace().map(|p| p.parse::<i64>().ok());
-    let (pid, at) = (parts.next().flatten(), parts.next().flatten());
-    // A lock just created has no content yet: its age is the file's.
-    let at = at.or_else(|| {
-        let modified = std::fs::metadata(file).and_then(|m| m.modified()).ok()?;
-        let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
-        Some(since.as_millis() as i64)
-    });
-    if at.is_none_or(|at| super::now_ms() - at > LOCK_STALE_MS) {
-        return true;
-    }
-    match pid {
-        Some(pid) if pid != i64::from(std::process::id()) => !process_alive(pid),
+/// Whether `path` still names the file `handle` has open.
+#[cfg(unix)]
+fn same_file(handle: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (handle.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
     }
 }
 
-/// Whether process `pid` exists (alive under another user counts).
-#[cfg(target_os = "linux")]
-fn process_alive(pid: i64) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists; it sends nothing.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
-/// Elsewhere only the age breaks a lock.
-#[cfg(not(target_os = "linux"))]
-fn process_alive(_pid: i64) -> bool {
-    true
-}
-
-/// Removes every lock this process holds (before an exit that runs no destructors).
-pub(super) fn release_all() {
-    let held = std::mem::take(&mut *HELD.lock().unwrap_or_else(|e| e.into_inner()));
-    for file in held {
-        let _ = std::fs::remove_file(file);
-    }
+/// Windows cannot remove a file another process has open, so the path always names it.
+#[cfg(not(unix))]
+fn same_file(_handle: &File, path: &Path) -> bool {
+    path.exists()
 }
 
 #[cfg(test)]
@@ -123,7 +87,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_held_lock_excludes_until_released_and_a_dead_owners_lock_is_broken() {
+    async fn a_held_lock_excludes_until_released_and_a_removed_one_is_taken_afresh() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("s.lock");
         let held = acquire(&file, Duration::ZERO).await.unwrap().unwrap();
@@ -132,21 +96,22 @@ mod tests {
             .unwrap()
             .is_none());
         drop(held);
-        assert!(!file.exists());
-        let again = acquire(&file, Duration::ZERO).await.unwrap();
-        assert!(again.is_some());
-        drop(again);
-        // A pid that cannot be alive, written now: broken at once on Linux.
-        std::fs::write(&file, format!("{} {}\n", i32::MAX, super::super::now_ms())).unwrap();
-        #[cfg(target_os = "linux")]
+        let again = acquire(&file, Duration::ZERO).await.unwrap().unwrap();
+        // A waiter that gets the lock of a file its holder removed takes the new file's.
+        let waiter = tokio::spawn({
+            let file = file.clone();
+            async move {
+                acquire(&file, Duration::from_secs(5))
+                    .await
+                    .unwrap()
+                    .is_some()
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        again.remove();
+        assert!(waiter.await.unwrap());
+        assert!(file.exists(), "the waiter holds a new file");
+        // A lock file nobody holds (its holder was killed) is simply taken.
         assert!(acquire(&file, Duration::ZERO).await.unwrap().is_some());
-        // A lock being created (no content yet) holds.
-        std::fs::write(&file, "").unwrap();
-        assert!(acquire(&file, Duration::ZERO).await.unwrap().is_none());
-        // An old lock is broken whoever holds it.
-        std::fs::write(&file, format!("{} 1\n", std::process::id())).unwrap();
-        assert!(acquire(&file, Duration::ZERO).await.unwrap().is_some());
-        release_all();
-        assert!(!file.exists());
     }
 }

@@ -244,18 +244,23 @@ async fn handle_event(
     log: &mut LogTarget,
     handle: &mut Option<Engram>,
 ) -> Result<Option<Value>> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
-    let absolute = |p: &Path| normalize(&cwd.join(p));
-    let mut root = absolute(args.root.as_deref().unwrap_or(Path::new(".")));
+    // The working directory is read only for a relative path: it may have been deleted.
+    let absolute = |p: &Path| -> Result<PathBuf> {
+        if p.is_absolute() {
+            return Ok(normalize(p));
+        }
+        let cwd =
+            std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+        Ok(normalize(&cwd.join(p)))
+    };
+    let payload: Option<Value> = payload::parse_json(stdin).filter(Value::is_object);
+    let cwd = payload.as_ref().and_then(|p| str_field(p, "cwd"));
+    let root = match (&args.root, cwd) {
+        (Some(root), _) => absolute(root)?,
+        (None, Some(cwd)) => absolute(Path::new(cwd))?,
+        (None, None) => absolute(Path::new("."))?,
+    };
     log.root = Some(root.clone());
-    let payload: Option<Value> = serde_json::from_slice(stdin).ok().filter(Value::is_object);
-    if let (None, Some(cwd)) = (
-        &args.root,
-        payload.as_ref().and_then(|p| str_field(p, "cwd")),
-    ) {
-        root = absolute(Path::new(cwd));
-        log.root = Some(root.clone());
-    }
     let payload = payload.ok_or_else(|| Error::invalid("stdin is not one JSON object"))?;
     let name = args
         .event
@@ -286,7 +291,7 @@ async fn handle_event(
         db_path: args
             .db
             .as_deref()
-            .map_or_else(|| root.join(".engram").join("memory.db"), absolute),
+            .map_or_else(|| Ok(root.join(".engram").join("memory.db")), absolute)?,
         hooks_dir,
         root,
         project: args.project.clone(),
@@ -404,13 +409,13 @@ async fn session_end(ctx: &Ctx, handle: &mut Option<Engram>) -> Result<()> {
     let id = ctx.session_id.clone();
     let opened = open_database(ctx).await?;
     let db = handle.insert(opened);
-    let _lock = take_lock(ctx, &id, LOCK_WAIT).await?;
+    let lock = take_lock(ctx, &id, LOCK_WAIT).await?;
     let mut state = state::load(&ctx.hooks_dir, &id, ctx.transcript());
     let session = restore(db, &id, &mut state).await?;
     end_turn(ctx, &session, &mut state, &ctx.payload)?;
     finish(db, &session, &id).await?;
     state::remove(&ctx.hooks_dir, &id);
-    drop(_lock);
+    lock.remove();
     let mut ignore = LogTarget::new(&ctx.event, Some(ctx.root.clone()));
     drop_from_registry(ctx, &mut ignore, &id).await;
     Ok(())
@@ -759,7 +764,7 @@ async fn finalize_orphans(ctx: &Ctx, db: &Engram) {
         .collect();
     let mut log = LogTarget::new(&ctx.event, Some(ctx.root.clone()));
     for id in orphans {
-        let Ok(Some(_lock)) = lock::acquire(&ctx.lock_file(&id), Duration::ZERO).await else {
+        let Ok(Some(lock)) = lock::acquire(&ctx.lock_file(&id), Duration::ZERO).await else {
             continue; // a hook of it is running: alive after all
         };
         let done: Result<()> = async {
@@ -784,7 +789,7 @@ async fn finalize_orphans(ctx: &Ctx, db: &Engram) {
                 &format!("finalizing an orphaned session: {}", described(&e)),
             );
         }
-        drop(_lock);
+        lock.remove();
         drop_from_registry(ctx, &mut log, &id).await;
     }
 }

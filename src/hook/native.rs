@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use super::{lock, HookArgs, LogTarget, MAX_STDIN_BYTES, TIMEOUT_MS};
+use super::{HookArgs, LogTarget, MAX_STDIN_BYTES, TIMEOUT_MS};
 
 /// Runs one hook event with the launcher's arguments (`argv[0]` is the program); returns the
 /// exit code, always 0 (a failing hook must not disturb the agent).
@@ -28,7 +28,18 @@ pub unsafe extern "C" fn engram_hook_main(argc: c_int, argv: *const *const c_cha
         return 0;
     }
     let args = HookArgs::parse(&args);
-    start_watchdog(&args);
+    // A panic must not unwind into the launcher's C frame (that aborts, exit 134): it is
+    // logged as ENGRAM_INTERNAL, without its message, which may quote the payload.
+    let ran = std::panic::catch_unwind(|| hook_main(&args));
+    if ran.is_err() {
+        log_target(&args).line("ENGRAM_INTERNAL", "panic");
+    }
+    0
+}
+
+/// Reads stdin, runs the event and prints its answer.
+fn hook_main(args: &HookArgs) {
+    start_watchdog(args);
     let mut stdin = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -42,8 +53,8 @@ pub unsafe extern "C" fn engram_hook_main(argc: c_int, argv: *const *const c_cha
         Ok(_) => None,
     };
     if let Some(message) = early_failure {
-        log_target(&args).line("ENGRAM_INVALID_ARG", &message);
-        return 0;
+        log_target(args).line("ENGRAM_INVALID_ARG", &message);
+        return;
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -52,11 +63,11 @@ pub unsafe extern "C" fn engram_hook_main(argc: c_int, argv: *const *const c_cha
     {
         Ok(rt) => rt,
         Err(e) => {
-            log_target(&args).line("ENGRAM_INTERNAL", &format!("runtime: {e}"));
-            return 0;
+            log_target(args).line("ENGRAM_INTERNAL", &format!("runtime: {e}"));
+            return;
         }
     };
-    let outcome = runtime.block_on(super::run(args, &stdin));
+    let outcome = runtime.block_on(super::run(args.clone(), &stdin));
     if let Some(line) = outcome.stdout {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}").and_then(|_| out.flush());
@@ -65,7 +76,6 @@ pub unsafe extern "C" fn engram_hook_main(argc: c_int, argv: *const *const c_cha
     // shutting the runtime down would wait on background work, for nothing.
     std::mem::forget(outcome.handle);
     std::mem::forget(runtime);
-    0
 }
 
 /// Where a failure before the payload is read goes: the root given, else the working
@@ -94,7 +104,15 @@ fn start_watchdog(args: &HookArgs) {
         .spawn(move || {
             std::thread::sleep(Duration::from_millis(limit));
             log.line("ENGRAM_ABORTED", &format!("gave up after {limit} ms"));
-            lock::release_all();
+            // At once, with the other threads stopped where they are: the OS releases the
+            // locks, and nothing runs on after another hook took them.
+            let _ = std::io::stderr().flush();
+            #[cfg(unix)]
+            // SAFETY: _exit ends the process; it touches no Rust state.
+            unsafe {
+                libc::_exit(0)
+            };
+            #[cfg(not(unix))]
             std::process::exit(0);
         });
     drop(spawned);

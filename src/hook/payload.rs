@@ -13,6 +13,52 @@ use crate::error::{Error, Result};
 /// Most transcript bytes read at one turn's end.
 const MAX_TRANSCRIPT_BYTES: u64 = 8 << 20;
 
+/// JSON text as `JSON.parse` reads it: a lone UTF-16 surrogate escape (`"\\ud83d"`, what cutting
+/// a string in the middle of an emoji leaves) becomes U+FFFD instead of failing the whole text.
+pub(super) fn parse_json(text: &[u8]) -> Option<Value> {
+    serde_json::from_slice(text)
+        .ok()
+        .or_else(|| serde_json::from_slice(&without_lone_surrogates(text)).ok())
+}
+
+/// `text` with every `\\uXXXX` escape of an unpaired surrogate replaced by `\\ufffd`.
+fn without_lone_surrogates(text: &[u8]) -> Vec<u8> {
+    let escape_at = |i: usize| -> Option<u16> {
+        let hex = text.get(i..i + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if text[i] != b'\\' {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        match escape_at(i) {
+            Some(0xD800..=0xDBFF) if matches!(escape_at(i + 6), Some(0xDC00..=0xDFFF)) => {
+                out.extend_from_slice(&text[i..i + 12]);
+                i += 12;
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.extend_from_slice(b"\\ufffd");
+                i += 6;
+            }
+            // Any other escape, kept whole (so an escaped backslash is not read as the start
+            // of another escape).
+            _ => {
+                let end = (i + 2).min(text.len());
+                out.extend_from_slice(&text[i..end]);
+                i = end;
+            }
+        }
+    }
+    out
+}
+
 /// The payload's string field `key`, when it is a non-empty string.
 pub(super) fn str_field<'a>(payload: &'a Value, key: &str) -> Option<&'a str> {
     payload
@@ -173,7 +219,7 @@ fn assistant_texts(text: &str, state: &HookState) -> Vec<Said> {
     let mut waiting: Vec<String> = Vec::new();
     for line in text.lines().filter(|l| !l.is_empty()) {
         // A line that does not parse was cut by the size cap.
-        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+        let Some(entry) = parse_json(line.as_bytes()) else {
             continue;
         };
         if entry.get("type").and_then(Value::as_str) != Some("assistant")
@@ -220,6 +266,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn lone_surrogates_read_as_replacement_characters_as_in_javascript() {
+        let cut =
+            br#"{"s": "abc\ud83d", "pair": "\ud83d\ude00", "low": "\udc00x", "esc": "\\ud83d"}"#;
+        let v = parse_json(cut).unwrap();
+        assert_eq!(v["s"], "abc\u{fffd}");
+        assert_eq!(v["pair"], "\u{1f600}");
+        assert_eq!(v["low"], "\u{fffd}x");
+        assert_eq!(v["esc"], "\\ud83d", "an escaped backslash starts no escape");
+        assert!(parse_json(b"{ not json").is_none());
+    }
 
     #[test]
     fn a_tool_answer_reads_as_what_the_agent_saw() {
