@@ -442,7 +442,7 @@ fn push_escaped(out: &mut String, text: &str) {
 }
 
 /// `at` as RFC 3339 UTC with milliseconds.
-fn push_timestamp(out: &mut String, at: SystemTime) {
+pub(crate) fn push_timestamp(out: &mut String, at: SystemTime) {
     let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);

@@ -6,7 +6,7 @@
 // machine hits them alike; medians, p90 and p99 over ROUNDS each.
 //   node benches/js/hook.mjs [rounds] [memories]
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -75,7 +75,25 @@ const KINDS = {
   }),
 }
 
-/** What is timed: the floors, then every kind through Node (`engram hook`) and natively. */
+/**
+ * What the settings `hook install` writes run: bin/engram-hook (a shell script) in an installed
+ * layout, engram next to its platform package, which holds the launcher and the addon.
+ */
+function installedWrapper() {
+  const modules = join(dir, 'node_modules')
+  mkdirSync(join(modules, 'engram', 'bin'), { recursive: true })
+  mkdirSync(join(modules, 'engram-linux-x64-gnu'), { recursive: true })
+  copyFileSync(join(REPO, 'bin', 'engram-hook'), join(modules, 'engram', 'bin', 'engram-hook'))
+  copyFileSync(LAUNCHER, join(modules, 'engram-linux-x64-gnu', 'engram-hook'))
+  symlinkSync(join(REPO, ADDON), join(modules, 'engram-linux-x64-gnu', ADDON))
+  return join(modules, 'engram', 'bin', 'engram-hook')
+}
+const WRAPPER = NATIVE ? installedWrapper() : null
+
+/**
+ * What is timed: the floors, then every kind through Node (`engram hook`), natively, and
+ * through the settings' script (which runs the launcher here).
+ */
 const EVENTS = {
   'node -e 0': () => ({ program: process.execPath, args: ['-e', '0'] }),
   ...Object.fromEntries(Object.entries(KINDS).map(([name, make]) => [`node: ${name}`, () => {
@@ -86,6 +104,7 @@ const EVENTS = {
     ? {
         'native: --version (load only)': () => ({ program: LAUNCHER, args: ['--version'] }),
         ...Object.fromEntries(Object.entries(KINDS).map(([name, make]) => [`native: ${name}`, () => ({ program: LAUNCHER, ...make() })])),
+        ...Object.fromEntries(Object.entries(KINDS).map(([name, make]) => [`settings script: ${name}`, () => ({ program: WRAPPER, ...make() })])),
       }
     : {}),
 }
@@ -141,7 +160,8 @@ try {
     for (const [name, make] of Object.entries(EVENTS)) {
       const { program, args, input } = make()
       const t0 = performance.now()
-      const r = spawnSync(program, args, { input, encoding: 'utf8', env: { ...process.env, ENGRAM_ADDON: NATIVE ? join(REPO, ADDON) : '' } })
+      const addon = program === LAUNCHER ? join(REPO, ADDON) : ''
+      const r = spawnSync(program, args, { input, encoding: 'utf8', env: { ...process.env, ENGRAM_ADDON: addon } })
       samples[name].push(performance.now() - t0)
       if (r.status !== 0) throw new Error(`${name}: exit ${r.status} ${r.stderr}`)
     }
@@ -154,10 +174,10 @@ try {
   }
 
   console.log(`engram hook, ${ROUNDS} rounds, ${MEMORIES} memories, one growing session (ms)`)
-  console.log('event                                    p50     p90     p99')
+  console.log('event                                              p50     p90     p99')
   for (const [name, values] of Object.entries(samples)) {
     const s = summary(values)
-    console.log(`${name.padEnd(38)} ${s.p50.toFixed(1).padStart(6)}  ${s.p90.toFixed(1).padStart(6)}  ${s.p99.toFixed(1).padStart(6)}`)
+    console.log(`${name.padEnd(48)} ${s.p50.toFixed(1).padStart(6)}  ${s.p90.toFixed(1).padStart(6)}  ${s.p99.toFixed(1).padStart(6)}`)
   }
   console.log('\nwhere the time goes (inside one process, medians, ms)')
   for (const key of ['require', 'open', 'resume', 'observe', 'checkpoint', 'close']) {
