@@ -69,9 +69,12 @@ function hookAsync(cwd, args, input) {
   })
 }
 
-/** Whether another process holds the lock `file` (util-linux's flock takes the hooks' lock). */
+/** Whether util-linux's flock is here (it takes the same advisory lock the hooks take). */
+const FLOCK = spawnSync('flock', ['--version']).status === 0
+
+/** Whether another process holds the lock `file` (false when flock is not here to tell). */
 function held(file) {
-  return spawnSync('flock', ['-n', file, 'true']).status !== 0
+  return FLOCK && spawnSync('flock', ['-n', file, 'true']).status !== 0
 }
 
 /**
@@ -79,7 +82,7 @@ function held(file) {
  * kill it to let go.
  */
 async function holdLock(file) {
-  if (spawnSync('flock', ['--version']).status !== 0) return null
+  if (!FLOCK) return null
   mkdirSync(dirname(file), { recursive: true })
   // -o: the command does not inherit the lock, so killing flock itself lets go.
   const holder = spawn('flock', ['-o', file, '-c', 'echo held; exec sleep 60 >/dev/null 2>&1'])
@@ -424,6 +427,11 @@ const install = (root, args) => {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 const settingsPath = (root) => join(root, '.claude', 'settings.json')
+const WINDOWS = process.platform === 'win32'
+/** What the settings run in a project with engram installed (a POSIX script; Node on Windows). */
+const localHookRunner = WINDOWS
+  ? 'node "$CLAUDE_PROJECT_DIR/node_modules/engram/bin/engram.js" hook'
+  : '"$CLAUDE_PROJECT_DIR/node_modules/engram/bin/engram-hook"'
 const engramCommands = (settings, event) =>
   settings.hooks[event].flatMap((g) => g.hooks).map((h) => h.command).filter((c) => /engram(\.js)?"? hook |engram-hook"? /.test(c))
 
@@ -490,7 +498,7 @@ test('hook install shows the change, writes only with --yes, and a second run ch
     assert.equal(group.matcher, ['PreToolUse', 'PostToolUse', 'PostToolUseFailure'].includes(event) ? '*' : undefined)
     assert.deepEqual(group.hooks, [{
       type: 'command',
-      command: `"$CLAUDE_PROJECT_DIR/node_modules/engram/bin/engram-hook" ${kebab(event)} --root "$CLAUDE_PROJECT_DIR"`,
+      command: `${localHookRunner} ${kebab(event)} --root "$CLAUDE_PROJECT_DIR"`,
       timeout: 15,
     }])
   }
@@ -504,6 +512,7 @@ test('hook install shows the change, writes only with --yes, and a second run ch
 
   // The installed command runs as Claude Code would run it (a shell, CLAUDE_PROJECT_DIR set);
   // this checkout has no platform package, so bin/engram-hook runs it through Node.
+  if (WINDOWS) return
   const command = settings.hooks.UserPromptSubmit[0].hooks[0].command
   const run = spawnSync('sh', ['-c', command], {
     cwd: join(root, 'node_modules'),
@@ -557,7 +566,8 @@ test('hook install without engram in the project names this copy; bad arguments 
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stdout, /this machine's copy/)
   const settings = JSON.parse(readFileSync(join(root, 'local.json'), 'utf8'))
-  assert.equal(settings.hooks.Stop[0].hooks[0].command, `${join(repo, 'bin', 'engram-hook')} stop --root "$CLAUDE_PROJECT_DIR"`)
+  const runner = WINDOWS ? `node ${bin} hook` : join(repo, 'bin', 'engram-hook')
+  assert.equal(settings.hooks.Stop[0].hooks[0].command, `${runner} stop --root "$CLAUDE_PROJECT_DIR"`)
   assert.deepEqual(JSON.parse(readFileSync(join(root, '.mcp.json'), 'utf8')).mcpServers.engram, { command: 'node', args: [bin, 'mcp'] })
   assert.ok(!existsSync(settingsPath(root)))
 

@@ -245,28 +245,32 @@ function installClaudeCode(root, values) {
  * `--root "$CLAUDE_PROJECT_DIR"` pins the project: the payload's cwd follows the agent's `cd`.
  */
 function engramRunner(root) {
-  const local = fs.existsSync(join(root, 'node_modules', 'engram', 'bin', 'engram.js'))
-  const home = local ? '"$CLAUDE_PROJECT_DIR/node_modules/engram"' : null
-  const own = (file) => (local ? `${home.slice(0, -1)}/bin/${file}"` : shellQuote(resolve(__dirname, '..', 'bin', file)))
-  const hookRunner = process.platform === 'win32' ? `node ${own('engram.js')} hook` : own('engram-hook')
+  const posix = process.platform !== 'win32'
+  // A project's engram older than bin/engram-hook gets the Node command.
+  const script = posix ? 'engram-hook' : 'engram.js'
+  const local = fs.existsSync(join(root, 'node_modules', 'engram', 'bin', script))
+  const own = (file) => (local ? `"$CLAUDE_PROJECT_DIR/node_modules/engram/bin/${file}"` : shellQuote(resolve(__dirname, '..', 'bin', file)))
+  const hookRunner = posix && (local || fs.existsSync(join(__dirname, '..', 'bin', script))) ? own('engram-hook') : `node ${own('engram.js')} hook`
   return {
     local,
-    native: process.platform !== 'win32' && hasNativeLauncher(local ? join(root, 'node_modules', 'engram') : join(__dirname, '..')),
+    native: hookRunner.includes('engram-hook') && hasNativeLauncher(local ? join(root, 'node_modules', 'engram') : join(__dirname, '..')),
     hookCommand: (event) => `${hookRunner} ${event} --root "$CLAUDE_PROJECT_DIR"`,
     mcpServer: local ? { command: 'npx', args: ['engram', 'mcp'] } : { command: 'node', args: [resolve(__dirname, '..', 'bin', 'engram.js'), 'mcp'] },
   }
 }
 
-/** Whether the engram package at `dir` has a native hook launcher for this machine. */
+/**
+ * Whether the engram package at `dir` has this machine's native hook launcher (where
+ * bin/engram-hook looks: its platform package nested under it, or next to it).
+ */
 function hasNativeLauncher(dir) {
-  for (const parent of [join(dir, 'node_modules'), dirname(dir)]) {
-    let names = []
-    try {
-      names = fs.readdirSync(parent)
-    } catch {}
-    if (names.some((n) => n.startsWith('engram-') && fs.existsSync(join(parent, n, 'engram-hook')))) return true
-  }
-  return false
+  if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) return false
+  const name = `engram-linux-${process.arch}-gnu`
+  let real = dir
+  try {
+    real = fs.realpathSync(dir)
+  } catch {}
+  return [join(real, 'node_modules', name), join(dirname(real), name)].some((p) => fs.existsSync(join(p, 'engram-hook')))
 }
 
 function shellQuote(s) {

@@ -22,8 +22,10 @@ pub(super) struct Lock {
 
 impl Lock {
     /// Removes the lock file while holding it (its session is over): a waiter on it retries on
-    /// a new file.
+    /// a new file. On Windows the file stays: a waiter there cannot tell a removed file from
+    /// its successor.
     pub fn remove(self) {
+        #[cfg(unix)]
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -76,10 +78,10 @@ fn same_file(handle: &File, path: &Path) -> bool {
     }
 }
 
-/// Windows cannot remove a file another process has open, so the path always names it.
+/// On Windows lock files are never removed (see [`Lock::remove`]).
 #[cfg(not(unix))]
-fn same_file(_handle: &File, path: &Path) -> bool {
-    path.exists()
+fn same_file(_handle: &File, _path: &Path) -> bool {
+    true
 }
 
 #[cfg(test)]
@@ -113,5 +115,31 @@ mod tests {
         assert!(file.exists(), "the waiter holds a new file");
         // A lock file nobody holds (its holder was killed) is simply taken.
         assert!(acquire(&file, Duration::ZERO).await.unwrap().is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_handle_on_a_removed_lock_file_is_told_from_its_successor() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.lock");
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&file)
+        };
+        let waiter = open().unwrap();
+        assert!(same_file(&waiter, &file));
+        // The holder removes the file as the session ends; another hook creates it anew.
+        std::fs::remove_file(&file).unwrap();
+        assert!(!same_file(&waiter, &file), "the path names nothing");
+        let successor = open().unwrap();
+        assert!(waiter.try_lock().is_ok(), "the old file's lock is free...");
+        assert!(
+            !same_file(&waiter, &file),
+            "...but it is not the lock any more"
+        );
+        assert!(same_file(&successor, &file));
     }
 }
