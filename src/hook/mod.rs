@@ -493,6 +493,9 @@ async fn journal_tool_use(
     result: String,
     is_error: bool,
 ) -> Result<Option<Value>> {
+    // Checked before the lock: a payload without a tool names no call to keep.
+    str_field(&ctx.payload, "tool_name")
+        .ok_or_else(|| Error::invalid("the payload has no tool_name"))?;
     let full = with_state(ctx, |state| {
         if let Ok(Some(messages)) = tool_use_messages(state, &ctx.payload, result, is_error) {
             for mut m in messages {
@@ -503,9 +506,6 @@ async fn journal_tool_use(
         state.pending.len() >= MAX_PENDING
     })
     .await?;
-    // The payload had no tool_name: say so (with_state kept nothing).
-    str_field(&ctx.payload, "tool_name")
-        .ok_or_else(|| Error::invalid("the payload has no tool_name"))?;
     if full {
         with_session(ctx, handle, |_| async { Ok(None) }).await?;
     }
