@@ -1190,7 +1190,10 @@ export interface DenseHit {
   chunkId?: number
   /** Chunks: the file, relative to the project root. */
   path?: string
-  /** Chunks: the qualified name of the definition, when the chunk is one. */
+  /**
+   * Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
+   * groups several small definitions (kind `block`), the one whose own vector matched best.
+   */
   symbol?: string
   /** Chunks: first line, 1-based. */
   startLine?: number
@@ -1418,7 +1421,7 @@ export interface EmbeddingStatus {
 export interface EmbedProgress {
   /** `'chunk'` (embedded first) or `'memory'`. */
   kind: string
-  /** Items of this kind given a vector so far in this run. */
+  /** Items of this kind given a vector so far in this run (chunks count their parts). */
   done: number
   /** Items of this kind without a vector when the run started (grows if more arrive). */
   total: number
@@ -1430,6 +1433,11 @@ export interface EmbedReport {
   model: string
   /** Chunks given a vector. */
   chunks: number
+  /**
+   * Definitions inside grouped chunks (kind `block`) given a vector of their own: a dense
+   * hit on one ranks its chunk and names the definition as the hit's `symbol`.
+   */
+  parts: number
   /** Memories given a vector. */
   memories: number
   /**
@@ -2800,7 +2808,11 @@ export interface RecallItem {
   similarity?: number
   /** Chunks: the file, relative to the project root. */
   path?: string
-  /** Chunks: the qualified name of the definition, when the chunk is one. */
+  /**
+   * Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
+   * groups several small definitions (kind `block`), the one whose own vector matched the
+   * query best, when the dense path found it.
+   */
   symbol?: string
   /** Chunks: first line, 1-based. */
   startLine?: number

@@ -388,3 +388,61 @@ test('a memory whose trigger is in the query or a recent file comes first', asyn
   assert.ok(without.items.every((i) => i.triggeredBy === undefined))
   await assert.rejects(db.remember({ type: 'gotcha', content: 'x', triggers: ['a'] }), { code: 'ENGRAM_INVALID_ARG' })
 })
+
+test('a recalled chunk that groups small functions names the one that matched', async (t) => {
+  const root = join(tempDir(t), 'repo')
+  mkdirSync(join(root, 'src'), { recursive: true })
+  writeFileSync(
+    join(root, 'src/small.ts'),
+    `export function toFahrenheit(celsius: number): number {
+  return (celsius * 9) / 5 + 32
+}
+
+export function slugify(title: string): string {
+  return title.toLowerCase().split(' ').join('-')
+}
+
+export function dealCards(deck: string[], hands: number): string[][] {
+  return Array.from({ length: hands }, (_, i) => deck.filter((_, j) => j % hands === i))
+}
+`,
+  )
+  // One dimension per topic: each function's own text is about one, the whole chunk about all.
+  const topics = [
+    ['temperature', 'celsius', 'fahrenheit', 'tofahrenheit'],
+    ['url', 'slug', 'slugify', 'title'],
+    ['cards', 'deck', 'dealcards', 'hands'],
+  ]
+  const embed = (text) => {
+    const v = topics.map((words) => text.toLowerCase().split(/[^a-z]+/).filter((w) => words.includes(w)).length)
+    return [...v, 0.05]
+  }
+  const db = await Engram.open({
+    path: join(root, '..', 'parts.db'),
+    projectRoot: root,
+    embeddings: { model: 'topics', embed: async (texts) => texts.map(embed) },
+  })
+  t.after(() => db.close())
+  await db.index()
+  const [chunk] = await db.chunksOf('src/small.ts')
+  assert.equal(chunk.kind, 'block', 'the fixture must group its functions')
+  const report = await db.embedPending()
+  assert.equal(report.parts, 3)
+
+  for (const [query, symbol] of [
+    ['temperature', 'toFahrenheit'],
+    ['url', 'slugify'],
+    ['cards', 'dealCards'],
+  ]) {
+    const denseOnly = await db.recall(query, { filters: { kinds: ['chunk'] }, stages: { keyword: false } })
+    assert.equal(denseOnly.items[0].path, 'src/small.ts')
+    assert.equal(denseOnly.items[0].symbol, symbol, query)
+    assert.equal(denseOnly.items.length, 1, 'the chunk is listed once, however many parts matched')
+    const hits = await db.denseSearch(query, { kinds: ['chunk'] })
+    assert.equal(hits[0].symbol, symbol, query)
+  }
+  // Found by words alone, a grouped chunk names no one definition.
+  const keywordOnly = await db.recall('celsius', { filters: { kinds: ['chunk'] }, stages: { dense: false } })
+  assert.equal(keywordOnly.items[0].path, 'src/small.ts')
+  assert.equal(keywordOnly.items[0].symbol, undefined)
+})

@@ -47,8 +47,12 @@ struct Query {
 }
 
 enum Answer {
-    /// The chunk of `path` holding `line`.
-    Definition { path: String, line: u32 },
+    /// The chunk of `path` holding `line`, where `name` is defined.
+    Definition {
+        path: String,
+        line: u32,
+        name: String,
+    },
     /// Every one of these memories.
     Memories(Vec<String>),
 }
@@ -56,7 +60,7 @@ enum Answer {
 impl Answer {
     fn matches(&self, content: &ItemContent) -> bool {
         match (self, content) {
-            (Answer::Definition { path, line }, ItemContent::Chunk(c)) => {
+            (Answer::Definition { path, line, .. }, ItemContent::Chunk(c)) => {
                 c.path == *path && (c.start_line..=c.end_line).contains(line)
             }
             (Answer::Memories(ids), ItemContent::Memory(m)) => ids.contains(&m.id),
@@ -212,6 +216,7 @@ async fn code_sets(
         let answer = || Answer::Definition {
             path: case.path.clone(),
             line: case.line,
+            name: case.name.clone(),
         };
         if let Some(text) = code_sets::name_blind(&case.query, &case.name) {
             blind.push(Query {
@@ -312,6 +317,36 @@ fn request(query: &Query, row: Row, memory: bool, limit: u32) -> RecallRequest {
     request
 }
 
+/// Right answers in the top 10 that are grouped chunks (kind `block`), and how many of those
+/// name the answer's definition as the item's matched symbol.
+#[derive(Default)]
+struct Naming {
+    grouped: usize,
+    named: usize,
+}
+
+impl Naming {
+    fn add(&mut self, query: &Query, recall: &Recall) {
+        let Answer::Definition { name, .. } = &query.answer else {
+            return;
+        };
+        let right = recall
+            .items
+            .iter()
+            .take(10)
+            .find(|item| query.answer.matches(&item.content));
+        let Some(item) = right else { return };
+        let ItemContent::Chunk(chunk) = &item.content else {
+            return;
+        };
+        if chunk.kind == "block" {
+            self.grouped += 1;
+            let own = |symbol: &String| symbol.rsplit(['.', ':']).next() == Some(name.as_str());
+            self.named += usize::from(item.matched_symbol.as_ref().is_some_and(own));
+        }
+    }
+}
+
 /// Rank of the first right item and whether every right item is in the top 10.
 fn judge(query: &Query, recall: &Recall) -> (Option<usize>, bool) {
     let right: Vec<usize> = recall
@@ -383,6 +418,7 @@ async fn main() {
         "| --- | --- | --- | --- | --- | --- | --- |".to_owned(),
     ];
     let mut latency = Vec::new();
+    let mut naming = Vec::new();
     for (memory, (e, sets)) in &groups {
         for (name, queries) in sets {
             for (row, label) in ROWS {
@@ -391,12 +427,17 @@ async fn main() {
                 }
                 let mut score = Score::default();
                 let mut millis = Vec::new();
+                let mut named = Naming::default();
                 for query in queries {
                     let started = Instant::now();
                     let recall = e.recall(request(query, row, *memory, 10)).await.unwrap();
                     millis.push(started.elapsed().as_secs_f64() * 1e3);
                     let (first, all) = judge(query, &recall);
                     score.add(first, all);
+                    named.add(query, &recall);
+                }
+                if row == Row::Default && !*memory {
+                    naming.push(format!("| {name} | {} | {} |", named.grouped, named.named));
                 }
                 table.push(format!(
                     "| {name} | {label} | {} | {} |",
@@ -430,4 +471,8 @@ async fn main() {
         "\n| set | queries | default recall p50 ms | p90 | p99 |\n| --- | --- | --- | --- | --- |"
     );
     println!("{}", latency.join("\n"));
+    println!(
+        "\n| set | right answers in a grouped chunk (default, top 10) | named by the matched part |\n| --- | --- | --- |"
+    );
+    println!("{}", naming.join("\n"));
 }

@@ -552,7 +552,8 @@ async function main(argv) {
         if (json) console.log(JSON.stringify(report))
         else {
           console.log(
-            `${report.chunks} chunks and ${report.memories} memories embedded with ${report.model}` +
+            `${report.chunks} chunks (and ${report.parts} definitions in grouped chunks) and ` +
+              `${report.memories} memories embedded with ${report.model}` +
               ` (${report.textsEmbedded} texts through the model, the rest from the cache)`,
           )
         }

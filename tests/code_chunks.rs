@@ -8,7 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use engram::code::{analyze, AnalyzeOptions, ChunkOptions, FileAnalysis, FileKind};
+use engram::code::chunk::{embedding_text, text_hash};
+use engram::code::{
+    analyze, AnalyzeOptions, Chunk, ChunkKind, ChunkOptions, Definition, FileAnalysis, FileKind,
+};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code")
@@ -62,6 +65,15 @@ fn render(analysis: &FileAnalysis) -> String {
             out.push_str(&format!(" [{}]", c.symbols.join(", ")));
         }
         out.push('\n');
+        for part in &c.parts {
+            out.push_str(&format!(
+                "  part {} {} {}-{}\n",
+                part.kind.as_str(),
+                part.symbol,
+                part.start_line,
+                part.end_line
+            ));
+        }
     }
     out
 }
@@ -161,7 +173,7 @@ fn every_function_of_a_real_corpus_lands_whole_in_exactly_one_chunk() {
     let files = corpus();
     assert!(files.len() >= 30, "corpus too small: {} files", files.len());
     let mut parser = tree_sitter::Parser::new();
-    let (mut functions, mut chunks) = (0, 0);
+    let (mut functions, mut chunks, mut parts) = (0, 0, 0);
     for budgets in [small_budgets(), AnalyzeOptions::default()] {
         for path in &files {
             let bytes = std::fs::read(path).unwrap();
@@ -195,6 +207,10 @@ fn every_function_of_a_real_corpus_lands_whole_in_exactly_one_chunk() {
                 text[covered..].trim().is_empty(),
                 "{name}: tail after byte {covered} in no chunk"
             );
+            for c in &a.chunks {
+                check_parts(&name, &text, c, &a.definitions);
+                parts += c.parts.len();
+            }
             for d in a.definitions.iter().filter(|d| d.kind.is_atomic()) {
                 let holders = a
                     .chunks
@@ -212,8 +228,59 @@ fn every_function_of_a_real_corpus_lands_whole_in_exactly_one_chunk() {
         }
     }
     assert!(functions > 1000, "only {functions} functions checked");
+    assert!(parts > 100, "only {parts} parts of grouped chunks checked");
     eprintln!(
-        "{} files, {functions} functions, {chunks} chunks",
+        "{} files, {functions} functions, {chunks} chunks, {parts} parts",
         files.len()
     );
+}
+
+/// A grouped chunk has one part per outermost definition it holds, in order, each cut from the
+/// chunk's own text around that definition and keyed by the hash of what is embedded; other
+/// chunks have none.
+fn check_parts(name: &str, text: &str, c: &Chunk, defs: &[Definition]) {
+    if c.kind != ChunkKind::Block {
+        assert!(
+            c.parts.is_empty(),
+            "{name}: a {} chunk has parts",
+            c.kind.as_str()
+        );
+        return;
+    }
+    let inside = |d: &Definition| c.start_byte <= d.start_byte && d.end_byte <= c.end_byte;
+    let outermost: Vec<&Definition> = defs
+        .iter()
+        .filter(|d| inside(d) && d.parent.is_none_or(|p| !inside(&defs[p])))
+        .collect();
+    let symbols: Vec<&str> = c.parts.iter().map(|p| p.symbol.as_str()).collect();
+    let expected: Vec<&str> = outermost
+        .iter()
+        .map(|d| d.qualified_name.as_str())
+        .collect();
+    assert_eq!(
+        symbols, expected,
+        "{name}: lines {}-{}",
+        c.start_line, c.end_line
+    );
+    for (part, def) in c.parts.iter().zip(outermost) {
+        let body = c
+            .content
+            .get(part.content_range.clone())
+            .unwrap_or_else(|| panic!("{name}: {} cuts the chunk mid-character", part.symbol));
+        let at = c.start_byte + part.content_range.start;
+        assert!(
+            at <= def.start_byte && def.end_byte <= at + body.len(),
+            "{name}: part {} does not hold its definition",
+            part.symbol
+        );
+        assert_eq!(&text[at..at + body.len()], body);
+        assert!(part.start_line <= def.start_line && part.end_line == def.end_line);
+        assert!(part
+            .context
+            .contains(&format!(": {} | Lines: ", part.symbol)));
+        assert_eq!(
+            part.embed_hash,
+            text_hash(&embedding_text(&part.context, body))
+        );
+    }
 }

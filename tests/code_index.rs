@@ -617,3 +617,72 @@ async fn imports_find_a_file_added_after_them_and_lose_one_removed() {
     .unwrap();
     assert_eq!(sql_rows(&dir, imports).await, unresolved);
 }
+
+/// The parts rows of `path`'s chunks: (chunk kind, part symbol), in order.
+async fn parts_of(db_path: &Path, path: &str) -> Vec<(String, String)> {
+    let db = libsql::Builder::new_local(db_path).build().await.unwrap();
+    let conn = db.connect().unwrap();
+    let mut rows = conn
+        .query(
+            "SELECT c.kind, p.symbol FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+             JOIN code_chunk_parts p ON p.chunk_id = c.id WHERE f.path = ?1
+             ORDER BY c.ordinal, p.ordinal",
+            [path],
+        )
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.unwrap() {
+        out.push((row.get(0).unwrap(), row.get(1).unwrap()));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let small = "def one():\n    return 1\n\n\ndef two():\n    return 2\n";
+    write(&root, "pkg/small.py", small);
+    write(&root, "pkg/large.py", fixture("sample.py"));
+    write(&root, "pkg/single.py", "def only():\n    return 42\n");
+    let db_path = dir.path().join("engram.db");
+    let e = open(&dir).await;
+    run(&e).await;
+    drop(e);
+    let expected = vec![
+        ("block".to_owned(), "one".to_owned()),
+        ("block".to_owned(), "two".to_owned()),
+    ];
+    assert_eq!(parts_of(&db_path, "pkg/small.py").await, expected);
+
+    // Back to schema 8, as an older engram left it: no parts table.
+    {
+        let db = libsql::Builder::new_local(&db_path).build().await.unwrap();
+        let conn = db.connect().unwrap();
+        conn.execute_batch(
+            "DROP TABLE code_chunk_parts;
+             UPDATE engram_schema SET version = 8 WHERE home = 'code';",
+        )
+        .await
+        .unwrap();
+    }
+    let e = open(&dir).await;
+    let code = e
+        .engine()
+        .schema()
+        .iter()
+        .find(|s| s.home == "code")
+        .unwrap()
+        .clone();
+    assert_eq!((code.version, code.applied), (9, 1));
+    let again = run(&e).await;
+    drop(e);
+    // Only the files with grouped chunks were read again.
+    assert_eq!(
+        (again.files_indexed, again.files_unchanged),
+        (2, 1),
+        "{again:?}"
+    );
+    assert_eq!(parts_of(&db_path, "pkg/small.py").await, expected);
+}

@@ -3,16 +3,19 @@
 //! Rules: a definition that fits the budget is one chunk; a function, method or macro is never
 //! split, whatever its size; a larger definition (class, impl, module...) is split at its
 //! children, and each piece names the container and repeats its signature in the context
-//! prefix; small adjacent items at one level are merged up to a budget; comments and attributes
-//! go with the item they precede. Recursion stops at [`MAX_DEPTH`] (then lines are used), so
-//! pathological nesting degrades instead of overflowing the stack.
+//! prefix; small adjacent items at one level are merged up to a budget, and such a merged chunk
+//! (a block) lists each definition it holds as a part with its own text and prefix, embedded
+//! on its own; comments and attributes go with the item they precede. Recursion stops at
+//! [`MAX_DEPTH`] (then lines are used), so pathological nesting degrades instead of
+//! overflowing the stack.
 
 use std::collections::HashMap;
 
 use tree_sitter::{Node, Tree};
 
 use super::chunk::{
-    estimate_tokens, finish, pack_lines, Chunk, ChunkHead, ChunkKind, ChunkOptions, Lines,
+    estimate_tokens, finish, pack_lines, part_of, Chunk, ChunkHead, ChunkKind, ChunkOptions, Lines,
+    MAX_PARTS,
 };
 use super::definitions::Definition;
 
@@ -71,7 +74,27 @@ pub fn chunk(
     let lines = Lines::new(text);
     let chunks = groups
         .into_iter()
-        .filter_map(|g| finish(path, text, &lines, g.start, g.end, head(defs, &g)))
+        .filter_map(|g| {
+            let mut chunk = finish(path, text, &lines, g.start, g.end, head(defs, &g))?;
+            if chunk.kind == ChunkKind::Block {
+                let enclosing = g.within.map(|w| defs[w].signature.as_str());
+                chunk.parts = outermost(defs, &g)
+                    .into_iter()
+                    .filter_map(|d| {
+                        let def = &defs[d];
+                        // A definition's own segment carries its leading comments.
+                        let range = segments[g.segments.clone()]
+                            .iter()
+                            .find(|seg| seg.def == Some(d))
+                            .map_or((def.start_byte, def.end_byte), |seg| (seg.start, seg.end));
+                        let named = (def.kind, def.qualified_name.as_str());
+                        part_of(&chunk, path, text, &lines, range, named, enclosing)
+                    })
+                    .take(MAX_PARTS)
+                    .collect();
+            }
+            Some(chunk)
+        })
         .collect();
     AstChunks {
         chunks,
@@ -179,10 +202,12 @@ fn attach_leading(
 }
 
 /// A run of segments that becomes one chunk.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Group {
     start: usize,
     end: usize,
+    /// Indexes of its segments.
+    segments: std::ops::Range<usize>,
     within: Option<usize>,
     tokens: usize,
     /// Holds a definition.
@@ -198,7 +223,7 @@ fn group(segments: &[Segment], text: &str, options: &ChunkOptions) -> Vec<Group>
     let tokens_of = |s: usize, e: usize| estimate_tokens(text[s..e].trim().len());
     let mut groups: Vec<Group> = Vec::new();
     let mut open_small = false;
-    for seg in segments {
+    for (index, seg) in segments.iter().enumerate() {
         let tokens = tokens_of(seg.start, seg.end);
         let small = tokens < options.small_tokens;
         let is_def = seg.def.is_some();
@@ -212,6 +237,7 @@ fn group(segments: &[Segment], text: &str, options: &ChunkOptions) -> Vec<Group>
                 && last.tokens + tokens <= options.merge_tokens
             {
                 last.end = seg.end;
+                last.segments.end = index + 1;
                 last.tokens += tokens;
                 last.has_def |= is_def;
                 last.mixed = true;
@@ -219,6 +245,7 @@ fn group(segments: &[Segment], text: &str, options: &ChunkOptions) -> Vec<Group>
             }
             if same_level && !is_def && tokens <= TINY_TOKENS {
                 last.end = seg.end;
+                last.segments.end = index + 1;
                 last.tokens += tokens;
                 continue;
             }
@@ -226,6 +253,7 @@ fn group(segments: &[Segment], text: &str, options: &ChunkOptions) -> Vec<Group>
         groups.push(Group {
             start: seg.start,
             end: seg.end,
+            segments: index..index + 1,
             within: seg.within,
             tokens,
             has_def: is_def,
@@ -239,16 +267,25 @@ fn group(segments: &[Segment], text: &str, options: &ChunkOptions) -> Vec<Group>
 /// Items this small (`}`, `;`, a keyword) never stand alone.
 const TINY_TOKENS: usize = 4;
 
-/// Names a group after the definitions it holds, or the container it is a piece of.
-fn head(defs: &[Definition], g: &Group) -> ChunkHead {
-    // Definitions are sorted by start: those starting in the group are one contiguous run.
+/// Definitions that start in a group, as a range of `defs` (sorted by start, so contiguous).
+fn starting_in(defs: &[Definition], g: &Group) -> std::ops::Range<usize> {
     let first = defs.partition_point(|d| d.start_byte < g.start);
     let last = defs.partition_point(|d| d.start_byte < g.end);
+    first..last
+}
+
+/// The definitions a group holds whole that no other definition it holds encloses.
+fn outermost(defs: &[Definition], g: &Group) -> Vec<usize> {
     let inside = |d: &Definition| d.start_byte >= g.start && d.end_byte <= g.end;
-    let outermost: Vec<usize> = (first..last)
+    starting_in(defs, g)
         .filter(|&i| inside(&defs[i]) && defs[i].parent.is_none_or(|p| !inside(&defs[p])))
-        .collect();
-    let symbols = defs[first..last]
+        .collect()
+}
+
+/// Names a group after the definitions it holds, or the container it is a piece of.
+fn head(defs: &[Definition], g: &Group) -> ChunkHead {
+    let outermost = outermost(defs, g);
+    let symbols = defs[starting_in(defs, g)]
         .iter()
         .map(|d| d.qualified_name.clone())
         .collect();

@@ -84,7 +84,34 @@ pub struct Chunk {
     pub context: String,
     /// First 16 bytes of SHA-256 of [`embedding_text`]: the key of the chunk's vector.
     pub embed_hash: [u8; 16],
+    /// For a [`ChunkKind::Block`]: each definition it groups, embedded on its own so that a
+    /// search finds (and names) one small function among its neighbours. Empty otherwise.
+    pub parts: Vec<ChunkPart>,
 }
+
+/// One definition inside a grouped chunk, with its own vector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkPart {
+    /// What it defines.
+    pub kind: DefKind,
+    /// Its qualified name (`Class.method`).
+    pub symbol: String,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, 1-based, inclusive.
+    pub end_line: u32,
+    /// Byte range of its text (with leading comments) within the chunk's `content`.
+    pub content_range: std::ops::Range<usize>,
+    /// Its own contextual prefix (`File: path | function: name | Lines: a-b | In: ...`).
+    pub context: String,
+    /// Hash of its [`embedding_text`]: the key of its vector.
+    pub embed_hash: [u8; 16],
+}
+
+/// Upper bound on the parts of one chunk. A grouped chunk holds at most `merge_tokens` (256)
+/// estimated tokens, so even one-line definitions stay far below it; definitions past it have
+/// only the chunk's vector. Part keys in the vector index are built from it (`vector::store`).
+pub const MAX_PARTS: usize = 1024;
 
 /// The text a chunk is embedded as: its contextual prefix without the line range, a blank line,
 /// then its content. Line numbers carry no meaning for the model, and leaving them out means an
@@ -176,16 +203,14 @@ pub(crate) fn finish(
     }
     let (start, end) = (start + lead, start + lead + content.len());
     let (start_line, end_line) = (lines.line_of(start), lines.line_of(end - 1));
-    let mut context = format!("File: {path}");
-    if let Some(name) = head.qualified_name.as_deref().or(head.name.as_deref()) {
-        context.push_str(&format!(" | {}: {name}", head.kind.as_str()));
-    } else if !matches!(head.kind, ChunkKind::Code | ChunkKind::Text) {
-        context.push_str(&format!(" | {}", head.kind.as_str()));
-    }
-    context.push_str(&format!(" | Lines: {start_line}-{end_line}"));
-    if let Some(enclosing) = head.enclosing.as_deref().filter(|s| !s.is_empty()) {
-        context.push_str(&format!(" | In: {enclosing}"));
-    }
+    let name = head.qualified_name.as_deref().or(head.name.as_deref());
+    let context = context_prefix(
+        path,
+        head.kind,
+        name,
+        (start_line, end_line),
+        head.enclosing.as_deref(),
+    );
     Some(Chunk {
         kind: head.kind,
         name: head.name,
@@ -199,6 +224,70 @@ pub(crate) fn finish(
         token_estimate: estimate_tokens(content.len()) as u32,
         embed_hash: text_hash(&embedding_text(&context, content)),
         content: content.to_owned(),
+        context,
+        parts: Vec::new(),
+    })
+}
+
+/// `File: path | kind: name | Lines: a-b | In: <enclosing signature>`; a chunk of plain code or
+/// text has no kind part, an unnamed one (a block, a section) only its kind.
+fn context_prefix(
+    path: &str,
+    kind: ChunkKind,
+    name: Option<&str>,
+    (start_line, end_line): (u32, u32),
+    enclosing: Option<&str>,
+) -> String {
+    let mut context = format!("File: {path}");
+    if let Some(name) = name {
+        context.push_str(&format!(" | {}: {name}", kind.as_str()));
+    } else if !matches!(kind, ChunkKind::Code | ChunkKind::Text) {
+        context.push_str(&format!(" | {}", kind.as_str()));
+    }
+    context.push_str(&format!(" | Lines: {start_line}-{end_line}"));
+    if let Some(enclosing) = enclosing.filter(|s| !s.is_empty()) {
+        context.push_str(&format!(" | In: {enclosing}"));
+    }
+    context
+}
+
+/// The part of `chunk` that is `text[start..end]` (a definition the chunk groups, with its
+/// leading comments), named `symbol`; `None` when the range is blank or not inside the chunk.
+pub(crate) fn part_of(
+    chunk: &Chunk,
+    path: &str,
+    text: &str,
+    lines: &Lines,
+    (start, end): (usize, usize),
+    (kind, symbol): (DefKind, &str),
+    enclosing: Option<&str>,
+) -> Option<ChunkPart> {
+    let slice = text.get(start..end)?;
+    let lead = slice.len() - slice.trim_start().len();
+    let content = slice.trim();
+    let start = start + lead;
+    if content.is_empty() || start < chunk.start_byte || start + content.len() > chunk.end_byte {
+        return None;
+    }
+    let (start_line, end_line) = (
+        lines.line_of(start),
+        lines.line_of(start + content.len() - 1),
+    );
+    let context = context_prefix(
+        path,
+        ChunkKind::Def(kind),
+        Some(symbol),
+        (start_line, end_line),
+        enclosing,
+    );
+    let offset = start - chunk.start_byte;
+    Some(ChunkPart {
+        kind,
+        symbol: symbol.to_owned(),
+        start_line,
+        end_line,
+        content_range: offset..offset + content.len(),
+        embed_hash: text_hash(&embedding_text(&context, content)),
         context,
     })
 }

@@ -194,17 +194,15 @@ pub(crate) async fn write_batch(
                     "writing a chunk",
                 )
                 .await?;
+            let chunk_id = tx.last_insert_rowid();
+            inserted = Some(inserted.map_or((chunk_id, chunk_id), |(lo, hi)| {
+                (lo.min(chunk_id), hi.max(chunk_id))
+            }));
             statements
                 .run(
                     &statements.chunk_fts,
                     params![
-                        {
-                            let id = tx.last_insert_rowid();
-                            inserted = Some(
-                                inserted.map_or((id, id), |(lo, hi)| (lo.min(id), hi.max(id))),
-                            );
-                            id
-                        },
+                        chunk_id,
                         symbol_words(&c.symbols, c.name.as_deref()),
                         c.context.as_str(),
                         c.content.as_str()
@@ -212,6 +210,26 @@ pub(crate) async fn write_batch(
                     "indexing a chunk for search",
                 )
                 .await?;
+            for (ordinal, part) in c.parts.iter().enumerate() {
+                statements
+                    .run(
+                        &statements.part,
+                        params![
+                            chunk_id,
+                            ordinal as i64,
+                            part.kind.as_str(),
+                            part.symbol.as_str(),
+                            part.start_line,
+                            part.end_line,
+                            part.content_range.start as i64,
+                            part.content_range.end as i64,
+                            part.context.as_str(),
+                            part.embed_hash.to_vec()
+                        ],
+                        "writing a chunk's part",
+                    )
+                    .await?;
+            }
         }
         for d in &a.definitions {
             statements
@@ -277,6 +295,7 @@ struct BatchStatements {
     refresh_file: Statement,
     chunk: Statement,
     chunk_fts: Statement,
+    part: Statement,
     symbol: Statement,
     reference: Statement,
 }
@@ -300,6 +319,13 @@ impl BatchStatements {
             .await?,
             chunk_fts: prepare(
                 "INSERT INTO code_chunks_fts (rowid, symbol, context, content) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .await?,
+            part: prepare(
+                "INSERT INTO code_chunk_parts
+                   (chunk_id, ordinal, kind, symbol, start_line, end_line, start_off, end_off,
+                    context, embed_hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .await?,
             symbol: prepare(

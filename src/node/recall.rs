@@ -208,7 +208,9 @@ pub struct RecallItem {
     /// Chunks: the file, relative to the project root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// Chunks: the qualified name of the definition, when the chunk is one.
+    /// Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
+    /// groups several small definitions (kind `block`), the one whose own vector matched the
+    /// query best, when the dense path found it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
     /// Chunks: first line, 1-based.
@@ -494,7 +496,11 @@ fn item(i: core::RecallItem) -> RecallItem {
             out.kind = "chunk".into();
             out.id = c.id.to_string();
             out.path = Some(c.path.clone());
-            out.symbol = c.qualified_name.clone().or_else(|| c.name.clone());
+            out.symbol = c
+                .qualified_name
+                .clone()
+                .or_else(|| c.name.clone())
+                .or(i.matched_symbol);
             out.start_line = Some(c.start_line);
             out.end_line = Some(c.end_line);
             out.chunk = Some(CodeChunk::from(c));

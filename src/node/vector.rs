@@ -20,7 +20,7 @@ use crate::vector::{DenseQuery, ItemKind};
 pub struct EmbedProgress {
     /// `'chunk'` (embedded first) or `'memory'`.
     pub kind: String,
-    /// Items of this kind given a vector so far in this run.
+    /// Items of this kind given a vector so far in this run (chunks count their parts).
     pub done: u32,
     /// Items of this kind without a vector when the run started (grows if more arrive).
     pub total: u32,
@@ -33,6 +33,9 @@ pub struct EmbedReport {
     pub model: String,
     /// Chunks given a vector.
     pub chunks: u32,
+    /// Definitions inside grouped chunks (kind `block`) given a vector of their own: a dense
+    /// hit on one ranks its chunk and names the definition as the hit's `symbol`.
+    pub parts: u32,
     /// Memories given a vector.
     pub memories: u32,
     /// Texts that actually ran through the model (the rest came from the embedding cache or
@@ -65,7 +68,8 @@ pub struct DenseHit {
     pub chunk_id: Option<i64>,
     /// Chunks: the file, relative to the project root.
     pub path: Option<String>,
-    /// Chunks: the qualified name of the definition, when the chunk is one.
+    /// Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
+    /// groups several small definitions (kind `block`), the one whose own vector matched best.
     pub symbol: Option<String>,
     /// Chunks: first line, 1-based.
     pub start_line: Option<u32>,
@@ -160,6 +164,7 @@ impl Engram {
         promise(env, work, |r| EmbedReport {
             model: r.model.key(),
             chunks: clamp_u32(r.chunks),
+            parts: clamp_u32(r.parts),
             memories: clamp_u32(r.memories),
             texts_embedded: clamp_u32(r.texts_embedded),
         })

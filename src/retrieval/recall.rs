@@ -127,6 +127,9 @@ pub struct RecallItem {
     pub triggered_by: Option<String>,
     /// Its cosine similarity to the query's vector, when the dense path found it.
     pub similarity: Option<f32>,
+    /// For a chunk that groups several definitions (kind `block`): the qualified name of the
+    /// one whose own vector matched the query best, when the dense path found it by it.
+    pub matched_symbol: Option<String>,
 }
 
 impl RecallItem {
@@ -144,6 +147,7 @@ impl RecallItem {
             rerank_score: None,
             triggered_by: None,
             similarity: None,
+            matched_symbol: None,
         }
     }
 }
@@ -223,6 +227,8 @@ struct PathOutput {
     corrected_query: Option<String>,
     /// The dense path: each item's cosine similarity to the query's vector.
     similarities: HashMap<ItemRef, f32>,
+    /// The dense path: for grouped chunks, the definition whose vector matched the query's.
+    matched_symbols: HashMap<i64, String>,
     /// The keyword path: items the all-terms query found (before any-term fill).
     all_terms: u32,
     /// Whether the path ran for chunks and for memories (see `weights::Present`).
@@ -400,6 +406,7 @@ async fn execute(
     let mut lists = Vec::new();
     let mut skipped = Vec::new();
     let similarities = std::mem::take(&mut dense.similarities);
+    let matched_symbols = std::mem::take(&mut dense.matched_symbols);
     // The keyword path's chunk lists in order: the query's, then the corrected query's.
     let keyword_chunks: Vec<i64> = keyword
         .lists
@@ -483,6 +490,12 @@ async fn execute(
         .into_iter()
         .enumerate()
         .filter_map(|(index, f)| to_item(f, index, &mut rows, &similarities))
+        .map(|mut item| {
+            if let ItemContent::Chunk(chunk) = &item.content {
+                item.matched_symbol = matched_symbols.get(&chunk.id).cloned();
+            }
+            item
+        })
         .collect();
     if stages.scoring {
         for item in &mut items {
@@ -773,12 +786,18 @@ async fn dense_lists(
             &query,
         )
         .await?;
+        if keep_similarity && kind == ItemKind::Chunk {
+            let mut reader = store.reader().await;
+            for ((chunk, _), symbol) in crate::vector::part_symbols(&mut reader, &ranked).await? {
+                out.matched_symbols.insert(chunk, symbol);
+            }
+        }
         // Chunks are named by their id already (their rows are read after fusion, where a
         // chunk deleted meanwhile drops out); memories by id, not by the index's seq.
         let scored: Vec<(ItemRef, f32)> = match kind {
             ItemKind::Chunk => ranked
                 .into_iter()
-                .map(|(_, hit)| (ItemRef::Chunk(hit.id), hit.score))
+                .map(|r| (ItemRef::Chunk(r.hit.id), r.hit.score))
                 .collect(),
             ItemKind::Memory => crate::vector::describe(store, ranked)
                 .await?

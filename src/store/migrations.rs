@@ -180,6 +180,11 @@ const CODE: &[Migration] = &[
         name: "index_pending",
         sql: include_str!("sql/code/008_index_pending.sql"),
     },
+    Migration {
+        version: 9,
+        name: "chunk_parts",
+        sql: include_str!("sql/code/009_chunk_parts.sql"),
+    },
 ];
 
 /// A home's schema version after opening.

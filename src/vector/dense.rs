@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use libsql::params;
 
-use super::index::VectorHit;
+use super::index::{VectorHit, VectorIndex};
 use super::service::VectorIndexes;
-use super::store::ItemKind;
+use super::store::{split_key, ItemKind};
 use crate::embed::EmbedderId;
 use crate::error::{DbContext, Error, Result};
 use crate::store::{Reader, Store};
@@ -51,7 +51,8 @@ pub struct DenseHit {
     pub chunk_id: Option<i64>,
     /// For chunks: the file, relative to the project root.
     pub path: Option<String>,
-    /// For chunks: the qualified name of the definition (when the chunk is one).
+    /// For chunks: the qualified name of the definition the chunk is, or, for a chunk that
+    /// groups several, of the one whose own vector matched best.
     pub symbol: Option<String>,
     /// For chunks: first line, 1-based.
     pub start_line: Option<u32>,
@@ -76,9 +77,21 @@ pub(crate) async fn dense_search(
     describe(store, scored).await
 }
 
+/// One hit of [`dense_ranking`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RankedHit {
+    /// A chunk or a memory.
+    pub kind: ItemKind,
+    /// `code_chunks.id` or a memory's `seq`, and the cosine similarity of its best vector.
+    pub hit: VectorHit,
+    /// For a grouped chunk whose best vector was one of its parts': the part's ordinal.
+    pub part: Option<i64>,
+}
+
 /// [`dense_search`] without describing the hits: best first, at most `query.limit`, each an
-/// item kind and its id (`code_chunks.id`, or a memory's `seq`). For callers that read the
-/// items themselves (recall fetches its candidates' rows in one pass after fusion).
+/// item kind and its id (`code_chunks.id`, or a memory's `seq`). A chunk scores by the best of
+/// its own vector and its parts'. For callers that read the items themselves (recall fetches
+/// its candidates' rows in one pass after fusion).
 pub(crate) async fn dense_ranking(
     store: &Store,
     indexes: &VectorIndexes,
@@ -86,7 +99,7 @@ pub(crate) async fn dense_ranking(
     model: &EmbedderId,
     query_vector: Vec<f32>,
     query: &DenseQuery,
-) -> Result<Vec<(ItemKind, VectorHit)>> {
+) -> Result<Vec<RankedHit>> {
     if !(1..=MAX_DENSE_LIMIT).contains(&query.limit) {
         return Err(Error::invalid(format!(
             "limit must be within 1..={MAX_DENSE_LIMIT}, got {}",
@@ -102,27 +115,68 @@ pub(crate) async fn dense_ranking(
         query.kinds.clone()
     };
     let query_vector = std::sync::Arc::new(query_vector);
-    let mut scored: Vec<(ItemKind, VectorHit)> = Vec::new();
+    let mut scored: Vec<RankedHit> = Vec::new();
     for kind in kinds {
         let allowed = allowed_ids(store, project_id, kind, query).await?;
         let slot = indexes.current(store, project_id, kind, model).await?;
         let (limit, vector) = (query.limit, query_vector.clone());
         // The scan is CPU work of up to a few ms: keep it off the async workers.
         let hits = tokio::task::spawn_blocking(move || {
-            let allow = allowed.map(|set| move |id: i64| set.contains(&id));
+            // A part's key passes when its chunk does.
+            let allow = allowed.map(|set| move |key: i64| set.contains(&split_key(key).0));
             slot.with(|loaded| {
                 let filter = allow.as_ref().map(|f| f as &(dyn Fn(i64) -> bool + Sync));
-                loaded.index.search(&vector, limit, filter)
+                best_per_item(&loaded.index, &vector, limit, filter)
             })
-            .unwrap_or_else(|| Ok(Default::default()))
+            .unwrap_or_else(|| Ok(Vec::new()))
         })
         .await
         .map_err(|e| Error::Internal(format!("vector search task failed: {e}")))??;
-        scored.extend(hits.hits.into_iter().map(|hit| (kind, hit)));
+        scored.extend(
+            hits.into_iter()
+                .map(|(hit, part)| RankedHit { kind, hit, part }),
+        );
     }
-    scored.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+    scored.sort_by(|a, b| b.hit.score.total_cmp(&a.hit.score));
     scored.truncate(query.limit);
     Ok(scored)
+}
+
+/// Keys fetched per item wanted on the first try: several parts of one chunk may crowd a top
+/// list. A wider list costs little (the scan reads every vector whatever `k` is; only the f32
+/// rescoring grows), a second scan costs a whole one.
+const KEYS_PER_ITEM: usize = 3;
+
+/// The `limit` best items of `index`, each scored by its best key (a chunk's own vector or a
+/// part's), with the part that scored it. The list is widened until `limit` distinct items are
+/// found or the index has no more.
+fn best_per_item(
+    index: &VectorIndex,
+    vector: &[f32],
+    limit: usize,
+    filter: Option<&(dyn Fn(i64) -> bool + Sync)>,
+) -> Result<Vec<(VectorHit, Option<i64>)>> {
+    let mut wanted = limit
+        .saturating_mul(KEYS_PER_ITEM)
+        .min(index.len().max(limit));
+    loop {
+        let hits = index.search(vector, wanted, filter)?.hits;
+        let exhausted = hits.len() < wanted || wanted >= index.len();
+        let mut best: Vec<(VectorHit, Option<i64>)> = Vec::with_capacity(limit);
+        let mut seen = HashSet::new();
+        // Hits come best first: an item's first hit is its best.
+        for hit in hits {
+            let (id, part) = split_key(hit.id);
+            if seen.insert(id) {
+                best.push((VectorHit { id, ..hit }, part));
+            }
+        }
+        if best.len() >= limit || exhausted {
+            best.truncate(limit);
+            return Ok(best);
+        }
+        wanted = wanted.saturating_mul(2).min(index.len());
+    }
 }
 
 /// The chunks of project `?1` in the file `?2` or under the directory `?3` (`?2` and a
@@ -181,10 +235,7 @@ async fn ids_of(
 }
 
 /// Adds what each hit points at; hits whose item went away since the index was read drop out.
-pub(crate) async fn describe(
-    store: &Store,
-    scored: Vec<(ItemKind, VectorHit)>,
-) -> Result<Vec<DenseHit>> {
+pub(crate) async fn describe(store: &Store, scored: Vec<RankedHit>) -> Result<Vec<DenseHit>> {
     const CHUNKS: &str = "SELECT c.id, f.path, coalesce(c.qualified_name, c.name), c.start_line, c.end_line
         FROM json_each(?1) j JOIN code_chunks c ON c.id = j.value JOIN code_files f ON f.id = c.file_id";
     const MEMORIES: &str =
@@ -192,8 +243,8 @@ pub(crate) async fn describe(
     let ids_of_kind = |kind: ItemKind| -> Result<String> {
         let ids: Vec<i64> = scored
             .iter()
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, hit)| hit.id)
+            .filter(|r| r.kind == kind)
+            .map(|r| r.hit.id)
             .collect();
         serde_json::to_string(&ids).map_err(|e| Error::Internal(e.to_string()))
     };
@@ -226,9 +277,10 @@ pub(crate) async fn describe(
         .await?
         .into_iter()
         .collect::<std::collections::HashMap<_, _>>();
+    let matched = part_symbols(&mut reader, &scored).await?;
     Ok(scored
         .into_iter()
-        .filter_map(|(kind, hit)| {
+        .filter_map(|RankedHit { kind, hit, part }| {
             let mut out = DenseHit {
                 kind,
                 score: hit.score,
@@ -245,7 +297,9 @@ pub(crate) async fn describe(
                     let (path, symbol, start, end) = chunks.get(&hit.id)?.clone();
                     out.chunk_id = Some(hit.id);
                     out.path = Some(path);
-                    out.symbol = symbol;
+                    out.symbol = symbol.or_else(|| {
+                        part.and_then(|ordinal| matched.get(&(hit.id, ordinal)).cloned())
+                    });
                     out.start_line = Some(start);
                     out.end_line = Some(end);
                 }
@@ -258,6 +312,36 @@ pub(crate) async fn describe(
             Some(out)
         })
         .collect())
+}
+
+/// The symbols of the parts that scored `scored`'s chunks, by (chunk id, ordinal).
+pub(crate) async fn part_symbols(
+    reader: &mut Reader<'_>,
+    scored: &[RankedHit],
+) -> Result<std::collections::HashMap<(i64, i64), String>> {
+    const PARTS: &str = "SELECT p.chunk_id, p.ordinal, p.symbol FROM json_each(?1) j
+        CROSS JOIN code_chunk_parts p
+          ON p.chunk_id = json_extract(j.value, '$[0]') AND p.ordinal = json_extract(j.value, '$[1]')";
+    let keys: Vec<(i64, i64)> = scored
+        .iter()
+        .filter_map(|r| Some((r.hit.id, r.part?)))
+        .collect();
+    if keys.is_empty() {
+        return Ok(Default::default());
+    }
+    let keys = serde_json::to_string(&keys).map_err(|e| Error::Internal(e.to_string()))?;
+    let rows = reader
+        .query_cached(PARTS, params![keys], |row| {
+            Ok((
+                (
+                    row.get::<i64>(0).ctx("chunk id")?,
+                    row.get::<i64>(1).ctx("part ordinal")?,
+                ),
+                row.get::<String>(2).ctx("part symbol")?,
+            ))
+        })
+        .await?;
+    Ok(rows.into_iter().collect())
 }
 
 #[cfg(test)]

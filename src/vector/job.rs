@@ -29,7 +29,7 @@ const LOG_KEEP: i64 = 200_000;
 pub struct EmbedProgress {
     /// What is being embedded now.
     pub kind: ItemKind,
-    /// Items of this kind given a vector so far in this run.
+    /// Items of this kind given a vector so far in this run (for chunks: chunks and parts).
     pub done: u64,
     /// Items of this kind without a vector when the run started.
     pub total: u64,
@@ -42,6 +42,8 @@ pub struct EmbedReport {
     pub model: EmbedderId,
     /// Chunks given a vector.
     pub chunks: u64,
+    /// Parts of grouped chunks (the definitions they hold) given a vector.
+    pub parts: u64,
     /// Memories given a vector.
     pub memories: u64,
     /// Texts actually run through the model (chunks with identical text share one).
@@ -63,6 +65,7 @@ pub async fn embed_pending(
     let mut report = EmbedReport {
         model,
         chunks: 0,
+        parts: 0,
         memories: 0,
         texts_embedded: 0,
     };
@@ -83,7 +86,7 @@ pub async fn embed_pending(
                 pending(&mut reader, kind, project_id, &key, after_id, STEP).await?
             };
             let Some(last) = items.last() else { break };
-            after_id = last.id;
+            after_id = last.cursor;
             // Chunks whose hash was only computed now (rows from before schema v4) may find
             // their text's vector stored already.
             let cached = match kind {
@@ -103,7 +106,11 @@ pub async fn embed_pending(
             report.texts_embedded += distinct;
             done += items.len() as u64;
             match kind {
-                ItemKind::Chunk => report.chunks += items.len() as u64,
+                ItemKind::Chunk => {
+                    let parts = items.iter().filter(|item| item.id < 0).count() as u64;
+                    report.parts += parts;
+                    report.chunks += items.len() as u64 - parts;
+                }
                 ItemKind::Memory => report.memories += items.len() as u64,
             }
             // Items added while running can push `done` past the first count.

@@ -14,7 +14,7 @@ mod service;
 mod store;
 
 pub use auto::{AutoEmbed, BackgroundStatus};
-pub(crate) use dense::{dense_ranking, dense_search, describe};
+pub(crate) use dense::{dense_ranking, dense_search, describe, part_symbols};
 pub use dense::{DenseHit, DenseQuery, MAX_DENSE_LIMIT};
 pub use index::{SearchOutcome, VectorHit, VectorIndex};
 pub use job::{embed_pending, EmbedProgress, EmbedReport};

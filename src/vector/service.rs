@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::index::VectorIndex;
 use super::store::{
-    cached_chunk_vectors, load_items, load_project, log_bounds, read_changes, ItemKind, ItemState,
+    cached_chunk_vectors, load_items, load_project, log_bounds, read_changes, split_key, ItemKind,
+    ItemState,
 };
 use crate::embed::EmbedderId;
 use crate::error::Result;
@@ -32,6 +33,9 @@ pub struct LoadedIndex {
     /// these join the index (the log names the hash, not every chunk that shares it).
     waiting: HashMap<[u8; 16], Vec<i64>>,
     waiting_hash: HashMap<i64, [u8; 16]>,
+    /// The part keys known for each grouped chunk, so a chunk that changes or goes takes its
+    /// parts with it.
+    parts_of: HashMap<i64, Vec<i64>>,
 }
 
 impl LoadedIndex {
@@ -41,10 +45,19 @@ impl LoadedIndex {
             seen_seq,
             waiting: HashMap::new(),
             waiting_hash: HashMap::new(),
+            parts_of: HashMap::new(),
         }
     }
 
-    /// Drops whatever the index knew about `id`.
+    /// Drops whatever the index knew about chunk or memory `id`, and a chunk's parts.
+    fn forget_with_parts(&mut self, id: i64) {
+        for part in self.parts_of.remove(&id).unwrap_or_default() {
+            self.forget(part);
+        }
+        self.forget(id);
+    }
+
+    /// Drops whatever the index knew about key `id`.
     fn forget(&mut self, id: i64) {
         self.index.remove(id);
         if let Some(hash) = self.waiting_hash.remove(&id) {
@@ -57,9 +70,15 @@ impl LoadedIndex {
         }
     }
 
-    /// Takes in an item's current state.
+    /// Takes in an item's current state (a chunk's parts are items of their own).
     fn apply(&mut self, item: ItemState) {
         self.forget(item.id);
+        if let (chunk, Some(_)) = split_key(item.id) {
+            let parts = self.parts_of.entry(chunk).or_default();
+            if !parts.contains(&item.id) {
+                parts.push(item.id);
+            }
+        }
         match (item.vector, item.hash) {
             // A zero or non-finite vector has no direction: it stays out of the index.
             (Some(vector), _) => {
@@ -164,11 +183,10 @@ impl VectorIndexes {
             let vectors = cached_chunk_vectors(&mut reader, &key.embedder, dims, &hashes).await?;
             let mut state = slot.state.write().unwrap_or_else(|e| e.into_inner());
             let loaded = state.as_mut().expect("loaded above");
-            let present: std::collections::HashSet<i64> = items.iter().map(|i| i.id).collect();
+            // Every changed chunk is forgotten with its parts, then what is there now comes
+            // back: a re-chunked block may hold fewer parts than before.
             for id in &changes.ids {
-                if !present.contains(id) {
-                    loaded.forget(*id);
-                }
+                loaded.forget_with_parts(*id);
             }
             for item in items {
                 loaded.apply(item);
@@ -184,5 +202,61 @@ impl VectorIndexes {
             loaded.seen_seq = through;
         }
         Ok(slot.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::part_key;
+    use super::*;
+
+    fn state(id: i64, seed: f32) -> ItemState {
+        ItemState {
+            id,
+            hash: Some([seed as u8; 16]),
+            vector: Some(vec![1.0, seed, 0.5]),
+        }
+    }
+
+    #[test]
+    fn a_changed_chunk_takes_its_parts_with_it() {
+        let mut loaded = LoadedIndex::new(3, 0);
+        for item in [
+            state(5, 1.0),
+            state(part_key(5, 0), 2.0),
+            state(part_key(5, 1), 3.0),
+            state(6, 4.0),
+            state(part_key(6, 0), 5.0),
+        ] {
+            loaded.apply(item);
+        }
+        assert_eq!(loaded.index.len(), 5);
+        // Chunk 5 is re-chunked with one part: what it had goes, what it has comes back.
+        loaded.forget_with_parts(5);
+        assert_eq!(loaded.index.len(), 2);
+        assert!(loaded.index.contains(6) && loaded.index.contains(part_key(6, 0)));
+        loaded.apply(state(5, 1.0));
+        loaded.apply(state(part_key(5, 0), 2.0));
+        assert_eq!(loaded.index.len(), 4);
+        // A part waiting for its vector goes with its chunk too.
+        loaded.apply(ItemState {
+            id: part_key(6, 1),
+            hash: Some([9; 16]),
+            vector: None,
+        });
+        loaded.forget_with_parts(6);
+        assert_eq!(loaded.index.len(), 2);
+        assert!(loaded.waiting.is_empty() && loaded.waiting_hash.is_empty());
+    }
+
+    #[test]
+    fn part_keys_never_meet_chunk_ids_and_split_back() {
+        for (chunk, ordinal) in [(1, 0), (1, 1023), (7_000_000_000, 5)] {
+            let key = part_key(chunk, ordinal);
+            assert!(key < 0);
+            assert_eq!(split_key(key), (chunk, Some(ordinal)));
+        }
+        assert_eq!(split_key(42), (42, None));
+        assert_ne!(part_key(1, 1023), part_key(2, 0));
     }
 }

@@ -8,6 +8,10 @@
 //! writer and `delete_contents`, the only places chunks are inserted or deleted, rather than by
 //! a trigger: a trigger per chunk cost ~15% of a cold index.
 //!
+//! A grouped chunk's parts (`code_chunk_parts`: the small definitions it holds) have vectors
+//! of their own in the same chunk index, under negative keys ([`part_key`]); they come and go
+//! with their chunk, so the chunk ranges of the log cover them.
+//!
 //! `memory_vectors(memory_seq, embedder)` holds one little-endian f32 blob per memory and model
 //! with the hash of its embedding text, dropped by trigger when the memory's content, type,
 //! files or modules change. `code_vectors(embedder, text_hash)` holds one vector per model and
@@ -17,7 +21,7 @@ use std::collections::HashMap;
 
 use libsql::{params, Row};
 
-use crate::code::chunk::{embedding_text, text_hash};
+use crate::code::chunk::{embedding_text, text_hash, MAX_PARTS};
 use crate::error::{DbContext, Error, Result};
 use crate::store::{begin_write, Reader, Store};
 
@@ -40,11 +44,28 @@ impl ItemKind {
     }
 }
 
+/// The chunk index's key for part `ordinal` of chunk `chunk_id`: negative, so it never meets a
+/// chunk's own key (its id).
+pub fn part_key(chunk_id: i64, ordinal: i64) -> i64 {
+    -(chunk_id * MAX_PARTS as i64 + ordinal) - 1
+}
+
+/// The chunk a key of the chunk index belongs to, and the part's ordinal for a part's key.
+pub fn split_key(key: i64) -> (i64, Option<i64>) {
+    if key >= 0 {
+        return (key, None);
+    }
+    let n = -(key + 1);
+    (n / MAX_PARTS as i64, Some(n % MAX_PARTS as i64))
+}
+
 /// An item that has no vector for a model yet, with the text to embed.
 #[derive(Debug, Clone)]
 pub struct PendingItem {
-    /// Chunk id or memory seq.
+    /// Chunk id, a part's key ([`part_key`]) or memory seq.
     pub id: i64,
+    /// Where a page of pending items resumes after this one: its chunk id or memory seq.
+    pub cursor: i64,
     /// The embedding text.
     pub text: String,
     /// Its hash (the key of a chunk's vector).
@@ -101,7 +122,7 @@ pub async fn log_bounds(reader: &mut Reader<'_>, kind: ItemKind) -> Result<Optio
 /// An item's current state for an index: its hash (chunks) and its vector for the model, if any.
 #[derive(Debug, Clone)]
 pub struct ItemState {
-    /// Chunk id or memory seq.
+    /// Chunk id, a part's key ([`part_key`]) or memory seq.
     pub id: i64,
     /// A chunk's embedding-text hash (`None` for memories and pre-v4 chunks).
     pub hash: Option<[u8; 16]>,
@@ -128,11 +149,17 @@ pub async fn load_project(
     embedder: &str,
     dims: usize,
 ) -> Result<Vec<ItemState>> {
-    const CHUNK: &str = "SELECT c.id, c.embed_hash, v.vector FROM code_files f
+    const CHUNK: &str = "SELECT c.id, NULL, c.embed_hash, v.vector FROM code_files f
         JOIN code_chunks c ON c.file_id = f.id
         LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash
+        WHERE f.project_id = ?1
+        UNION ALL
+        SELECT p.chunk_id, p.ordinal, p.embed_hash, v.vector FROM code_files f
+        JOIN code_chunks c ON c.file_id = f.id
+        JOIN code_chunk_parts p ON p.chunk_id = c.id
+        LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = p.embed_hash
         WHERE f.project_id = ?1";
-    const MEMORY: &str = "SELECT m.seq, NULL, v.vector FROM memories m
+    const MEMORY: &str = "SELECT m.seq, NULL, NULL, v.vector FROM memories m
         JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2
         WHERE m.project_id = ?1 AND m.deprecated = 0";
     let sql = match kind {
@@ -196,14 +223,21 @@ pub async fn read_changes(
 // the planner looped over every chunk (memory) of the project and re-read the whole list
 // inside that loop, so one batch cost as much as the project was large.
 
-/// Chunks `?3` (JSON ids) of project `?1` with their vector from embedder `?2`, if any.
-const CHUNK_STATES: &str = "SELECT c.id, c.embed_hash, v.vector FROM json_each(?3) j
+/// Chunks `?3` (JSON ids) of project `?1` and their parts, with their vector from embedder
+/// `?2`, if any.
+const CHUNK_STATES: &str = "SELECT c.id, NULL, c.embed_hash, v.vector FROM json_each(?3) j
     CROSS JOIN code_chunks c ON c.id = j.value
     CROSS JOIN code_files f ON f.id = c.file_id AND f.project_id = ?1
-    LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash";
+    LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = c.embed_hash
+    UNION ALL
+    SELECT p.chunk_id, p.ordinal, p.embed_hash, v.vector FROM json_each(?3) j
+    CROSS JOIN code_chunks c ON c.id = j.value
+    CROSS JOIN code_files f ON f.id = c.file_id AND f.project_id = ?1
+    CROSS JOIN code_chunk_parts p ON p.chunk_id = c.id
+    LEFT JOIN code_vectors v ON v.embedder = ?2 AND v.text_hash = p.embed_hash";
 
 /// Active memories `?3` (JSON seqs) of project `?1` that have a vector from embedder `?2`.
-const MEMORY_STATES: &str = "SELECT m.seq, NULL, v.vector FROM json_each(?3) j
+const MEMORY_STATES: &str = "SELECT m.seq, NULL, NULL, v.vector FROM json_each(?3) j
     CROSS JOIN memories m ON m.seq = j.value AND m.project_id = ?1 AND m.deprecated = 0
     CROSS JOIN memory_vectors v ON v.memory_seq = m.seq AND v.embedder = ?2";
 
@@ -231,19 +265,34 @@ pub async fn load_items(
         .await
 }
 
+/// Reads (id, part ordinal, hash, vector).
 fn item_row(row: &Row, dims: usize) -> Result<ItemState> {
-    let hash: Option<Vec<u8>> = row.get(1).ctx("embed hash")?;
-    let vector: Option<Vec<u8>> = row.get(2).ctx("vector")?;
+    let id: i64 = row.get(0).ctx("item id")?;
+    let ordinal: Option<i64> = row.get(1).ctx("part ordinal")?;
+    let hash: Option<Vec<u8>> = row.get(2).ctx("embed hash")?;
+    let vector: Option<Vec<u8>> = row.get(3).ctx("vector")?;
     Ok(ItemState {
-        id: row.get(0).ctx("item id")?,
+        id: ordinal.map_or(id, |ordinal| part_key(id, ordinal)),
         hash: hash.and_then(|h| <[u8; 16]>::try_from(h.as_slice()).ok()),
         // A blob of another width cannot come from this model's key; treat it as missing.
         vector: vector.and_then(|v| decode(&v, dims)),
     })
 }
 
-/// Up to `limit` items of `project` with no vector for `embedder`, ids above `after_id`, in id
-/// order, with their embedding texts.
+/// A chunk of project `?1` has no vector for embedder `?2`, or one of its parts has none.
+macro_rules! chunk_or_part_unembedded {
+    () => {
+        "(c.embed_hash IS NULL
+          OR NOT EXISTS (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash)
+          OR EXISTS (SELECT 1 FROM code_chunk_parts p WHERE p.chunk_id = c.id AND NOT EXISTS
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = p.embed_hash)))"
+    };
+}
+
+/// Up to `limit` items of `project` with no vector for `embedder`, after `after_id` (a chunk id
+/// or memory seq), in id order, with their embedding texts: for chunks, up to `limit` chunks
+/// that lack a vector themselves or for one of their parts, each followed by its parts that lack
+/// one. Page on with the last item's `cursor`.
 pub async fn pending(
     reader: &mut Reader<'_>,
     kind: ItemKind,
@@ -252,12 +301,15 @@ pub async fn pending(
     after_id: i64,
     limit: i64,
 ) -> Result<Vec<PendingItem>> {
-    const CHUNK: &str = "SELECT c.id, c.context, c.content, c.embed_hash FROM code_files f
-        JOIN code_chunks c ON c.file_id = f.id
-        WHERE f.project_id = ?1 AND c.id > ?3
-          AND (c.embed_hash IS NULL OR NOT EXISTS
-               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash))
-        ORDER BY c.id LIMIT ?4 + 0";
+    const CHUNK: &str = concat!(
+        "SELECT c.id, c.context, c.content, c.embed_hash,
+           c.embed_hash IS NULL OR NOT EXISTS
+             (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash)
+         FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         WHERE f.project_id = ?1 AND c.id > ?3 AND ",
+        chunk_or_part_unembedded!(),
+        " ORDER BY c.id LIMIT ?4 + 0"
+    );
     const MEMORY: &str =
         "SELECT m.seq, m.type, m.content, m.related_files, m.related_modules, m.version FROM memories m
         WHERE m.project_id = ?1 AND m.deprecated = 0 AND m.seq > ?3
@@ -266,27 +318,54 @@ pub async fn pending(
         ORDER BY m.seq LIMIT ?4 + 0";
     match kind {
         ItemKind::Chunk => {
-            reader
+            let chunks = reader
                 .query_cached(
                     CHUNK,
                     params![project_id, embedder, after_id, limit],
                     |row| {
-                        let text = embedding_text(
-                            &row.get::<String>(1).ctx("context")?,
-                            &row.get::<String>(2).ctx("content")?,
-                        );
+                        let id: i64 = row.get(0).ctx("chunk id")?;
+                        let context: String = row.get(1).ctx("context")?;
+                        let content: String = row.get(2).ctx("content")?;
                         let stored: Option<Vec<u8>> = row.get(3).ctx("embed hash")?;
-                        let hash = text_hash(&text);
-                        Ok(PendingItem {
-                            id: row.get(0).ctx("chunk id")?,
-                            hash_missing: stored.as_deref() != Some(&hash[..]),
-                            text,
-                            hash,
-                            version: 0,
-                        })
+                        let own_missing = row.get::<i64>(4).ctx("vector missing")? != 0;
+                        let own = own_missing.then(|| {
+                            let text = embedding_text(&context, &content);
+                            let hash = text_hash(&text);
+                            PendingItem {
+                                id,
+                                cursor: id,
+                                hash_missing: stored.as_deref() != Some(&hash[..]),
+                                text,
+                                hash,
+                                version: 0,
+                            }
+                        });
+                        Ok((id, content, own))
                     },
                 )
-                .await
+                .await?;
+            let ids: Vec<i64> = chunks.iter().map(|(id, ..)| *id).collect();
+            let mut parts = pending_parts(reader, embedder, &ids).await?;
+            let mut items = Vec::new();
+            for (id, content, own) in chunks {
+                items.extend(own);
+                for (ordinal, context, range, hash) in parts.remove(&id).unwrap_or_default() {
+                    // A range that does not cut the content at characters cannot come from the
+                    // chunker; such a part stays without a vector rather than fail the run.
+                    let Some(body) = content.get(range) else {
+                        continue;
+                    };
+                    items.push(PendingItem {
+                        id: part_key(id, ordinal),
+                        cursor: id,
+                        text: embedding_text(&context, body),
+                        hash,
+                        hash_missing: false,
+                        version: 0,
+                    });
+                }
+            }
+            Ok(items)
         }
         ItemKind::Memory => {
             reader
@@ -304,8 +383,10 @@ pub async fn pending(
                             &list(3, "related files")?,
                             &list(4, "related modules")?,
                         );
+                        let seq: i64 = row.get(0).ctx("memory seq")?;
                         Ok(PendingItem {
-                            id: row.get(0).ctx("memory seq")?,
+                            id: seq,
+                            cursor: seq,
                             hash: text_hash(&text),
                             hash_missing: false,
                             version: row.get(5).ctx("version")?,
@@ -318,18 +399,68 @@ pub async fn pending(
     }
 }
 
-/// How many items of `project` have no vector for `embedder`.
+/// A part's ordinal, prefix, byte range in its chunk's content, and vector key.
+type PendingPart = (i64, String, std::ops::Range<usize>, [u8; 16]);
+
+/// The parts of `chunk_ids` with no vector for `embedder`, by chunk, in ordinal order.
+async fn pending_parts(
+    reader: &mut Reader<'_>,
+    embedder: &str,
+    chunk_ids: &[i64],
+) -> Result<HashMap<i64, Vec<PendingPart>>> {
+    const SQL: &str =
+        "SELECT p.chunk_id, p.ordinal, p.context, p.start_off, p.end_off, p.embed_hash
+        FROM json_each(?2) j CROSS JOIN code_chunk_parts p ON p.chunk_id = j.value
+        WHERE NOT EXISTS
+          (SELECT 1 FROM code_vectors v WHERE v.embedder = ?1 AND v.text_hash = p.embed_hash)
+        ORDER BY p.chunk_id, p.ordinal";
+    let mut parts: HashMap<i64, Vec<PendingPart>> = HashMap::new();
+    if chunk_ids.is_empty() {
+        return Ok(parts);
+    }
+    let ids = serde_json::to_string(chunk_ids).map_err(|e| Error::Internal(e.to_string()))?;
+    let rows = reader
+        .query_cached(SQL, params![embedder, ids], |row| {
+            let offset = |i: i32, what: &str| -> Result<usize> {
+                Ok(row.get::<i64>(i).ctx(what)?.max(0) as usize)
+            };
+            let hash: Vec<u8> = row.get(5).ctx("part hash")?;
+            Ok((
+                row.get::<i64>(0).ctx("chunk id")?,
+                row.get::<i64>(1).ctx("part ordinal")?,
+                row.get::<String>(2).ctx("part context")?,
+                offset(3, "part start")?..offset(4, "part end")?,
+                <[u8; 16]>::try_from(hash.as_slice()).ok(),
+            ))
+        })
+        .await?;
+    for (chunk_id, ordinal, context, range, hash) in rows {
+        if let Some(hash) = hash {
+            parts
+                .entry(chunk_id)
+                .or_default()
+                .push((ordinal, context, range, hash));
+        }
+    }
+    Ok(parts)
+}
+
+/// How many items of `project` have no vector for `embedder` (for chunks: chunks and parts).
 pub async fn count_pending(
     reader: &mut Reader<'_>,
     kind: ItemKind,
     project_id: &str,
     embedder: &str,
 ) -> Result<u64> {
-    const CHUNK: &str = "SELECT count(*) FROM code_files f
-        JOIN code_chunks c ON c.file_id = f.id
-        WHERE f.project_id = ?1
-          AND (c.embed_hash IS NULL OR NOT EXISTS
-               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash))";
+    const CHUNK: &str = "SELECT
+        (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         WHERE f.project_id = ?1
+           AND (c.embed_hash IS NULL OR NOT EXISTS
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash)))
+      + (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         JOIN code_chunk_parts p ON p.chunk_id = c.id
+         WHERE f.project_id = ?1 AND NOT EXISTS
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = p.embed_hash))";
     const MEMORY: &str = "SELECT count(*) FROM memories m
         WHERE m.project_id = ?1 AND m.deprecated = 0
           AND NOT EXISTS
