@@ -440,6 +440,7 @@ export function dealCards(deck: string[], hands: number): string[][] {
     assert.equal(denseOnly.items.length, 1, 'the chunk is listed once, however many parts matched')
     const hits = await db.denseSearch(query, { kinds: ['chunk'] })
     assert.equal(hits[0].symbol, symbol, query)
+    assert.equal(new Set(hits.map((h) => h.chunkId)).size, hits.length, 'a chunk is one hit, not one per part')
   }
   // Found by words alone, a grouped chunk names no one definition.
   const keywordOnly = await db.recall('celsius', { filters: { kinds: ['chunk'] }, stages: { dense: false } })

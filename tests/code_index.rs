@@ -649,6 +649,10 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
     let db_path = dir.path().join("engram.db");
     let e = open(&dir).await;
     run(&e).await;
+    let mut on_small =
+        engram::memory::RememberInput::new(engram::memory::MemoryType::Gotcha, "one() is 1");
+    on_small.related_files = vec!["pkg/small.py".into()];
+    let memory = e.remember(on_small).await.unwrap().memory;
     drop(e);
     let expected = vec![
         ("block".to_owned(), "one".to_owned()),
@@ -667,6 +671,14 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
         .await
         .unwrap();
     }
+    // The file's time says it was edited long after the memory, but its content is as it was:
+    // being read again for the upgrade is not an edit that sends the memory to review.
+    std::fs::File::options()
+        .write(true)
+        .open(root.join("pkg/small.py"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60 * 86_400))
+        .unwrap();
     let e = open(&dir).await;
     let code = e
         .engine()
@@ -677,6 +689,8 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
         .clone();
     assert_eq!((code.version, code.applied), (9, 1));
     let again = run(&e).await;
+    assert_eq!(again.memories_flagged_for_review, 0, "{again:?}");
+    assert!(!e.get(&memory.id).await.unwrap().needs_review);
     drop(e);
     // Only the files with grouped chunks were read again.
     assert_eq!(

@@ -39,7 +39,7 @@ try {
   const report = await db.embedPending()
   const embedSecs = Number(hrtime.bigint() - started) / 1e9
   console.log(
-    `dense: ${root}: ${indexed.chunks} chunks; embedPending ${report.chunks} chunks (${report.textsEmbedded} texts) in ${embedSecs.toFixed(1)} s = ${(report.chunks / embedSecs).toFixed(1)} chunks/s`,
+    `dense: ${root}: ${indexed.chunks} chunks; embedPending ${report.chunks} chunks + ${report.parts} parts of grouped chunks (${report.textsEmbedded} texts) in ${embedSecs.toFixed(1)} s = ${(report.chunks / embedSecs).toFixed(1)} chunks/s, ${(report.textsEmbedded / embedSecs).toFixed(1)} texts/s`,
   )
   for (let i = 0; i < QUERIES.length; i++) await db.denseSearch(QUERIES[i], { limit: 10 }) // warm-up
   const samples = []

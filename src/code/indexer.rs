@@ -703,10 +703,12 @@ async fn write(
     touched.add_replaced(store::symbol_names_of(&tx, &replaced).await?);
     let written = store::write_batch(&tx, ctx.project_id, batch, now).await?;
     // Files whose content changed since their last index (skipped ones have no content to
-    // compare): memories on them written long before the edit go back to review.
+    // compare, files read again for a schema upgrade none known): memories on them written
+    // long before the edit go back to review.
     let edits: Vec<(&str, i64)> = batch
         .iter()
-        .filter(|f| !f.unchanged && f.existing_id.is_some() && f.content_hash.is_some())
+        .filter(|f| !f.unchanged && !f.reread_after_upgrade)
+        .filter(|f| f.existing_id.is_some() && f.content_hash.is_some())
         .filter_map(|f| Some((f.path.as_str(), f.mtime_ns? / 1_000_000)))
         .collect();
     summary.memories_flagged_for_review +=

@@ -151,6 +151,8 @@ fn process(
         language: None,
         content_hash: None,
         unchanged: false,
+        reread_after_upgrade: known.as_ref().and_then(|k| k.content_hash.as_deref())
+            == Some(super::store::REREAD_AFTER_UPGRADE),
         analysis: FileAnalysis::default(),
         resolved: Vec::new(),
         path: file.rel,

@@ -101,10 +101,17 @@ pub(crate) struct FileRecord {
     pub content_hash: Option<String>,
     /// Same content as indexed: only the file row (mtime) is refreshed.
     pub unchanged: bool,
+    /// Read again only because a schema upgrade asked for it ([`REREAD_AFTER_UPGRADE`]): its
+    /// content may be as it was, so it is not an edit.
+    pub reread_after_upgrade: bool,
     pub analysis: FileAnalysis,
     /// Per reference in `analysis.references`: the project path an import resolves to.
     pub resolved: Vec<Option<String>>,
 }
+
+/// The content hash a migration stores to have a file read again on the next index run
+/// (`sql/code/009_chunk_parts.sql`): no file's hash matches it.
+pub(crate) const REREAD_AFTER_UPGRADE: &str = "before-chunk-parts";
 
 /// Counts of what a batch wrote.
 #[derive(Debug, Default, Clone, Copy)]
@@ -392,7 +399,8 @@ async fn write_file(tx: &WriteTx, project_id: &str, file: &FileRecord, now: i64)
     }
 }
 
-/// Deletes the chunks (and their full-text rows), symbols and references of `file_ids`.
+/// Deletes the chunks (and their full-text rows and parts), symbols and references of
+/// `file_ids`.
 async fn delete_contents(tx: &WriteTx, file_ids: &[i64]) -> Result<()> {
     if file_ids.is_empty() {
         return Ok(());
@@ -664,6 +672,12 @@ mod tests {
                 "TTL"
             ]
         );
+    }
+
+    #[test]
+    fn the_migration_marks_files_with_the_hash_the_indexer_knows() {
+        let sql = include_str!("../store/sql/code/009_chunk_parts.sql");
+        assert!(sql.contains(&format!("content_hash = '{REREAD_AFTER_UPGRADE}'")));
     }
 }
 

@@ -38,3 +38,12 @@ pub(crate) fn list_drives(steps: &[String]) -> bool {
         .find(|s| s.starts_with("SCAN") || s.starts_with("SEARCH"))
         .is_some_and(|first| first.contains("VIRTUAL TABLE"))
 }
+
+/// Whether every full scan in the plan is of a `json_each` list: every table is reached by an
+/// index, in every branch of a compound statement.
+pub(crate) fn scans_only_the_list(steps: &[String]) -> bool {
+    steps
+        .iter()
+        .filter(|s| s.starts_with("SCAN"))
+        .all(|s| s.contains("VIRTUAL TABLE"))
+}

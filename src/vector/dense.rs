@@ -314,14 +314,16 @@ pub(crate) async fn describe(store: &Store, scored: Vec<RankedHit>) -> Result<Ve
         .collect())
 }
 
+/// Parts `?1` (JSON `[chunk id, ordinal]` pairs) with their symbols.
+const PART_SYMBOLS: &str = "SELECT p.chunk_id, p.ordinal, p.symbol FROM json_each(?1) j
+    CROSS JOIN code_chunk_parts p
+      ON p.chunk_id = json_extract(j.value, '$[0]') AND p.ordinal = json_extract(j.value, '$[1]')";
+
 /// The symbols of the parts that scored `scored`'s chunks, by (chunk id, ordinal).
 pub(crate) async fn part_symbols(
     reader: &mut Reader<'_>,
     scored: &[RankedHit],
 ) -> Result<std::collections::HashMap<(i64, i64), String>> {
-    const PARTS: &str = "SELECT p.chunk_id, p.ordinal, p.symbol FROM json_each(?1) j
-        CROSS JOIN code_chunk_parts p
-          ON p.chunk_id = json_extract(j.value, '$[0]') AND p.ordinal = json_extract(j.value, '$[1]')";
     let keys: Vec<(i64, i64)> = scored
         .iter()
         .filter_map(|r| Some((r.hit.id, r.part?)))
@@ -331,7 +333,7 @@ pub(crate) async fn part_symbols(
     }
     let keys = serde_json::to_string(&keys).map_err(|e| Error::Internal(e.to_string()))?;
     let rows = reader
-        .query_cached(PARTS, params![keys], |row| {
+        .query_cached(PART_SYMBOLS, params![keys], |row| {
             Ok((
                 (
                     row.get::<i64>(0).ctx("chunk id")?,
@@ -346,8 +348,21 @@ pub(crate) async fn part_symbols(
 
 #[cfg(test)]
 mod plan_tests {
-    use super::UNDER_PATH;
-    use crate::store::plan::{mentions, query_plan};
+    use super::{PART_SYMBOLS, UNDER_PATH};
+    use crate::store::plan::{list_drives, mentions, query_plan, scans_only_the_list};
+
+    #[tokio::test]
+    async fn part_symbols_are_read_by_key() {
+        let plan = query_plan(PART_SYMBOLS).await;
+        assert!(
+            list_drives(&plan) && scans_only_the_list(&plan),
+            "{plan:#?}"
+        );
+        assert!(
+            mentions(&plan, "PRIMARY KEY (chunk_id=? AND ordinal=?)"),
+            "{plan:#?}"
+        );
+    }
 
     #[tokio::test]
     async fn a_path_filter_reads_a_range_of_the_path_index() {

@@ -76,6 +76,11 @@ impl VectorIndex {
         self.ids.is_empty()
     }
 
+    /// The ids held, in slot order.
+    pub fn ids(&self) -> &[i64] {
+        &self.ids
+    }
+
     /// Whether `id` has a vector here.
     pub fn contains(&self, id: i64) -> bool {
         self.slots.contains_key(&id)

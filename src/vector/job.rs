@@ -17,8 +17,8 @@ use crate::embed::{Embedder, EmbedderId};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-/// Items read and embedded per step: about a second of work for the local model on two cores,
-/// which bounds how long a cancellation waits.
+/// Items read and embedded per step (a chunk's parts are not split across steps): about a second
+/// of work for the local model on two cores, which bounds how long a cancellation waits.
 const STEP: i64 = 64;
 
 /// Change-log entries kept after a run; an index further behind reloads in full.
@@ -81,12 +81,18 @@ pub async fn embed_pending(
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Aborted);
             }
-            let items = {
+            let page = {
                 let mut reader = store.reader().await;
                 pending(&mut reader, kind, project_id, &key, after_id, STEP).await?
             };
-            let Some(last) = items.last() else { break };
-            after_id = last.cursor;
+            let Some(next_after) = page.next_after else {
+                break;
+            };
+            after_id = next_after;
+            let items = page.items;
+            if items.is_empty() {
+                continue;
+            }
             // Chunks whose hash was only computed now (rows from before schema v4) may find
             // their text's vector stored already.
             let cached = match kind {
