@@ -1191,8 +1191,8 @@ export interface DenseHit {
   /** Chunks: the file, relative to the project root. */
   path?: string
   /**
-   * Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
-   * groups several small definitions (kind `block`), the one whose own vector matched best.
+   * Chunks: the qualified name of the definition the chunk is, or of the definition it holds
+   * (one of a `block`, a member of a class that fit whole) whose own vector matched best.
    */
   symbol?: string
   /** Chunks: first line, 1-based. */
@@ -1434,8 +1434,9 @@ export interface EmbedReport {
   /** Chunks given a vector. */
   chunks: number
   /**
-   * Definitions inside grouped chunks (kind `block`) given a vector of their own: a dense
-   * hit on one ranks its chunk and names the definition as the hit's `symbol`.
+   * Definitions inside chunks that hold several (a `block` of small ones, the members of a
+   * class that fit whole) given a vector of their own: a dense hit on one ranks its chunk
+   * and names the definition as the hit's `symbol`.
    */
   parts: number
   /** Memories given a vector. */
@@ -2809,9 +2810,9 @@ export interface RecallItem {
   /** Chunks: the file, relative to the project root. */
   path?: string
   /**
-   * Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
-   * groups several small definitions (kind `block`), the one whose own vector matched the
-   * query best, when the dense path found it.
+   * Chunks: the qualified name of the definition the chunk is; when the dense path found
+   * the chunk through one of the definitions it holds (one of a `block` of small ones, or a
+   * member of a class that fit whole), that definition.
    */
   symbol?: string
   /** Chunks: first line, 1-based. */

@@ -136,6 +136,15 @@ def slugify(title):
     return "-".join(title.lower().split())
 "#;
 
+/// A class that fits one chunk whole: its two methods get vectors of their own.
+const INVENTORY_PY: &str = r#"class Inventory:
+    def add_stock(self, name, count):
+        self.items[name] = self.items.get(name, 0) + count
+
+    def email_invoice(self, address, total):
+        self.mailer.send(address, f"Your invoice: {total} EUR is due in 30 days")
+"#;
+
 /// The best chunk hit's path and symbol for `query`.
 async fn top_symbol(e: &Engram, query: &str) -> (String, Option<String>) {
     let options = DenseQuery {
@@ -157,6 +166,7 @@ async fn a_grouped_chunk_is_found_by_each_definition_and_names_it() {
     }
     let dir = tempfile::tempdir().unwrap();
     write(&dir, "util/helpers.py", HELPERS_PY);
+    write(&dir, "shop/inventory.py", INVENTORY_PY);
     write(&dir, "src/httpx/retry.go", RETRY_GO);
     let e = open_with(&dir, 128).await;
     index(&e).await;
@@ -167,7 +177,14 @@ async fn a_grouped_chunk_is_found_by_each_definition_and_names_it() {
         "the fixture must group its functions"
     );
     let report = embed(&e).await;
-    assert_eq!(report.parts, 4, "{report:?}");
+    assert_eq!(report.parts, 4 + 2, "{report:?}");
+    assert_eq!(
+        top_symbol(&e, "send the customer a bill by email").await,
+        (
+            "shop/inventory.py".to_owned(),
+            Some("Inventory.email_invoice".to_owned())
+        )
+    );
 
     for (query, symbol) in [
         (

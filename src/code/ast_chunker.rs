@@ -3,9 +3,10 @@
 //! Rules: a definition that fits the budget is one chunk; a function, method or macro is never
 //! split, whatever its size; a larger definition (class, impl, module...) is split at its
 //! children, and each piece names the container and repeats its signature in the context
-//! prefix; small adjacent items at one level are merged up to a budget, and such a merged chunk
-//! (a block) lists each definition it holds as a part with its own text and prefix, embedded
-//! on its own; comments and attributes go with the item they precede. Recursion stops at
+//! prefix; small adjacent items at one level are merged up to a budget; comments and attributes
+//! go with the item they precede. A merged chunk (a block) lists each definition it holds as a
+//! part with its own text and prefix, embedded on its own, and so does a class or impl that fit
+//! whole, for each of its members. Recursion stops at
 //! [`MAX_DEPTH`] (then lines are used), so pathological nesting degrades instead of
 //! overflowing the stack.
 
@@ -14,8 +15,8 @@ use std::collections::HashMap;
 use tree_sitter::{Node, Tree};
 
 use super::chunk::{
-    estimate_tokens, finish, pack_lines, part_of, Chunk, ChunkHead, ChunkKind, ChunkOptions, Lines,
-    MAX_PARTS,
+    estimate_tokens, finish, pack_lines, part_of, Chunk, ChunkHead, ChunkKind, ChunkOptions,
+    ChunkPart, Lines, MAX_PARTS,
 };
 use super::definitions::Definition;
 
@@ -76,23 +77,7 @@ pub fn chunk(
         .into_iter()
         .filter_map(|g| {
             let mut chunk = finish(path, text, &lines, g.start, g.end, head(defs, &g))?;
-            if chunk.kind == ChunkKind::Block {
-                let enclosing = g.within.map(|w| defs[w].signature.as_str());
-                chunk.parts = outermost(defs, &g)
-                    .into_iter()
-                    .filter_map(|d| {
-                        let def = &defs[d];
-                        // A definition's own segment carries its leading comments.
-                        let range = segments[g.segments.clone()]
-                            .iter()
-                            .find(|seg| seg.def == Some(d))
-                            .map_or((def.start_byte, def.end_byte), |seg| (seg.start, seg.end));
-                        let named = (def.kind, def.qualified_name.as_str());
-                        part_of(&chunk, path, text, &lines, range, named, enclosing)
-                    })
-                    .take(MAX_PARTS)
-                    .collect();
-            }
+            chunk.parts = parts(&chunk, &g, defs, &segments, (path, text, &lines));
             Some(chunk)
         })
         .collect();
@@ -266,6 +251,53 @@ fn group(segments: &[Segment], text: &str, options: &ChunkOptions) -> Vec<Group>
 
 /// Items this small (`}`, `;`, a keyword) never stand alone.
 const TINY_TOKENS: usize = 4;
+
+/// The definitions a chunk holds that get a vector of their own: every outermost one of a
+/// block, and the members of a container chunk (a class or impl that fit whole) holding at
+/// least [`MIN_MEMBERS`].
+fn parts(
+    chunk: &Chunk,
+    g: &Group,
+    defs: &[Definition],
+    segments: &[Segment],
+    (path, text, lines): (&str, &str, &Lines),
+) -> Vec<ChunkPart> {
+    let (held, enclosing): (Vec<usize>, Option<&str>) = match chunk.kind {
+        ChunkKind::Block => (
+            outermost(defs, g),
+            g.within.map(|w| defs[w].signature.as_str()),
+        ),
+        ChunkKind::Def(_) => match outermost(defs, g).as_slice() {
+            [container] => {
+                let members: Vec<usize> = starting_in(defs, g)
+                    .filter(|&i| defs[i].parent == Some(*container))
+                    .collect();
+                if members.len() < MIN_MEMBERS {
+                    return Vec::new();
+                }
+                (members, Some(defs[*container].signature.as_str()))
+            }
+            _ => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    held.into_iter()
+        .filter_map(|d| {
+            let def = &defs[d];
+            // A definition's own segment carries its leading comments.
+            let range = segments[g.segments.clone()]
+                .iter()
+                .find(|seg| seg.def == Some(d))
+                .map_or((def.start_byte, def.end_byte), |seg| (seg.start, seg.end));
+            let named = (def.kind, def.qualified_name.as_str());
+            part_of(chunk, path, text, lines, range, named, enclosing)
+        })
+        .take(MAX_PARTS)
+        .collect()
+}
+
+/// Members a container chunk must hold for them to get vectors of their own.
+const MIN_MEMBERS: usize = 2;
 
 /// Definitions that start in a group, as a range of `defs` (sorted by start, so contiguous).
 fn starting_in(defs: &[Definition], g: &Group) -> std::ops::Range<usize> {

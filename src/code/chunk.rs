@@ -84,12 +84,13 @@ pub struct Chunk {
     pub context: String,
     /// First 16 bytes of SHA-256 of [`embedding_text`]: the key of the chunk's vector.
     pub embed_hash: [u8; 16],
-    /// For a [`ChunkKind::Block`]: each definition it groups, embedded on its own so that a
-    /// search finds (and names) one small function among its neighbours. Empty otherwise.
+    /// For a [`ChunkKind::Block`], each definition it groups; for a class or impl that fit
+    /// whole, each member when it has two or more. Embedded on their own so that a search
+    /// finds (and names) one small function among its neighbours. Empty otherwise.
     pub parts: Vec<ChunkPart>,
 }
 
-/// One definition inside a grouped chunk, with its own vector.
+/// One definition inside a chunk that holds several, with its own vector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkPart {
     /// What it defines.

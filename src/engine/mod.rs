@@ -12,6 +12,8 @@
 pub(crate) mod after_write;
 pub(crate) mod lifetime;
 mod registry;
+#[cfg(test)]
+mod vector_replay_tests;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

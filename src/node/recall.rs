@@ -208,9 +208,9 @@ pub struct RecallItem {
     /// Chunks: the file, relative to the project root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
-    /// groups several small definitions (kind `block`), the one whose own vector matched the
-    /// query best, when the dense path found it.
+    /// Chunks: the qualified name of the definition the chunk is; when the dense path found
+    /// the chunk through one of the definitions it holds (one of a `block` of small ones, or a
+    /// member of a class that fit whole), that definition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
     /// Chunks: first line, 1-based.
@@ -496,11 +496,10 @@ fn item(i: core::RecallItem) -> RecallItem {
             out.kind = "chunk".into();
             out.id = c.id.to_string();
             out.path = Some(c.path.clone());
-            out.symbol = c
-                .qualified_name
-                .clone()
-                .or_else(|| c.name.clone())
-                .or(i.matched_symbol);
+            out.symbol = i
+                .matched_symbol
+                .or_else(|| c.qualified_name.clone())
+                .or_else(|| c.name.clone());
             out.start_line = Some(c.start_line);
             out.end_line = Some(c.end_line);
             out.chunk = Some(CodeChunk::from(c));

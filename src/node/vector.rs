@@ -33,8 +33,9 @@ pub struct EmbedReport {
     pub model: String,
     /// Chunks given a vector.
     pub chunks: u32,
-    /// Definitions inside grouped chunks (kind `block`) given a vector of their own: a dense
-    /// hit on one ranks its chunk and names the definition as the hit's `symbol`.
+    /// Definitions inside chunks that hold several (a `block` of small ones, the members of a
+    /// class that fit whole) given a vector of their own: a dense hit on one ranks its chunk
+    /// and names the definition as the hit's `symbol`.
     pub parts: u32,
     /// Memories given a vector.
     pub memories: u32,
@@ -68,8 +69,8 @@ pub struct DenseHit {
     pub chunk_id: Option<i64>,
     /// Chunks: the file, relative to the project root.
     pub path: Option<String>,
-    /// Chunks: the qualified name of the definition, when the chunk is one; for a chunk that
-    /// groups several small definitions (kind `block`), the one whose own vector matched best.
+    /// Chunks: the qualified name of the definition the chunk is, or of the definition it holds
+    /// (one of a `block`, a member of a class that fit whole) whose own vector matched best.
     pub symbol: Option<String>,
     /// Chunks: first line, 1-based.
     pub start_line: Option<u32>,

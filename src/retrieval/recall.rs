@@ -127,8 +127,9 @@ pub struct RecallItem {
     pub triggered_by: Option<String>,
     /// Its cosine similarity to the query's vector, when the dense path found it.
     pub similarity: Option<f32>,
-    /// For a chunk that groups several definitions (kind `block`): the qualified name of the
-    /// one whose own vector matched the query best, when the dense path found it by it.
+    /// For a chunk that holds several definitions (a `block`, a class that fit whole): the
+    /// qualified name of the one whose own vector matched the query best, when the dense path
+    /// found the chunk by it.
     pub matched_symbol: Option<String>,
 }
 
@@ -227,7 +228,7 @@ struct PathOutput {
     corrected_query: Option<String>,
     /// The dense path: each item's cosine similarity to the query's vector.
     similarities: HashMap<ItemRef, f32>,
-    /// The dense path: for grouped chunks, the definition whose vector matched the query's.
+    /// The dense path: the definition whose own vector scored a chunk (see `code_chunk_parts`).
     matched_symbols: HashMap<i64, String>,
     /// The keyword path: items the all-terms query found (before any-term fill).
     all_terms: u32,

@@ -51,8 +51,8 @@ pub struct DenseHit {
     pub chunk_id: Option<i64>,
     /// For chunks: the file, relative to the project root.
     pub path: Option<String>,
-    /// For chunks: the qualified name of the definition the chunk is, or, for a chunk that
-    /// groups several, of the one whose own vector matched best.
+    /// For chunks: the qualified name of the definition the chunk holds whose own vector
+    /// matched best (a part), else of the definition the chunk is.
     pub symbol: Option<String>,
     /// For chunks: first line, 1-based.
     pub start_line: Option<u32>,
@@ -297,9 +297,9 @@ pub(crate) async fn describe(store: &Store, scored: Vec<RankedHit>) -> Result<Ve
                     let (path, symbol, start, end) = chunks.get(&hit.id)?.clone();
                     out.chunk_id = Some(hit.id);
                     out.path = Some(path);
-                    out.symbol = symbol.or_else(|| {
-                        part.and_then(|ordinal| matched.get(&(hit.id, ordinal)).cloned())
-                    });
+                    out.symbol = part
+                        .and_then(|ordinal| matched.get(&(hit.id, ordinal)).cloned())
+                        .or(symbol);
                     out.start_line = Some(start);
                     out.end_line = Some(end);
                 }

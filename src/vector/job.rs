@@ -42,7 +42,7 @@ pub struct EmbedReport {
     pub model: EmbedderId,
     /// Chunks given a vector.
     pub chunks: u64,
-    /// Parts of grouped chunks (the definitions they hold) given a vector.
+    /// Parts of chunks (definitions a chunk of several holds) given a vector.
     pub parts: u64,
     /// Memories given a vector.
     pub memories: u64,

@@ -20,4 +20,6 @@ pub use index::{SearchOutcome, VectorHit, VectorIndex};
 pub use job::{embed_pending, EmbedProgress, EmbedReport};
 pub use service::VectorIndexes;
 pub(crate) use store::decode as decode_vector;
+#[cfg(test)]
+pub(crate) use store::part_key;
 pub use store::ItemKind;
