@@ -11,8 +11,13 @@
 //! MRR@10 (of the first right item; for the memory set also all-evidence@10, the share of
 //! questions with every answering memory in the top 10) in one table, then the default's
 //! latency per set. `EVAL_QUERIES` caps the queries per set (default 500, an even sample);
+//! `EVAL_MAX_TOKENS=n` embeds with the built-in model cut at `n` tokens instead of 128 (its
+//! vectors are kept beside the default's, under the model's other identity).
 //! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's
-//! path ranks and similarity, for studying fusion offline. The code trees, their databases
+//! path ranks and similarity, for studying fusion offline. Every set's queries and answers
+//! go to `target/retrieval-eval/sets.json`, which `benches/js/seed_eval.mjs` reads to run the
+//! baselines (plain FTS5 BM25, the seed's stack) on the same queries (`EVAL_SETS_ONLY=1` stops
+//! after writing it). The code trees, their databases
 //! and vectors stay in `target/retrieval-eval/`, so a rerun re-embeds no code that did not
 //! change; the memory set is written and embedded afresh each run.
 //! Needs the model (`engram model install`); `scripts/eval.sh` fetches the Go sources and runs
@@ -32,6 +37,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use engram::code::IndexOptions;
+use engram::embed::local::LocalModelOptions;
+use engram::embed::service::EmbeddingProvider;
 use engram::memory::{MemoryType, RememberInput};
 use engram::retrieval::recall::{ItemContent, Recall};
 use engram::retrieval::request::RecallRequest;
@@ -152,6 +159,18 @@ async fn open(dir: &Path, root: &Path) -> Engram {
     std::fs::create_dir_all(root).unwrap();
     let mut options = OpenOptions::new(dir.join("eval.db"));
     options.project_root = Some(root.to_path_buf());
+    if let Some(max_tokens) = std::env::var("EVAL_MAX_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        options.engine.embeddings = EmbeddingProvider::Local {
+            model_dir: None,
+            options: LocalModelOptions {
+                max_tokens,
+                ..LocalModelOptions::default()
+            },
+        };
+    }
     Engram::open(options).await.unwrap()
 }
 
@@ -239,7 +258,7 @@ async fn code_sets(
 }
 
 /// The memory set: its memories and the distractors remembered into a fresh database.
-async fn memory_sets(work: &Path, cap: usize) -> Option<(Engram, Vec<(String, Vec<Query>)>)> {
+async fn memory_sets(work: &Path, cap: usize) -> Option<MemoryGroup> {
     let set = memory_set::load()?;
     let dir = work.join("memory");
     let _ = std::fs::remove_dir_all(&dir);
@@ -265,6 +284,17 @@ async fn memory_sets(work: &Path, cap: usize) -> Option<(Engram, Vec<(String, Ve
     {
         ids.insert(m.id.clone(), stored.memory.id);
     }
+    // Every memory as the baselines read it (`sets.json`): id, type, text, files, tags.
+    let mut written: Vec<serde_json::Value> = set
+        .memories
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "id": ids[&m.id], "type": m.memory_type, "content": m.content,
+                "files": m.files, "tags": m.tags,
+            })
+        })
+        .collect();
     let distractors = memory_set::distractors(3000);
     let count = distractors.len();
     for batch in distractors.chunks(200) {
@@ -272,7 +302,12 @@ async fn memory_sets(work: &Path, cap: usize) -> Option<(Engram, Vec<(String, Ve
             .iter()
             .map(|text| RememberInput::new(MemoryType::ModuleInsight, text.clone()))
             .collect();
-        e.remember_many(inputs).await.unwrap();
+        for stored in e.remember_many(inputs).await.unwrap() {
+            written.push(serde_json::json!({
+                "id": stored.memory.id, "type": "module_insight", "content": stored.memory.content,
+                "files": [], "tags": [],
+            }));
+        }
     }
     println!(
         "eval: memory: {} memories written for the set, {count} README paragraphs as distractors, {} questions",
@@ -294,7 +329,11 @@ async fn memory_sets(work: &Path, cap: usize) -> Option<(Engram, Vec<(String, Ve
         })
         .collect();
     println!("eval: memory: questions by style {by_style:?}");
-    Some((e, vec![("memory".to_owned(), sample(queries, cap))]))
+    Some((
+        e,
+        vec![("memory".to_owned(), sample(queries, cap))],
+        written,
+    ))
 }
 
 fn request(query: &Query, row: Row, memory: bool, limit: u32) -> RecallRequest {
@@ -395,6 +434,53 @@ fn dump_line(set: &str, query: &Query, recall: &Recall) -> String {
     .to_string()
 }
 
+/// A code corpus's engine and its sets.
+type CodeGroup = (Engram, Vec<(String, Vec<Query>)>);
+
+/// The memory set as [`memory_sets`] returns it: the engine, the set, every memory written.
+type MemoryGroup = (Engram, Vec<(String, Vec<Query>)>, Vec<serde_json::Value>);
+
+/// Writes every set's queries and answers to `sets.json` in `work`, for the baselines that run
+/// the same queries outside engram (`benches/js/seed_eval.mjs`): per language its tree, its
+/// database and each set's query texts with the answer's path and line; for the memory set
+/// every memory written and each question with its answering memories' ids.
+fn write_sets(work: &Path, groups: &[(bool, CodeGroup)], memory: Option<&MemoryGroup>) {
+    let queries_json = |queries: &[Query]| -> Vec<serde_json::Value> {
+        queries
+            .iter()
+            .map(|q| match &q.answer {
+                Answer::Definition { path, line, name } => serde_json::json!({
+                    "text": q.text, "path": path, "line": line, "name": name,
+                }),
+                Answer::Memories(ids) => serde_json::json!({ "text": q.text, "evidence": ids }),
+            })
+            .collect()
+    };
+    let sets_json = |sets: &[(String, Vec<Query>)]| -> Vec<serde_json::Value> {
+        sets.iter()
+            .map(|(name, queries)| serde_json::json!({ "name": name, "queries": queries_json(queries) }))
+            .collect()
+    };
+    let languages: Vec<serde_json::Value> = groups
+        .iter()
+        .filter_map(|(_, (_, sets))| {
+            let language = sets.first()?.0.split('-').next()?.to_owned();
+            let dir = work.join(&language);
+            Some(serde_json::json!({
+                "language": language,
+                "repo": dir.join("repo"),
+                "db": dir.join("eval.db"),
+                "sets": sets_json(sets),
+            }))
+        })
+        .collect();
+    let memory = memory.map(
+        |(_, sets, memories)| serde_json::json!({ "memories": memories, "sets": sets_json(sets) }),
+    );
+    let json = serde_json::json!({ "languages": languages, "memory": memory }).to_string();
+    std::fs::write(work.join("sets.json"), json).unwrap();
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -410,8 +496,13 @@ async fn main() {
     for corpus in code_sets::corpora() {
         groups.push((false, code_sets(&corpus, &work, cap).await));
     }
-    if let Some(memory) = memory_sets(&work, cap).await {
-        groups.push((true, memory));
+    let memory = memory_sets(&work, cap).await;
+    write_sets(&work, &groups, memory.as_ref());
+    if std::env::var_os("EVAL_SETS_ONLY").is_some() {
+        return;
+    }
+    if let Some((e, sets, _)) = memory {
+        groups.push((true, (e, sets)));
     }
     let mut table = vec![
         "| set | stages | queries | Recall@1 | Recall@10 | MRR@10 | all@10 |".to_owned(),

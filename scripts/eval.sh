@@ -3,7 +3,8 @@
 # fetches the Go standard library sources from the newest golang-*-src package Debian offers
 # (1.19 on bookworm) into
 # target/eval-corpora/ (the other corpora come with `npm ci` and the cargo registry),
-# installs the model if needed, then runs the evaluation.
+# installs the model if needed, then runs the evaluation, and after it the baselines on the
+# same queries (plain FTS5 BM25 and the seed's stack, benches/js/seed_eval.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpora=target/eval-corpora
@@ -18,4 +19,5 @@ if ! ls -d "$corpora"/usr/share/go-1.* >/dev/null 2>&1; then
   fi
 fi
 node bin/engram.js model status --json | grep -q "\"state\":\"available\"" || node bin/engram.js model install
-exec cargo bench --no-default-features --bench retrieval_eval "$@"
+cargo bench --no-default-features --bench retrieval_eval "$@"
+[ -n "${EVAL_SETS_ONLY:-}" ] || exec node benches/js/seed_eval.mjs
