@@ -552,7 +552,7 @@ async function main(argv) {
         if (json) console.log(JSON.stringify(report))
         else {
           console.log(
-            `${report.chunks} chunks (and ${report.parts} definitions in grouped chunks) and ` +
+            `${report.chunks} chunks (and ${report.parts} definitions inside them, each with its own vector) and ` +
               `${report.memories} memories embedded with ${report.model}` +
               ` (${report.textsEmbedded} texts through the model, the rest from the cache)`,
           )

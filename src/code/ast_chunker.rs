@@ -6,9 +6,8 @@
 //! prefix; small adjacent items at one level are merged up to a budget; comments and attributes
 //! go with the item they precede. A merged chunk (a block) lists each definition it holds as a
 //! part with its own text and prefix, embedded on its own, and so does a class or impl that fit
-//! whole, for each of its members. Recursion stops at
-//! [`MAX_DEPTH`] (then lines are used), so pathological nesting degrades instead of
-//! overflowing the stack.
+//! whole, for each of its members. Recursion stops at [`MAX_DEPTH`] (then lines are used), so
+//! pathological nesting degrades instead of overflowing the stack.
 
 use std::collections::HashMap;
 

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::store::{
-    cached_chunk_vectors, count_pending, pending, trim_log, write_vectors, ItemKind, PendingItem,
+    cached_chunk_vectors, count_pending, pending, split_key, trim_log, write_vectors, ItemKind,
+    PendingItem,
 };
 use crate::clock::Clock;
 use crate::embed::{Embedder, EmbedderId};
@@ -113,7 +114,10 @@ pub async fn embed_pending(
             done += items.len() as u64;
             match kind {
                 ItemKind::Chunk => {
-                    let parts = items.iter().filter(|item| item.id < 0).count() as u64;
+                    let parts = items
+                        .iter()
+                        .filter(|item| split_key(item.id).1.is_some())
+                        .count() as u64;
                     report.parts += parts;
                     report.chunks += items.len() as u64 - parts;
                 }
