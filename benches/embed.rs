@@ -15,6 +15,15 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use engram::embed::{locate, Embedder, LocalEmbedder, LocalModelOptions};
 
+/// A question of 96 words, cut to the first n for the query-length sweep.
+const LONG_QUESTION: &str = "Returns the bound address the address family name and port of the \
+    socket as reported by the operating system when the server is listening on an ephemeral \
+    port and the client asks for it again later in the session with options that name the \
+    interface the protocol family and whether the socket should be reused after it closes so \
+    that a restarted process can bind the same port without waiting for the kernel to release \
+    it which matters for tests that start and stop servers many times in a row on one machine \
+    and for supervisors";
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
@@ -74,6 +83,38 @@ fn bench(c: &mut Criterion) {
         samples[samples.len() / 2],
         samples[samples.len() * 99 / 100]
     );
+
+    // Long questions (doc sentences with URLs, pasted errors) are recall's latency tail: the
+    // query's token count, not the corpus, sets their cost. Both paths: f16 panels up to 128
+    // tokens (the default) and the f32 weights split across every core.
+    let f32_all = LocalEmbedder::load(
+        &files,
+        &LocalModelOptions {
+            few_tokens_in_f16: false,
+            ..LocalModelOptions::default()
+        },
+    )
+    .unwrap();
+    let words: Vec<&str> = LONG_QUESTION.split(' ').collect();
+    for n in [10, 20, 30, 40, 60, 90] {
+        let query = words[..n.min(words.len())].join(" ");
+        let p50 = |m: &LocalEmbedder| {
+            median(
+                (0..25)
+                    .map(|_| {
+                        let t = Instant::now();
+                        m.embed(&[query.as_str()]).unwrap();
+                        t.elapsed().as_secs_f64() * 1e3
+                    })
+                    .collect(),
+            )
+        };
+        println!(
+            "embed: {n}-word query p50 {:.2} ms (f32 weights, all threads: {:.2} ms)",
+            p50(&model),
+            p50(&f32_all)
+        );
+    }
 
     let mut group = c.benchmark_group("embed");
     group.sample_size(10);

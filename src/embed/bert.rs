@@ -44,8 +44,13 @@ fn default_hidden_act() -> String {
 }
 
 /// Inputs of at most this many rows (tokens) go through the f16 panels when the CPU has them:
-/// a query. Beyond it the product has enough rows for `gemm`'s f32 kernels to be compute-bound.
-const FEW_ROWS: usize = 32;
+/// a query, up to the default token limit. Measured on one query against `gemm`'s f32 kernels
+/// split across two threads: 42 words (~55 tokens) 14.6 against 22.7 ms, 100 words (128
+/// tokens) 35.5 against 42.9 ms; while the other core is busy (as recall's keyword SQL keeps
+/// it) about half the time up to 60 words, 0.84x at 128 tokens. At 32 rows recall's p99 was
+/// set by queries just past it.
+/// Batches of bulk embedding are far larger and keep the f32 kernels.
+const FEW_ROWS: usize = 128;
 
 /// `y = x W^T + b` with `W^T` stored `inputs x outputs`, row-major.
 struct Linear {
