@@ -9,7 +9,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import { Engram, tempDir } from './helpers.mjs'
+import { addon, Engram, tempDir } from './helpers.mjs'
 
 const bin = fileURLToPath(new URL('../bin/engram.js', import.meta.url))
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
@@ -151,6 +151,27 @@ test('search-code and recall say so when nothing is indexed, and find code once 
   const recalled = run(root, ['recall', 'verify token'])
   assert.match(recalled.stdout, /src\/auth\.ts:1-3/)
   assert.ok(!recalled.stderr.includes('no code indexed'))
+})
+
+test('embed --no-definition-vectors embeds chunks only; a later embed adds the definitions', (t) => {
+  const modelDir = [process.env.ENGRAM_MODEL_DIR, addon.defaultModelDir()].find((d) => d && existsSync(join(d, 'model.safetensors')))
+  if (!modelDir && process.env.CI) throw new Error('CI must provide the model')
+  if (!modelDir) return t.skip('no embedding model installed')
+  const root = project(t)
+  writeFileSync(join(root, 'py', 'helpers.py'), 'def double(x):\n    return 2 * x\n\n\ndef halve(x):\n    return x / 2\n')
+  assert.equal(run(root, ['index']).code, 0)
+  const local = { ENGRAM_EMBED_PROVIDER: 'local', ENGRAM_MODEL_DIR: modelDir }
+  const off = runJson(root, ['embed', '--no-definition-vectors'], local)
+  assert.ok(off.chunks >= 4, JSON.stringify(off))
+  assert.equal(off.parts, 0)
+  const on = runJson(root, ['embed'], local)
+  assert.deepEqual([on.chunks, on.memories], [0, 0])
+  assert.ok(on.parts >= 2, JSON.stringify(on))
+  // The environment variable does the same as the flag.
+  writeFileSync(join(root, 'py', 'more.py'), 'def square(x):\n    return x * x\n\n\ndef cube(x):\n    return x * x * x\n')
+  assert.equal(run(root, ['index']).code, 0)
+  const env = runJson(root, ['embed'], { ...local, ENGRAM_DEFINITION_VECTORS: '0' })
+  assert.deepEqual([env.chunks, env.parts], [1, 0])
 })
 
 test('impact lists dependents and the memories attached', (t) => {

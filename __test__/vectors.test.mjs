@@ -111,6 +111,43 @@ test('embedPending() embeds an indexed project and denseSearch() finds code and 
   assert.deepEqual([again.chunks, again.parts, again.memories, again.textsEmbedded], [0, 0, 0, 0])
 })
 
+test('definitionVectors: false embeds chunks only; switched back on, the definitions follow', async (t) => {
+  const dir = modelDir()
+  if (!dir) return t.skip('no embedding model installed')
+  const { db, path, root } = await project(t, dir)
+  const chunks = await countChunks(db)
+  await db.close()
+  const open = (embeddings) => Engram.open({ path, projectRoot: root, embeddings: { modelDir: dir, ...embeddings } })
+  await rejectsWithCode(assert, open({ definitionVectors: 'no' }), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(
+    assert,
+    open({ provider: 'ollama', model: 'm', fallback: [{ provider: 'local', definitionVectors: false }] }),
+    'ENGRAM_INVALID_ARG',
+  )
+
+  const off = await open({ definitionVectors: false })
+  const first = await off.embedPending()
+  assert.deepEqual([first.chunks, first.parts, first.textsEmbedded], [chunks, 0, chunks])
+  assert.equal((await off.embedPending()).chunks, 0)
+  const [jobs] = await off.denseSearch('run tasks when their time comes', { kinds: ['chunk'], limit: 1 })
+  assert.equal(jobs.path, 'src/jobs/queue.py')
+  await off.close()
+
+  // The class's methods get their vectors at the next run, without a re-index.
+  const on = await open({})
+  t.after(() => on.close())
+  const second = await on.embedPending()
+  assert.equal(second.chunks, 0)
+  assert.ok(second.parts >= 2, JSON.stringify(second))
+})
+
+/** The project's chunk count, from the files' chunk lists. */
+async function countChunks(db) {
+  let n = 0
+  for (const rel of Object.keys(FILES)) n += (await db.chunksOf(rel)).length
+  return n
+}
+
 test('a worker thread searches the vectors the main thread stored', async (t) => {
   const dir = modelDir()
   if (!dir) return t.skip('no embedding model installed')

@@ -104,6 +104,9 @@ Options:
   --base-url <url>   the provider's server (env ENGRAM_EMBED_URL); the API key of an openai
                      server comes from ENGRAM_EMBED_API_KEY (or OPENAI_API_KEY for OpenAI itself)
   --dimensions <n>   vector width to ask the server for
+  --no-definition-vectors
+                     embed chunks only, not each definition inside a grouped chunk (a third
+                     to half fewer texts, for paid APIs; env ENGRAM_DEFINITION_VECTORS=0)
   --json             machine-readable output: one JSON document on stdout
   --version          the version of engram
   -h, --help         this help
@@ -134,6 +137,7 @@ const OPTIONS = {
   model: { type: 'string' },
   'base-url': { type: 'string' },
   dimensions: { type: 'string' },
+  'no-definition-vectors': { type: 'boolean' },
   phase: { type: 'string' },
   recent: { type: 'string' },
   budget: { type: 'string' },
@@ -247,14 +251,16 @@ function progress(done, total, unit = '') {
 function embeddingsOption(values) {
   const env = process.env
   const provider = values.provider ?? env.ENGRAM_EMBED_PROVIDER
+  const definitionVectors = values['no-definition-vectors'] || env.ENGRAM_DEFINITION_VECTORS === '0' ? false : undefined
   if (!provider) {
     for (const flag of ['model', 'base-url', 'dimensions']) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} needs --provider (or ENGRAM_EMBED_PROVIDER)`)
     }
-    return undefined
+    return definitionVectors === false ? { definitionVectors } : undefined
   }
   return {
     provider,
+    definitionVectors,
     model: values.model ?? env.ENGRAM_EMBED_MODEL,
     baseUrl: values['base-url'] ?? env.ENGRAM_EMBED_URL,
     apiKey: provider === 'openai' ? env.ENGRAM_EMBED_API_KEY : undefined,

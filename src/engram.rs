@@ -645,6 +645,7 @@ impl Engram {
             &*self.engine.clock,
             &self.project_id,
             embedder,
+            self.engine.chunk_vectors,
             &on_progress,
             cancel,
         )

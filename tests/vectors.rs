@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use engram::code::IndexOptions;
 use engram::embed::{EmbeddingProvider, LocalModelOptions};
 use engram::memory::{MemoryPatch, MemoryType, RememberInput};
-use engram::vector::{DenseQuery, EmbedProgress, ItemKind};
+use engram::vector::{ChunkVectors, DenseQuery, EmbedProgress, ItemKind};
 use engram::{Engram, OpenOptions};
 
 mod common;
@@ -73,9 +73,18 @@ fn write(dir: &tempfile::TempDir, rel: &str, text: &str) {
 }
 
 async fn open_with(dir: &tempfile::TempDir, max_tokens: usize) -> Engram {
+    open_giving(dir, max_tokens, ChunkVectors::WithParts).await
+}
+
+async fn open_giving(
+    dir: &tempfile::TempDir,
+    max_tokens: usize,
+    chunk_vectors: ChunkVectors,
+) -> Engram {
     std::fs::create_dir_all(dir.path().join("repo")).unwrap();
     let mut options = OpenOptions::new(dir.path().join("engram.db"));
     options.project_root = Some(dir.path().join("repo"));
+    options.engine.chunk_vectors = chunk_vectors;
     options.engine.embeddings = EmbeddingProvider::Local {
         model_dir: None,
         options: LocalModelOptions {
@@ -249,6 +258,55 @@ async fn a_grouped_chunk_is_found_by_each_definition_and_names_it() {
             .1
             .as_deref(),
         Some("slugify")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_definition_vectors_only_chunks_are_embedded_until_switched_back() {
+    if !common::model_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir, "util/helpers.py", HELPERS_PY);
+    write(&dir, "shop/inventory.py", INVENTORY_PY);
+    let e = open_giving(&dir, 128, ChunkVectors::ChunksOnly).await;
+    index(&e).await;
+    let chunks = e.chunks_of("util/helpers.py").await.unwrap().len()
+        + e.chunks_of("shop/inventory.py").await.unwrap().len();
+    let steps: Mutex<Vec<EmbedProgress>> = Mutex::default();
+    let report = e
+        .embed_pending(|p| steps.lock().unwrap().push(p), &AtomicBool::new(false))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            report.chunks as usize,
+            report.parts,
+            report.texts_embedded as usize
+        ),
+        (chunks, 0, chunks),
+        "{report:?}"
+    );
+    // Nothing is left pending: the parts are not counted as waiting for a vector.
+    let first = steps.lock().unwrap().first().copied().unwrap();
+    assert_eq!(
+        (first.kind, first.total as usize),
+        (ItemKind::Chunk, chunks)
+    );
+    assert_eq!(embed(&e).await.chunks + embed(&e).await.parts, 0);
+    // The grouped chunk is still found, by its own vector, without naming a definition inside.
+    let (path, symbol) = top_symbol(&e, "turn a title into a url slug").await;
+    assert_eq!(path, "util/helpers.py");
+    assert_ne!(symbol.as_deref(), Some("slugify"));
+
+    // Switched back on: the parts are embedded at the next run, without a re-index.
+    drop(e);
+    let e = open_giving(&dir, 128, ChunkVectors::WithParts).await;
+    let again = embed(&e).await;
+    assert_eq!((again.chunks, again.parts), (0, 4 + 2), "{again:?}");
+    assert_eq!(
+        top_symbol(&e, "turn a title into a url slug").await,
+        ("util/helpers.py".to_owned(), Some("slugify".to_owned()))
     );
 }
 

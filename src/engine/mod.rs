@@ -46,6 +46,11 @@ pub struct EngineOptions {
     /// leaves some without a vector, and at open for whatever an earlier process left (a
     /// cancelled run, a new model) (default off: a run keeps the cores busy).
     pub auto_embed: bool,
+    /// Which code vectors embedding runs give: chunks and their parts (default: every
+    /// definition of a grouped chunk gets its own vector, +55-100% texts on code of many small
+    /// definitions), or chunks only (for paid embedding APIs; hits then name no definition
+    /// inside a grouped chunk).
+    pub chunk_vectors: crate::vector::ChunkVectors,
     /// Stage 3 of recall: the reranker of the fused top items (default none).
     pub reranker: crate::retrieval::rerank::RerankerProvider,
     /// Sync with a libSQL server (default none: the file stays on this device).
@@ -61,6 +66,7 @@ impl Default for EngineOptions {
             closure_depth: crate::graph::DEFAULT_CLOSURE_DEPTH,
             embeddings: crate::embed::EmbeddingProvider::default(),
             auto_embed: false,
+            chunk_vectors: crate::vector::ChunkVectors::WithParts,
             reranker: crate::retrieval::rerank::RerankerProvider::default(),
             sync: None,
         }
@@ -88,6 +94,8 @@ pub struct Engine {
     pub(crate) vectors: crate::vector::VectorIndexes,
     /// Background embedding runs, when the engine was opened with `auto_embed`.
     pub(crate) auto_embed: Option<crate::vector::AutoEmbed>,
+    /// Which code vectors embedding runs give.
+    pub(crate) chunk_vectors: crate::vector::ChunkVectors,
     /// Stage 3 of recall, when configured.
     pub(crate) reranker: crate::retrieval::rerank::RerankerProvider,
     /// The indexed terms, for recall's typo tolerance (built on first need).
@@ -236,6 +244,7 @@ impl Engine {
             embeddings: crate::embed::EmbeddingService::new(options.embeddings),
             vectors: crate::vector::VectorIndexes::default(),
             auto_embed,
+            chunk_vectors: options.chunk_vectors,
             reranker: options.reranker,
             vocabulary: Default::default(),
             memory_vocabulary: crate::retrieval::typo::VocabularyCache::new(

@@ -132,6 +132,11 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     }
     if let Some(e) = o.embeddings {
         options.engine.auto_embed = e.auto_embed.unwrap_or(false);
+        options.engine.chunk_vectors = if e.definition_vectors.unwrap_or(true) {
+            crate::vector::ChunkVectors::WithParts
+        } else {
+            crate::vector::ChunkVectors::ChunksOnly
+        };
         options.engine.embeddings = super::embed_options::core_provider(e)?;
     }
     if let Some(r) = o.reranker {

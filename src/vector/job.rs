@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::store::{
-    cached_chunk_vectors, count_pending, pending, split_key, trim_log, write_vectors, ItemKind,
-    PendingItem,
+    cached_chunk_vectors, count_pending, pending, split_key, trim_log, write_vectors, ChunkVectors,
+    ItemKind, PendingItem,
 };
 use crate::clock::Clock;
 use crate::embed::{Embedder, EmbedderId};
@@ -51,13 +51,15 @@ pub struct EmbedReport {
     pub texts_embedded: u64,
 }
 
-/// Embeds every chunk, then every memory, of `project_id` that has no vector for `embedder`.
-/// `ENGRAM_ABORTED` when `cancel` is raised (everything stored so far stays).
+/// Embeds every chunk (and its parts, as `vectors` says), then every memory, of `project_id`
+/// that has no vector for `embedder`. `ENGRAM_ABORTED` when `cancel` is raised (everything
+/// stored so far stays).
 pub async fn embed_pending(
     store: &Store,
     clock: &dyn Clock,
     project_id: &str,
     embedder: Arc<dyn Embedder>,
+    vectors: ChunkVectors,
     on_progress: &(dyn Fn(EmbedProgress) + Send + Sync),
     cancel: &AtomicBool,
 ) -> Result<EmbedReport> {
@@ -73,7 +75,7 @@ pub async fn embed_pending(
     for kind in [ItemKind::Chunk, ItemKind::Memory] {
         let total = {
             let mut reader = store.reader().await;
-            count_pending(&mut reader, kind, project_id, &key).await?
+            count_pending(&mut reader, kind, project_id, &key, vectors).await?
         };
         let mut done = 0u64;
         let mut after_id = 0i64;
@@ -84,7 +86,7 @@ pub async fn embed_pending(
             }
             let page = {
                 let mut reader = store.reader().await;
-                pending(&mut reader, kind, project_id, &key, after_id, STEP).await?
+                pending(&mut reader, kind, project_id, &key, after_id, STEP, vectors).await?
             };
             let Some(next_after) = page.next_after else {
                 break;

@@ -22,4 +22,4 @@ pub use service::VectorIndexes;
 pub(crate) use store::decode as decode_vector;
 #[cfg(test)]
 pub(crate) use store::part_key;
-pub use store::ItemKind;
+pub use store::{ChunkVectors, ItemKind};

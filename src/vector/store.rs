@@ -10,7 +10,9 @@
 //!
 //! A grouped chunk's parts (`code_chunk_parts`: the small definitions it holds) have vectors
 //! of their own in the same chunk index, under negative keys ([`part_key`]); they come and go
-//! with their chunk, so the chunk ranges of the log cover them.
+//! with their chunk, so the chunk ranges of the log cover them. An engine that turns them off
+//! ([`ChunkVectors::ChunksOnly`], for paid embedding APIs) leaves the rows without vectors: the
+//! run neither counts nor embeds them, and turning them back on embeds them without a re-index.
 //!
 //! `memory_vectors(memory_seq, embedder)` holds one little-endian f32 blob per memory and model
 //! with the hash of its embedding text, dropped by trigger when the memory's content, type,
@@ -277,15 +279,31 @@ fn item_row(row: &Row, dims: usize) -> Result<ItemState> {
     })
 }
 
-/// A chunk of project `?1` has no vector for embedder `?2`, or one of its parts has none.
-macro_rules! chunk_or_part_unembedded {
+/// Chunk `c` has no vector for embedder `?2`.
+macro_rules! chunk_unembedded {
     () => {
         "(c.embed_hash IS NULL
-          OR NOT EXISTS (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash)
-          OR EXISTS (SELECT 1 FROM code_chunk_parts p
-               WHERE p.chunk_id = c.id AND length(p.embed_hash) = 16 AND NOT EXISTS
-               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = p.embed_hash)))"
+          OR NOT EXISTS (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash))"
     };
+}
+
+/// One of chunk `c`'s parts has no vector for embedder `?2`.
+macro_rules! part_unembedded {
+    () => {
+        "EXISTS (SELECT 1 FROM code_chunk_parts p
+               WHERE p.chunk_id = c.id AND length(p.embed_hash) = 16 AND NOT EXISTS
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = p.embed_hash))"
+    };
+}
+
+/// Which vectors of code an embedding run gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkVectors {
+    /// Every chunk's, and each of its parts' (the definitions a grouped chunk holds).
+    WithParts,
+    /// Chunks' own only: parts stay without one (they are kept, so that switching back embeds
+    /// them without a re-index).
+    ChunksOnly,
 }
 
 /// A page of [`pending`] items.
@@ -310,14 +328,23 @@ pub async fn pending(
     embedder: &str,
     after_id: i64,
     limit: i64,
+    vectors: ChunkVectors,
 ) -> Result<PendingPage> {
-    const CHUNK: &str = concat!(
-        "SELECT c.id, c.context, c.content, c.embed_hash,
-           c.embed_hash IS NULL OR NOT EXISTS
-             (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash)
+    const CHUNK_OR_PART: &str = concat!(
+        "SELECT c.id, c.context, c.content, c.embed_hash, ",
+        chunk_unembedded!(),
+        " FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         WHERE f.project_id = ?1 AND c.id > ?3 AND (",
+        chunk_unembedded!(),
+        " OR ",
+        part_unembedded!(),
+        ") ORDER BY c.id LIMIT ?4 + 0"
+    );
+    const CHUNK_ONLY: &str = concat!(
+        "SELECT c.id, c.context, c.content, c.embed_hash, 1
          FROM code_files f JOIN code_chunks c ON c.file_id = f.id
          WHERE f.project_id = ?1 AND c.id > ?3 AND ",
-        chunk_or_part_unembedded!(),
+        chunk_unembedded!(),
         " ORDER BY c.id LIMIT ?4 + 0"
     );
     const MEMORY: &str =
@@ -328,33 +355,36 @@ pub async fn pending(
         ORDER BY m.seq LIMIT ?4 + 0";
     match kind {
         ItemKind::Chunk => {
+            let sql = match vectors {
+                ChunkVectors::WithParts => CHUNK_OR_PART,
+                ChunkVectors::ChunksOnly => CHUNK_ONLY,
+            };
             let chunks = reader
-                .query_cached(
-                    CHUNK,
-                    params![project_id, embedder, after_id, limit],
-                    |row| {
-                        let id: i64 = row.get(0).ctx("chunk id")?;
-                        let context: String = row.get(1).ctx("context")?;
-                        let content: String = row.get(2).ctx("content")?;
-                        let stored: Option<Vec<u8>> = row.get(3).ctx("embed hash")?;
-                        let own_missing = row.get::<i64>(4).ctx("vector missing")? != 0;
-                        let own = own_missing.then(|| {
-                            let text = embedding_text(&context, &content);
-                            let hash = text_hash(&text);
-                            PendingItem {
-                                id,
-                                hash_missing: stored.as_deref() != Some(&hash[..]),
-                                text,
-                                hash,
-                                version: 0,
-                            }
-                        });
-                        Ok((id, content, own))
-                    },
-                )
+                .query_cached(sql, params![project_id, embedder, after_id, limit], |row| {
+                    let id: i64 = row.get(0).ctx("chunk id")?;
+                    let context: String = row.get(1).ctx("context")?;
+                    let content: String = row.get(2).ctx("content")?;
+                    let stored: Option<Vec<u8>> = row.get(3).ctx("embed hash")?;
+                    let own_missing = row.get::<i64>(4).ctx("vector missing")? != 0;
+                    let own = own_missing.then(|| {
+                        let text = embedding_text(&context, &content);
+                        let hash = text_hash(&text);
+                        PendingItem {
+                            id,
+                            hash_missing: stored.as_deref() != Some(&hash[..]),
+                            text,
+                            hash,
+                            version: 0,
+                        }
+                    });
+                    Ok((id, content, own))
+                })
                 .await?;
             let ids: Vec<i64> = chunks.iter().map(|(id, ..)| *id).collect();
-            let mut parts = pending_parts(reader, embedder, &ids).await?;
+            let mut parts = match vectors {
+                ChunkVectors::WithParts => pending_parts(reader, embedder, &ids).await?,
+                ChunkVectors::ChunksOnly => HashMap::new(),
+            };
             let mut page = PendingPage::default();
             for (id, content, own) in chunks {
                 if page.items.len() >= limit.max(1) as usize {
@@ -461,29 +491,38 @@ async fn pending_parts(
     Ok(parts)
 }
 
-/// How many items of `project` have no vector for `embedder` (for chunks: chunks and parts).
+/// How many items of `project` have no vector for `embedder` (for chunks: chunks, and parts
+/// unless `vectors` is [`ChunkVectors::ChunksOnly`]).
 pub async fn count_pending(
     reader: &mut Reader<'_>,
     kind: ItemKind,
     project_id: &str,
     embedder: &str,
+    vectors: ChunkVectors,
 ) -> Result<u64> {
-    const CHUNK: &str = "SELECT
-        (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
-         WHERE f.project_id = ?1
-           AND (c.embed_hash IS NULL OR NOT EXISTS
-               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = c.embed_hash)))
-      + (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+    const CHUNK_ONLY: &str = concat!(
+        "SELECT (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         WHERE f.project_id = ?1 AND ",
+        chunk_unembedded!(),
+        ")"
+    );
+    const CHUNK_OR_PART: &str = concat!(
+        "SELECT (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
+         WHERE f.project_id = ?1 AND ",
+        chunk_unembedded!(),
+        ") + (SELECT count(*) FROM code_files f JOIN code_chunks c ON c.file_id = f.id
          JOIN code_chunk_parts p ON p.chunk_id = c.id
          WHERE f.project_id = ?1 AND length(p.embed_hash) = 16 AND NOT EXISTS
-               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = p.embed_hash))";
+               (SELECT 1 FROM code_vectors v WHERE v.embedder = ?2 AND v.text_hash = p.embed_hash))"
+    );
     const MEMORY: &str = "SELECT count(*) FROM memories m
         WHERE m.project_id = ?1 AND m.deprecated = 0
           AND NOT EXISTS
                (SELECT 1 FROM memory_vectors v WHERE v.memory_seq = m.seq AND v.embedder = ?2)";
-    let sql = match kind {
-        ItemKind::Chunk => CHUNK,
-        ItemKind::Memory => MEMORY,
+    let sql = match (kind, vectors) {
+        (ItemKind::Chunk, ChunkVectors::WithParts) => CHUNK_OR_PART,
+        (ItemKind::Chunk, ChunkVectors::ChunksOnly) => CHUNK_ONLY,
+        (ItemKind::Memory, _) => MEMORY,
     };
     let rows = reader
         .query_cached(sql, params![project_id, embedder], |row| {
