@@ -1,12 +1,14 @@
 // impact() across the JS boundary (the numbers an agent sees) on the same shape of synthetic
 // graph as benches/graph.rs: 5,000 files x 9 symbols (50,000 nodes), imports to nearby and
 // earlier files, calls along imports and within files, 5,000 memories attached. One run;
-// medians and tails of file and symbol targets, plus neighbours() of a file.
+// medians and tails of file and symbol targets, plus neighbours() of a file, and for each the
+// slowest 1% of calls taken apart (answer size, garbage collections, a re-run).
 //   node benches/js/graph.mjs
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { PerformanceObserver, performance } from 'node:perf_hooks'
 import { hrtime } from 'node:process'
 
 import { splitmix as rng, summary } from './corpus.mjs'
@@ -67,15 +69,52 @@ try {
   for (let i = 0; i < memories.length; i += 1000) await db.rememberMany(memories.slice(i, i + 1000))
 
   const results = { nodes: nodes.length, edges: edges.length, build_s: built, stats: await db.graphStats() }
+  // Garbage collections, by when they ran, to tell a slow call that waited on one.
+  const collections = []
+  const gc = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) collections.push([e.startTime, e.startTime + e.duration])
+  })
+  gc.observe({ entryTypes: ['gc'] })
   const time = async (label, targets, call) => {
     const lat = []
+    const calls = []
     let items = 0
     for (const target of targets) {
+      const at = performance.now()
       const start = hrtime.bigint()
-      items += await call(target)
-      lat.push(hrtime.bigint() - start)
+      const n = await call(target)
+      const ns = hrtime.bigint() - start
+      items += n
+      lat.push(ns)
+      calls.push({ target, n, ms: Number(ns) / 1e6, at, end: performance.now() })
     }
     results[label] = { ...summary(lat.slice(200)), mean_items: items / targets.length }
+    results[`${label}_tail`] = await tail(calls.slice(200), call)
+  }
+  // Where the slowest 1% of calls come from: how big their answers are against the median
+  // call's, how many overlapped a garbage collection, and whether the same targets are slow
+  // again when re-run alone (the answer's size) or not (the machine, the collector).
+  const tail = async (calls, call) => {
+    await new Promise((resolve) => setTimeout(resolve, 50)) // let the gc entries land
+    const byTime = [...calls].sort((a, b) => a.ms - b.ms)
+    const slow = byTime.slice(Math.floor(byTime.length * 0.99))
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+    const overlapsGc = (c) => collections.some(([from, to]) => from < c.end && to > c.at)
+    const again = []
+    for (const c of slow) {
+      const start = hrtime.bigint()
+      await call(c.target)
+      again.push(Number(hrtime.bigint() - start) / 1e6)
+    }
+    return {
+      slow_calls: slow.length,
+      slow_median_ms: median(slow.map((c) => c.ms)),
+      slow_median_items: median(slow.map((c) => c.n)),
+      all_median_items: median(calls.map((c) => c.n)),
+      slow_overlapping_gc: slow.filter(overlapsGc).length,
+      all_overlapping_gc_share: calls.filter(overlapsGc).length / calls.length,
+      slow_rerun_median_ms: median(again),
+    }
   }
   const pick = rng(7)
   const files = Array.from({ length: 2200 }, () => file(pick(FILES)))
@@ -89,6 +128,7 @@ try {
     return r.affected.length + r.memories.length
   })
   await time('neighbours_file', files, async (k) => (await db.neighbours([k], { limit: 50 })).length)
+  gc.disconnect()
   console.log(JSON.stringify(results, null, 2))
   await db.close()
 } finally {
