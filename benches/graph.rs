@@ -8,6 +8,8 @@
 //!   watcher's work), alternately adding and removing a function that calls a symbol of the
 //!   file; the file is the one with the most dependents, the worst case for the closure.
 //!
+//! - `impact/synthetic_50k/{file,symbol}_index`: the same targets answered from the in-process
+//!   graph index (issue 38), after its load time and size are printed.
 //! - Beside the file targets' profile, the SQLite floor under them: `impact()`'s own six
 //!   statements run alone on a connection of their own (`engram::graph::impact::statements`).
 //!
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engram::code::indexer::IndexOptions;
-use engram::graph::{Direction, EdgeInput, ImpactOptions, NodeInput, TraverseOptions};
+use engram::graph::{Direction, EdgeInput, GraphIndex, ImpactOptions, NodeInput, TraverseOptions};
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 use source_trees::{copy_tree, corpora};
@@ -151,15 +153,34 @@ fn layer_one(from: String, to: String, kind: &str) -> EdgeInput {
     edge
 }
 
+/// `impact` of `target` from the graph tables, or from `index` when given.
+fn impact_of(
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    index: Option<&GraphIndex>,
+    target: &str,
+) -> engram::graph::Impact {
+    let options = ImpactOptions::default();
+    match index {
+        Some(index) => rt.block_on(engram.impact_through(index, target, &options)),
+        None => rt.block_on(engram.impact(target, &options)),
+    }
+    .unwrap()
+}
+
 /// Runs `impact` once per target and prints the latency distribution and answer sizes.
-fn profile_impact(rt: &tokio::runtime::Runtime, engram: &Engram, label: &str, targets: &[String]) {
+fn profile_impact(
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    index: Option<&GraphIndex>,
+    label: &str,
+    targets: &[String],
+) {
     let mut times = Vec::with_capacity(targets.len());
     let (mut affected, mut memories) = (0usize, 0usize);
     for target in targets {
         let started = Instant::now();
-        let impact = rt
-            .block_on(engram.impact(target, &ImpactOptions::default()))
-            .unwrap();
+        let impact = impact_of(rt, engram, index, target);
         times.push(started.elapsed());
         affected += impact.affected.len();
         memories += impact.memories.len();
@@ -282,26 +303,29 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
         .unwrap_or_default()
 }
 
-/// Criterion over `targets`, one per iteration, in turn.
+/// Criterion over `targets`, one per iteration, in turn (from `index` when given).
 fn bench_impact(
     c: &mut Criterion,
     rt: &tokio::runtime::Runtime,
     engram: &Engram,
+    index: Option<&GraphIndex>,
     name: &str,
     targets: &[String],
 ) {
     let mut next = targets.iter().cycle();
     c.bench_function(name, |b| {
-        b.iter(|| {
-            rt.block_on(engram.impact(next.next().unwrap(), &ImpactOptions::default()))
-                .unwrap()
-        })
+        b.iter(|| impact_of(rt, engram, index, next.next().unwrap()))
     });
 }
 
 fn synthetic_impact(c: &mut Criterion) {
     let rt = runtime();
-    if !selected(&["impact/synthetic_50k/file", "impact/synthetic_50k/symbol"]) {
+    if !selected(&[
+        "impact/synthetic_50k/file",
+        "impact/synthetic_50k/symbol",
+        "impact/synthetic_50k/file_index",
+        "impact/synthetic_50k/symbol_index",
+    ]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -327,12 +351,63 @@ fn synthetic_impact(c: &mut Criterion) {
     let symbols: Vec<String> = (0..PROFILE_TARGETS)
         .map(|_| symbol_key(rng.below(FILES), rng.below(SYMBOLS_PER_FILE)))
         .collect();
-    profile_impact(&rt, &engram, "impact synthetic_50k file", &files);
+    profile_impact(&rt, &engram, None, "impact synthetic_50k file", &files);
     let db = kept.unwrap_or_else(|| dir.path().join("synthetic.db"));
     profile_impact_floor(&rt, &db, &files);
-    profile_impact(&rt, &engram, "impact synthetic_50k symbol", &symbols);
-    bench_impact(c, &rt, &engram, "impact/synthetic_50k/file", &files);
-    bench_impact(c, &rt, &engram, "impact/synthetic_50k/symbol", &symbols);
+    profile_impact(&rt, &engram, None, "impact synthetic_50k symbol", &symbols);
+    // The in-process index (issue 38): its load, its size, and the same targets through it.
+    let started = Instant::now();
+    let index = rt.block_on(engram.load_graph_index()).unwrap();
+    let loaded = started.elapsed();
+    let size = index.size();
+    eprintln!(
+        "graph index: loaded in {loaded:?}; {size:?}; {:.0} bytes per node, {:.0} per edge \
+         (all of it over the graph's {} nodes and {} edges)",
+        size.bytes as f64 / stats.nodes_by_layer.iter().sum::<u64>().max(1) as f64,
+        size.bytes as f64 / stats.edges_by_layer.iter().sum::<u64>().max(1) as f64,
+        stats.nodes_by_layer.iter().sum::<u64>(),
+        stats.edges_by_layer.iter().sum::<u64>(),
+    );
+    let index = Some(&index);
+    profile_impact(
+        &rt,
+        &engram,
+        index,
+        "impact synthetic_50k file, index",
+        &files,
+    );
+    profile_impact(
+        &rt,
+        &engram,
+        index,
+        "impact synthetic_50k symbol, index",
+        &symbols,
+    );
+    bench_impact(c, &rt, &engram, None, "impact/synthetic_50k/file", &files);
+    bench_impact(
+        c,
+        &rt,
+        &engram,
+        None,
+        "impact/synthetic_50k/symbol",
+        &symbols,
+    );
+    bench_impact(
+        c,
+        &rt,
+        &engram,
+        index,
+        "impact/synthetic_50k/file_index",
+        &files,
+    );
+    bench_impact(
+        c,
+        &rt,
+        &engram,
+        index,
+        "impact/synthetic_50k/symbol_index",
+        &symbols,
+    );
 }
 
 /// Impact over a real corpus and the cost of re-indexing one edited file in it.
@@ -367,8 +442,15 @@ fn real_corpora(c: &mut Criterion) {
         if files.is_empty() {
             continue;
         }
-        profile_impact(&rt, &engram, &format!("impact {name} file"), &files);
-        bench_impact(c, &rt, &engram, &format!("impact/{name}/file"), &files);
+        profile_impact(&rt, &engram, None, &format!("impact {name} file"), &files);
+        bench_impact(
+            c,
+            &rt,
+            &engram,
+            None,
+            &format!("impact/{name}/file"),
+            &files,
+        );
         bench_update(c, &rt, &engram, &name, &root, &files);
     }
 }

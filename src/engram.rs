@@ -1016,6 +1016,25 @@ impl Engram {
         graph::impact(&self.graph_ctx(), target, options).await
     }
 
+    /// This project's graph loaded into memory, as of now (issue 38; not yet kept current by
+    /// writes, so not served by [`Engram::impact`]): for its equivalence tests and bench.
+    #[doc(hidden)]
+    pub async fn load_graph_index(&self) -> Result<crate::graph::GraphIndex> {
+        crate::graph::load_index(&self.graph_ctx()).await
+    }
+
+    /// [`Engram::impact`] answered from `index` instead of the graph tables: the same answer
+    /// while the graph has not changed since the index was loaded.
+    #[doc(hidden)]
+    pub async fn impact_through(
+        &self,
+        index: &crate::graph::GraphIndex,
+        target: &str,
+        options: &ImpactOptions,
+    ) -> Result<Impact> {
+        crate::graph::impact_through(&self.graph_ctx(), index, target, options).await
+    }
+
     /// The nodes one edge away from `keys` (a file or module also standing for what it
     /// contains; unknown keys skipped), heaviest link first: retrieval's graph candidates.
     pub async fn neighbours(

@@ -1,8 +1,9 @@
 //! Impact analysis: everything that depends on a file, a symbol or any node, within the closure
 //! depth, and the memories attached to any of it, from two indexed lookups (the closure's
-//! descendant-ordered table and the memory-link index), never a walk of the graph. The four
+//! descendant-ordered table and the memory-link index), never a walk of the graph. The
 //! statements run through the reader's statement cache: preparing them costs more than
-//! running them.
+//! running them. The steps between the reads are functions of their own, shared with the
+//! in-process graph index (`index.rs`), which answers from the same rows.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
@@ -18,8 +19,8 @@ use crate::memory::rows::{from_row, COLUMN_COUNT, SELECT_M};
 use crate::memory::Memory;
 use crate::store::Reader;
 
-/// Most nodes a target stands for (itself and what it contains).
-const MAX_SEEDS: u32 = 20_000;
+/// Most nodes a target stands for (itself and what it contains); past it, the lowest ids.
+pub(crate) const MAX_SEEDS: u32 = 20_000;
 
 /// Options of [`impact`].
 #[derive(Debug, Clone)]
@@ -97,28 +98,31 @@ async fn node_by_key(
     Ok(found.pop())
 }
 
-/// Finds the node a target names: a node key, a project path (absolute inside the root, or
-/// relative), or `path:Qualified.name`.
+/// The node keys a target may name, in the order they are tried: the target itself, as a
+/// project path (absolute inside the root, or relative), and as `path:Qualified.name`.
+pub(crate) fn target_keys(root: Option<&std::path::Path>, target: &str) -> Vec<String> {
+    let mut keys = vec![target.to_owned()];
+    if let Ok(path) = confine_path(target, root) {
+        keys.push(path);
+    }
+    if let Some((path, symbol)) = target.rsplit_once(':') {
+        if let Ok(path) = confine_path(path, root) {
+            keys.push(super::code_layer::symbol_key(&path, symbol));
+        }
+    }
+    keys
+}
+
+/// Finds the node a target names (see [`target_keys`]).
 pub(crate) async fn resolve_target(
     reader: &mut Reader<'_>,
     project_id: &str,
     root: Option<&std::path::Path>,
     target: &str,
 ) -> Result<(NodeId, GraphNode)> {
-    if let Some(found) = node_by_key(reader, project_id, target).await? {
-        return Ok(found);
-    }
-    if let Ok(path) = confine_path(target, root) {
-        if let Some(found) = node_by_key(reader, project_id, &path).await? {
+    for key in target_keys(root, target) {
+        if let Some(found) = node_by_key(reader, project_id, &key).await? {
             return Ok(found);
-        }
-    }
-    if let Some((path, symbol)) = target.rsplit_once(':') {
-        if let Ok(path) = confine_path(path, root) {
-            let key = super::code_layer::symbol_key(&path, symbol);
-            if let Some(found) = node_by_key(reader, project_id, &key).await? {
-                return Ok(found);
-            }
         }
     }
     Err(Error::not_found("graph node", target))
@@ -139,7 +143,7 @@ const SEEDS: &str = "WITH RECURSIVE inside(id) AS (
        WHERE pm.to_id = ?1 AND pm.kind = 'contains' AND pm.layer = 2
          AND EXISTS (SELECT 1 FROM graph_edges i
                      WHERE i.to_id = pm.from_id AND i.kind = 'imports' AND i.layer = 1)
-       LIMIT ?2 + 0)
+       ORDER BY 1 LIMIT ?2 + 0)
      SELECT s.id, n.key FROM seeds s JOIN graph_nodes n ON n.id = s.id";
 
 /// Closure rows into the seeds `?1` (JSON ids) within depth `?2` whose ancestor is of the
@@ -154,7 +158,7 @@ const CLOSURE_INTO_SEEDS: &str = "SELECT c.ancestor_id, c.depth, c.weight, c.pat
                AND l.layer IN (SELECT value FROM json_each(?3))))";
 
 /// The nearest closure row of one ancestor.
-struct Nearest {
+pub(crate) struct Nearest {
     depth: u32,
     weight: f64,
     path: Vec<NodeId>,
@@ -191,7 +195,7 @@ pub fn statements() -> [&'static str; 6] {
     ]
 }
 
-/// What depends on `target`, and the memories on any of it.
+/// What depends on `target`, and the memories on any of it, read from SQLite.
 pub(crate) async fn impact(
     reader: &mut Reader<'_>,
     project_id: &str,
@@ -207,7 +211,6 @@ pub(crate) async fn impact(
         })
         .await?;
     let seed_ids: Vec<NodeId> = seeds.iter().map(|s| s.0).collect();
-    let is_seed: HashSet<NodeId> = seed_ids.iter().copied().collect();
     let rows = reader
         .query_cached(
             CLOSURE_INTO_SEEDS,
@@ -227,103 +230,30 @@ pub(crate) async fn impact(
             },
         )
         .await?;
-    // Per ancestor its nearest path to any seed (ties: the heavier).
-    let mut nearest: HashMap<NodeId, Nearest> = HashMap::new();
-    for (ancestor, depth, weight, path, seed) in rows {
-        if is_seed.contains(&ancestor) {
-            continue;
-        }
-        let better = nearest
-            .get(&ancestor)
-            .is_none_or(|n| (depth, -weight) < (n.depth, -n.weight));
-        if better {
-            let path = parse_path(&path);
-            nearest.insert(
-                ancestor,
-                Nearest {
-                    depth,
-                    weight,
-                    path,
-                    seed,
-                },
-            );
-        }
-    }
-    let mut chosen: Vec<(NodeId, Nearest)> = nearest.into_iter().collect();
-    // Nearest first, then heavier, then older: the order returned, so `limit` keeps
-    // exactly the first of them.
-    chosen.sort_by(|(a, x), (b, y)| {
-        x.depth
-            .cmp(&y.depth)
-            .then(y.weight.total_cmp(&x.weight))
-            .then(a.cmp(b))
-    });
-    let truncated = chosen.len() > options.limit as usize;
-    chosen.truncate(options.limit as usize);
+    let (chosen, truncated) = choose_nearest(
+        rows.iter()
+            .map(|(ancestor, depth, weight, path, seed)| IntoSeed {
+                ancestor: *ancestor,
+                depth: *depth,
+                weight: *weight,
+                path: PathRef::Text(path),
+                seed: *seed,
+            }),
+        &seeds,
+        options.limit,
+    );
     // The nodes, and those on their paths (nearly always among them already).
-    let wanted: HashSet<NodeId> = chosen
-        .iter()
-        .flat_map(|(id, n)| std::iter::once(*id).chain(n.path.iter().copied()))
-        .collect();
     let nodes: HashMap<NodeId, GraphNode> = reader
         .query_cached(
             &NODES_BY_ID,
-            [serde_json::to_string(&wanted).unwrap_or_default()],
+            [serde_json::to_string(&wanted_nodes(&chosen)).unwrap_or_default()],
             |row| node_from_row(row, 0),
         )
         .await?
         .into_iter()
         .collect();
-    let seed_keys: HashMap<NodeId, &str> = seeds.iter().map(|(id, k)| (*id, k.as_str())).collect();
-    // A path node deleted since the closure row was read is left out, as before.
-    let key_of = |id: NodeId| -> Option<String> {
-        match nodes.get(&id) {
-            Some(node) => Some(node.key.clone()),
-            None => seed_keys.get(&id).map(|k| (*k).to_owned()),
-        }
-    };
-    let mut affected = Vec::with_capacity(chosen.len());
-    for (id, n) in chosen {
-        let Some(node) = nodes.get(&id).cloned() else {
-            continue;
-        };
-        // Stored paths run from the ancestor down; `via` reads from the target up.
-        let mut via: Vec<String> = n.path.iter().rev().filter_map(|&p| key_of(p)).collect();
-        if n.seed != target_id {
-            // Reached through something the target contains: name it on the way.
-            via.splice(0..0, key_of(n.seed));
-        }
-        affected.push(ReachedNode {
-            node,
-            depth: n.depth,
-            weight: n.weight,
-            via,
-        });
-    }
-    let memories = attached_memories(reader, project_id, &seeds, &affected, options).await?;
-    Ok(Impact {
-        target: target_node,
-        affected,
-        memories,
-        truncated,
-    })
-}
-
-/// Memories on the seeds (depth 0) and the affected nodes, nearest first, each once. The
-/// links are read and ranked first, so only the memories returned are read in full.
-async fn attached_memories(
-    reader: &mut Reader<'_>,
-    project_id: &str,
-    seeds: &[(NodeId, String)],
-    affected: &[ReachedNode],
-    options: &ImpactOptions,
-) -> Result<Vec<AttachedMemory>> {
-    let mut depth_of: HashMap<&str, u32> = seeds.iter().map(|(_, k)| (k.as_str(), 0)).collect();
-    for reached in affected {
-        depth_of
-            .entry(reached.node.key.as_str())
-            .or_insert(reached.depth);
-    }
+    let affected = affected_nodes(chosen, target_id, &seeds, |id| nodes.get(&id));
+    let depth_of = attachment_depths(&seeds, &affected);
     let node_keys: Vec<&str> = depth_of.keys().copied().collect();
     let links: Vec<(i64, String, String)> = reader
         .query_cached(
@@ -341,6 +271,150 @@ async fn attached_memories(
             },
         )
         .await?;
+    let memories = attached_memories(reader, links, &depth_of, options.memory_limit).await?;
+    Ok(Impact {
+        target: target_node,
+        affected,
+        memories,
+        truncated,
+    })
+}
+
+/// A closure path as read: the stored text (parsed only for the rows kept) or ids.
+pub(crate) enum PathRef<'a> {
+    /// `graph_closure.path`, see [`parse_path`].
+    Text(&'a str),
+    /// Already parsed.
+    Ids(&'a [NodeId]),
+}
+
+/// One closure row into a seed of the target.
+pub(crate) struct IntoSeed<'a> {
+    /// The node that depends on the seed.
+    pub ancestor: NodeId,
+    /// Hops from it to the seed.
+    pub depth: u32,
+    /// Summed weight of the path's edges.
+    pub weight: f64,
+    /// The path's interior, from the ancestor down.
+    pub path: PathRef<'a>,
+    /// The seed reached.
+    pub seed: NodeId,
+}
+
+/// Per ancestor (not itself a seed) its nearest row (ties: the heavier, then the one into the
+/// lowest seed id, so that the order rows come in never matters), sorted nearest first, then
+/// heavier, then older, and cut at `limit`; with whether `limit` cut anything.
+pub(crate) fn choose_nearest<'a>(
+    rows: impl Iterator<Item = IntoSeed<'a>>,
+    seeds: &[(NodeId, String)],
+    limit: u32,
+) -> (Vec<(NodeId, Nearest)>, bool) {
+    let is_seed: HashSet<NodeId> = seeds.iter().map(|s| s.0).collect();
+    let mut nearest: HashMap<NodeId, Nearest> = HashMap::new();
+    for row in rows {
+        if is_seed.contains(&row.ancestor) {
+            continue;
+        }
+        let better = nearest
+            .get(&row.ancestor)
+            .is_none_or(|n| (row.depth, -row.weight, row.seed) < (n.depth, -n.weight, n.seed));
+        if better {
+            let path = match row.path {
+                PathRef::Text(text) => parse_path(text),
+                PathRef::Ids(ids) => ids.to_vec(),
+            };
+            nearest.insert(
+                row.ancestor,
+                Nearest {
+                    depth: row.depth,
+                    weight: row.weight,
+                    path,
+                    seed: row.seed,
+                },
+            );
+        }
+    }
+    let mut chosen: Vec<(NodeId, Nearest)> = nearest.into_iter().collect();
+    chosen.sort_by(|(a, x), (b, y)| {
+        x.depth
+            .cmp(&y.depth)
+            .then(y.weight.total_cmp(&x.weight))
+            .then(a.cmp(b))
+    });
+    let truncated = chosen.len() > limit as usize;
+    chosen.truncate(limit as usize);
+    (chosen, truncated)
+}
+
+/// The chosen nodes and those on their paths.
+pub(crate) fn wanted_nodes(chosen: &[(NodeId, Nearest)]) -> HashSet<NodeId> {
+    chosen
+        .iter()
+        .flat_map(|(id, n)| std::iter::once(*id).chain(n.path.iter().copied()))
+        .collect()
+}
+
+/// The affected nodes in the chosen order, each with the keys on its path from the target;
+/// a node `node` no longer finds (deleted since its closure row was read) is left out, and so
+/// is a path node.
+pub(crate) fn affected_nodes<'a>(
+    chosen: Vec<(NodeId, Nearest)>,
+    target_id: NodeId,
+    seeds: &[(NodeId, String)],
+    node: impl Fn(NodeId) -> Option<&'a GraphNode>,
+) -> Vec<ReachedNode> {
+    let seed_keys: HashMap<NodeId, &str> = seeds.iter().map(|(id, k)| (*id, k.as_str())).collect();
+    let key_of = |id: NodeId| -> Option<String> {
+        match node(id) {
+            Some(found) => Some(found.key.clone()),
+            None => seed_keys.get(&id).map(|k| (*k).to_owned()),
+        }
+    };
+    let mut affected = Vec::with_capacity(chosen.len());
+    for (id, n) in chosen {
+        let Some(found) = node(id) else {
+            continue;
+        };
+        // Stored paths run from the ancestor down; `via` reads from the target up.
+        let mut via: Vec<String> = n.path.iter().rev().filter_map(|&p| key_of(p)).collect();
+        if n.seed != target_id {
+            // Reached through something the target contains: name it on the way.
+            via.splice(0..0, key_of(n.seed));
+        }
+        affected.push(ReachedNode {
+            node: found.clone(),
+            depth: n.depth,
+            weight: n.weight,
+            via,
+        });
+    }
+    affected
+}
+
+/// The depth of each node memories may hang on: the seeds 0, the affected nodes theirs.
+pub(crate) fn attachment_depths<'a>(
+    seeds: &'a [(NodeId, String)],
+    affected: &'a [ReachedNode],
+) -> HashMap<&'a str, u32> {
+    let mut depth_of: HashMap<&str, u32> = seeds.iter().map(|(_, k)| (k.as_str(), 0)).collect();
+    for reached in affected {
+        depth_of
+            .entry(reached.node.key.as_str())
+            .or_insert(reached.depth);
+    }
+    depth_of
+}
+
+/// The memories of `links` (memory seq, node key, role) not forgotten, nearest first, each
+/// once, at most `limit`. The links are ranked first, so only the memories returned are read
+/// in full.
+pub(crate) async fn attached_memories(
+    reader: &mut Reader<'_>,
+    links: Vec<(i64, String, String)>,
+    depth_of: &HashMap<&str, u32>,
+    limit: u32,
+) -> Result<Vec<AttachedMemory>> {
     // Nearest attachment first (then target before impacted before file, then oldest); a
     // memory on several nodes is listed once, at its nearest.
     let mut ranked: Vec<(u32, u8, i64, String, String)> = links
@@ -355,7 +429,7 @@ async fn attached_memories(
     ranked.retain(|r| seen.insert(r.2));
     // Read in rank order, a limit's worth at a time, until the limit holds only memories
     // that are not forgotten: nearly always one read.
-    let limit = options.memory_limit as usize;
+    let limit = limit as usize;
     let mut out = Vec::with_capacity(limit.min(ranked.len()));
     let mut ranked = ranked.into_iter().peekable();
     while out.len() < limit && ranked.peek().is_some() {

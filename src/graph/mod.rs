@@ -24,6 +24,8 @@
 pub mod closure;
 pub mod code_layer;
 pub mod impact;
+#[doc(hidden)]
+pub mod index;
 pub(crate) mod knowledge;
 pub mod model;
 pub mod module_layer;
@@ -34,6 +36,8 @@ pub mod write;
 
 pub use code_layer::GraphSyncSummary;
 pub use impact::{AttachedMemory, Impact, ImpactOptions};
+#[doc(hidden)]
+pub use index::{GraphIndex, GraphIndexSize};
 pub use model::{Direction, EdgeInput, GraphEdge, GraphNode, GraphSource, NodeInput};
 pub use rank::{CentralityMethod, CentralityOptions, Neighbour, NeighbourOptions, NodeScore};
 pub use read::{GraphStats, ReachedNode, Side, Subgraph, TraverseOptions};
@@ -209,6 +213,27 @@ pub(crate) async fn impact(
         options,
     )
     .await
+}
+
+/// The project's graph loaded into memory (see `index.rs`).
+pub(crate) async fn load_index(ctx: &GraphCtx<'_>) -> Result<GraphIndex> {
+    let mut reader = ctx.store.reader().await;
+    GraphIndex::load(&mut reader, ctx.project_id).await
+}
+
+/// [`impact`] answered from `index` (memories still read from SQLite).
+pub(crate) async fn impact_through(
+    ctx: &GraphCtx<'_>,
+    index: &GraphIndex,
+    target: &str,
+    options: &ImpactOptions,
+) -> Result<Impact> {
+    let depth = closure_depth(ctx, options.max_depth)?;
+    read::check_limit(options.limit)?;
+    let mut reader = ctx.store.reader().await;
+    index
+        .impact(&mut reader, ctx.project_root, target, depth, options)
+        .await
 }
 
 /// The nodes one edge away from a set of nodes, heaviest link first.

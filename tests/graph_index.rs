@@ -1,0 +1,206 @@
+//! The in-process graph index (issue 38) answers `impact()` exactly as the graph tables do:
+//! every node of the fixture projects in four languages, as a key, a path or
+//! `path:Qualified.name`, with memories attached at every role (one of them forgotten), under
+//! the default options and under each option that changes the answer.
+
+use std::path::Path;
+
+use engram::code::IndexOptions;
+use engram::graph::{EdgeInput, ImpactOptions, NodeInput};
+use engram::memory::{MemoryType, RememberInput};
+use engram::{Engram, OpenOptions};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/graph");
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A temp copy of a fixture project, indexed, with memories on some of its nodes.
+async fn indexed_with_memories(language: &str) -> (tempfile::TempDir, Engram, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    copy_tree(&Path::new(FIXTURES).join(language), &root);
+    if language == "go" {
+        // A package no file imports: a file of it does not stand for its package.
+        std::fs::create_dir_all(root.join("unused")).unwrap();
+        std::fs::write(
+            root.join("unused/unused.go"),
+            "package unused\n\nfunc Lonely() int { return helper() }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("unused/helper.go"),
+            "package unused\n\nfunc helper() int { return 1 }\n",
+        )
+        .unwrap();
+    }
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.project_root = Some(root);
+    let e = Engram::open(options).await.unwrap();
+    e.index(&IndexOptions::default(), &|_| {}, &Default::default())
+        .await
+        .unwrap();
+    let mut keys: Vec<String> = e
+        .load_graph_index()
+        .await
+        .unwrap()
+        .keys()
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    let files: Vec<&String> = keys
+        .iter()
+        .filter(|k| !k.contains(':') && !k.ends_with('/'))
+        .collect();
+    let symbols: Vec<&String> = keys.iter().filter(|k| k.contains(':')).collect();
+    // One memory on every node (modules and packages too), each also on a file and a symbol.
+    for (i, key) in keys.iter().enumerate() {
+        let mut input = RememberInput::new(MemoryType::Gotcha, format!("note {i} on {key}"));
+        input.target_node_id = Some(key.clone());
+        input.related_files = vec![files[i % files.len()].clone()];
+        input.impacted_node_ids = vec![symbols[(i * 7 + 3) % symbols.len()].clone()];
+        let remembered = e.remember(input).await.unwrap().memory;
+        if i % 5 == 4 {
+            e.forget(&remembered.id, None).await.unwrap();
+        }
+    }
+    (dir, e, keys)
+}
+
+#[tokio::test]
+async fn the_index_answers_impact_as_the_graph_tables_do() {
+    for language in ["ts", "py", "rs", "go"] {
+        let (dir, e, keys) = indexed_with_memories(language).await;
+        let index = e.load_graph_index().await.unwrap();
+        let size = index.size();
+        let stats = e.graph_stats().await.unwrap();
+        assert_eq!(size.nodes as u64, stats.nodes_by_layer.iter().sum::<u64>(), "{language}");
+        assert_eq!(size.closure_rows as u64, stats.closure_rows, "{language}");
+        assert!(
+            size.closure_rows > 0 && size.links > 0 && size.bytes > 0,
+            "{language}: {size:?}"
+        );
+        let root = dir.path().join("project");
+        let variants = [
+            ImpactOptions::default(),
+            ImpactOptions {
+                max_depth: Some(1),
+                ..ImpactOptions::default()
+            },
+            ImpactOptions {
+                layers: Some(vec![1]),
+                ..ImpactOptions::default()
+            },
+            ImpactOptions {
+                layers: Some(vec![2]),
+                ..ImpactOptions::default()
+            },
+            ImpactOptions {
+                limit: 2,
+                memory_limit: 1,
+                ..ImpactOptions::default()
+            },
+        ];
+        let (mut with_affected, mut with_memories, mut truncated) = (0, 0, 0);
+        for key in &keys {
+            let mut targets = vec![key.clone()];
+            if !key.contains(':') && !key.ends_with('/') {
+                // A file as an absolute path inside the root.
+                targets.push(root.join(key).to_string_lossy().into_owned());
+            }
+            for target in &targets {
+                for options in &variants {
+                    let from_tables = e.impact(target, options).await.unwrap();
+                    let from_index = e.impact_through(&index, target, options).await.unwrap();
+                    assert_eq!(from_index, from_tables, "{language}: {target} {options:?}");
+                    with_affected += usize::from(!from_tables.affected.is_empty());
+                    with_memories += usize::from(!from_tables.memories.is_empty());
+                    truncated += usize::from(from_tables.truncated);
+                }
+            }
+        }
+        // The comparison covered answers with content, not only empty ones.
+        assert!(
+            with_affected > 0 && with_memories > 0 && truncated > 0,
+            "{language}"
+        );
+        let missing = e
+            .impact_through(&index, "no/such/file.ts", &ImpactOptions::default())
+            .await;
+        assert_eq!(missing.unwrap_err().code(), "ENGRAM_NOT_FOUND");
+    }
+}
+
+#[tokio::test]
+async fn the_index_is_a_snapshot_of_its_load() {
+    let (_dir, e, keys) = indexed_with_memories("ts").await;
+    let before = e.load_graph_index().await.unwrap();
+    let file = keys.iter().find(|k| k.ends_with(".ts")).unwrap().clone();
+    let mut input = RememberInput::new(MemoryType::Decision, "a memory after the load");
+    input.related_files = vec![file.clone()];
+    e.remember(input).await.unwrap();
+    let options = ImpactOptions {
+        memory_limit: 1000,
+        ..ImpactOptions::default()
+    };
+    let stale = e.impact_through(&before, &file, &options).await.unwrap();
+    let fresh = e.load_graph_index().await.unwrap();
+    let current = e.impact_through(&fresh, &file, &options).await.unwrap();
+    assert_eq!(current, e.impact(&file, &options).await.unwrap());
+    assert_eq!(current.memories.len(), stale.memories.len() + 1);
+}
+
+/// Two seeds of a target reached from one node at the same depth and weight: both paths take
+/// the row into the lower seed id, whichever order the rows come in (nodes created in both
+/// orders).
+#[tokio::test]
+async fn ties_between_seeds_go_the_same_way() {
+    for contained_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engram::open(OpenOptions::new(dir.path().join("engram.db")))
+            .await
+            .unwrap();
+        let nodes = [
+            NodeInput::new("part", "concept"),
+            NodeInput::new("whole", "concept"),
+            NodeInput::new("user", "concept"),
+        ];
+        let order: Vec<NodeInput> = if contained_first {
+            nodes.to_vec()
+        } else {
+            nodes.iter().rev().cloned().collect()
+        };
+        e.inject_graph(&order, &[]).await.unwrap();
+        let edges = [
+            EdgeInput::new("whole", "part", "contains"),
+            EdgeInput::new("user", "whole", "uses"),
+            EdgeInput::new("user", "part", "uses"),
+        ];
+        e.inject_graph(&[], &edges).await.unwrap();
+        let index = e.load_graph_index().await.unwrap();
+        let options = ImpactOptions::default();
+        let from_tables = e.impact("whole", &options).await.unwrap();
+        let from_index = e.impact_through(&index, "whole", &options).await.unwrap();
+        assert_eq!(from_index, from_tables);
+        let user = &from_tables.affected[0];
+        assert_eq!(user.node.key, "user");
+        // `part` has the lower id when it was created first: the tie goes through it.
+        let expected: Vec<String> = if contained_first {
+            vec!["part".into()]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(user.via, expected, "part created first: {contained_first}");
+    }
+}
