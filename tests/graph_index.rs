@@ -85,7 +85,11 @@ async fn the_index_answers_impact_as_the_graph_tables_do() {
         let index = e.load_graph_index().await.unwrap();
         let size = index.size();
         let stats = e.graph_stats().await.unwrap();
-        assert_eq!(size.nodes as u64, stats.nodes_by_layer.iter().sum::<u64>(), "{language}");
+        assert_eq!(
+            size.nodes as u64,
+            stats.nodes_by_layer.iter().sum::<u64>(),
+            "{language}"
+        );
         assert_eq!(size.closure_rows as u64, stats.closure_rows, "{language}");
         assert!(
             size.closure_rows > 0 && size.links > 0 && size.bytes > 0,
