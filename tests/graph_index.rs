@@ -1,7 +1,8 @@
 //! The in-process graph index (issue 38) answers `impact()` exactly as the graph tables do:
-//! every node of the fixture projects in four languages, as a key, a path or
-//! `path:Qualified.name`, with memories attached at every role (one of them forgotten), under
-//! the default options and under each option that changes the answer.
+//! every node of the fixture projects in four languages (by key, and files also by absolute
+//! path), with memories attached at every role (every fifth forgotten), under the default
+//! options and each option that changes the answer; ties between seeds; two projects in one
+//! file; and an index is a snapshot of its load.
 
 use std::path::Path;
 
@@ -206,5 +207,41 @@ async fn ties_between_seeds_go_the_same_way() {
             Vec::new()
         };
         assert_eq!(user.via, expected, "part created first: {contained_first}");
+    }
+}
+
+/// Two projects in one file with the same keys: each index holds its own project's nodes,
+/// closure rows and links, and answers as its project's tables do.
+#[tokio::test]
+async fn each_project_gets_its_own_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut handles = Vec::new();
+    for (project, extra) in [("one", false), ("two", true)] {
+        let mut options = OpenOptions::new(dir.path().join("engram.db"));
+        options.project_id = Some(project.to_owned());
+        let e = Engram::open(options).await.unwrap();
+        let mut nodes = vec![
+            NodeInput::new("a", "concept"),
+            NodeInput::new("b", "concept"),
+        ];
+        let mut edges = vec![EdgeInput::new("b", "a", "uses")];
+        if extra {
+            nodes.push(NodeInput::new("c", "concept"));
+            edges.push(EdgeInput::new("c", "b", "uses"));
+        }
+        e.inject_graph(&nodes, &edges).await.unwrap();
+        let mut input = RememberInput::new(MemoryType::Decision, format!("a of {project}"));
+        input.target_node_id = Some("a".to_owned());
+        e.remember(input).await.unwrap();
+        handles.push(e);
+    }
+    for (e, affected) in handles.iter().zip([1, 2]) {
+        let index = e.load_graph_index().await.unwrap();
+        assert_eq!(index.size().nodes, affected + 1);
+        let options = ImpactOptions::default();
+        let from_index = e.impact_through(&index, "a", &options).await.unwrap();
+        assert_eq!(from_index, e.impact("a", &options).await.unwrap());
+        assert_eq!(from_index.affected.len(), affected);
+        assert_eq!(from_index.memories.len(), 1);
     }
 }
