@@ -12,20 +12,10 @@ use engram::graph::{
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/graph");
+mod common;
+use common::copy_tree;
 
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/graph");
 
 /// A temp copy of a fixture project, indexed.
 async fn indexed(language: &str) -> (tempfile::TempDir, Engram) {

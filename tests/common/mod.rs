@@ -7,6 +7,20 @@
 
 pub mod sqld;
 
+/// Copies the directory tree `from` into `to` (a fixture project into a temp dir).
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// Whether the local embedding model is installed; without it a test returns early (and says
 /// why), except under CI, which must provide it.
 pub fn model_available() -> bool {
