@@ -9,7 +9,8 @@
 //!   file; the file is the one with the most dependents, the worst case for the closure.
 //!
 //! - `impact/synthetic_50k/{file,symbol}_index`: the same targets answered from the in-process
-//!   graph index (issue 38), after its load time and size are printed.
+//!   graph index (issue 38), after its load time and size are printed; `..._served`: through
+//!   `impact()` as callers get it, the engine's own index checking the change logs first.
 //! - Beside the file targets' profile, the SQLite floor under them: `impact()`'s own six
 //!   statements run alone on a connection of their own (`engram::graph::impact::statements`).
 //!
@@ -153,17 +154,30 @@ fn layer_one(from: String, to: String, kind: &str) -> EdgeInput {
     edge
 }
 
-/// `impact` of `target` from the graph tables, or from `index` when given.
+/// Where an `impact` answer comes from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// The graph tables.
+    Tables,
+    /// An index loaded by the bench.
+    Index(&'a GraphIndex),
+    /// `impact()` as callers get it: the engine's served index, refreshed from the change
+    /// logs before each answer.
+    Served,
+}
+
+/// `impact` of `target` from `source`.
 fn impact_of(
     rt: &tokio::runtime::Runtime,
     engram: &Engram,
-    index: Option<&GraphIndex>,
+    source: Source<'_>,
     target: &str,
 ) -> engram::graph::Impact {
     let options = ImpactOptions::default();
-    match index {
-        Some(index) => rt.block_on(engram.impact_through(index, target, &options)),
-        None => rt.block_on(engram.impact(target, &options)),
+    match source {
+        Source::Tables => rt.block_on(engram.impact_from_tables(target, &options)),
+        Source::Index(index) => rt.block_on(engram.impact_through(index, target, &options)),
+        Source::Served => rt.block_on(engram.impact(target, &options)),
     }
     .unwrap()
 }
@@ -172,7 +186,7 @@ fn impact_of(
 fn profile_impact(
     rt: &tokio::runtime::Runtime,
     engram: &Engram,
-    index: Option<&GraphIndex>,
+    source: Source<'_>,
     label: &str,
     targets: &[String],
 ) {
@@ -180,7 +194,7 @@ fn profile_impact(
     let (mut affected, mut memories) = (0usize, 0usize);
     for target in targets {
         let started = Instant::now();
-        let impact = impact_of(rt, engram, index, target);
+        let impact = impact_of(rt, engram, source, target);
         times.push(started.elapsed());
         affected += impact.affected.len();
         memories += impact.memories.len();
@@ -308,13 +322,13 @@ fn bench_impact(
     c: &mut Criterion,
     rt: &tokio::runtime::Runtime,
     engram: &Engram,
-    index: Option<&GraphIndex>,
+    source: Source<'_>,
     name: &str,
     targets: &[String],
 ) {
     let mut next = targets.iter().cycle();
     c.bench_function(name, |b| {
-        b.iter(|| impact_of(rt, engram, index, next.next().unwrap()))
+        b.iter(|| impact_of(rt, engram, source, next.next().unwrap()))
     });
 }
 
@@ -325,6 +339,8 @@ fn synthetic_impact(c: &mut Criterion) {
         "impact/synthetic_50k/symbol",
         "impact/synthetic_50k/file_index",
         "impact/synthetic_50k/symbol_index",
+        "impact/synthetic_50k/file_served",
+        "impact/synthetic_50k/symbol_served",
     ]) {
         return;
     }
@@ -351,10 +367,22 @@ fn synthetic_impact(c: &mut Criterion) {
     let symbols: Vec<String> = (0..PROFILE_TARGETS)
         .map(|_| symbol_key(rng.below(FILES), rng.below(SYMBOLS_PER_FILE)))
         .collect();
-    profile_impact(&rt, &engram, None, "impact synthetic_50k file", &files);
+    profile_impact(
+        &rt,
+        &engram,
+        Source::Tables,
+        "impact synthetic_50k file",
+        &files,
+    );
     let db = kept.unwrap_or_else(|| dir.path().join("synthetic.db"));
     profile_impact_floor(&rt, &db, &files);
-    profile_impact(&rt, &engram, None, "impact synthetic_50k symbol", &symbols);
+    profile_impact(
+        &rt,
+        &engram,
+        Source::Tables,
+        "impact synthetic_50k symbol",
+        &symbols,
+    );
     // The in-process index (issue 38): its load, its size, and the same targets through it.
     let started = Instant::now();
     let index = rt.block_on(engram.load_graph_index()).unwrap();
@@ -368,12 +396,12 @@ fn synthetic_impact(c: &mut Criterion) {
         stats.nodes_by_layer.iter().sum::<u64>(),
         stats.edges_by_layer.iter().sum::<u64>(),
     );
-    let index = Some(&index);
+    let index = Source::Index(&index);
     // On this graph too (many equal weights, so many ties) the two answer alike.
     for target in files.iter().chain(&symbols).take(1000) {
         assert_eq!(
             impact_of(&rt, &engram, index, target),
-            impact_of(&rt, &engram, None, target),
+            impact_of(&rt, &engram, Source::Tables, target),
             "{target}"
         );
     }
@@ -391,12 +419,19 @@ fn synthetic_impact(c: &mut Criterion) {
         "impact synthetic_50k symbol, index",
         &symbols,
     );
-    bench_impact(c, &rt, &engram, None, "impact/synthetic_50k/file", &files);
     bench_impact(
         c,
         &rt,
         &engram,
-        None,
+        Source::Tables,
+        "impact/synthetic_50k/file",
+        &files,
+    );
+    bench_impact(
+        c,
+        &rt,
+        &engram,
+        Source::Tables,
         "impact/synthetic_50k/symbol",
         &symbols,
     );
@@ -414,6 +449,40 @@ fn synthetic_impact(c: &mut Criterion) {
         &engram,
         index,
         "impact/synthetic_50k/symbol_index",
+        &symbols,
+    );
+    // As callers get it: the engine's own index, loaded once, then a log check per answer.
+    let started = Instant::now();
+    assert!(rt.block_on(engram.warm_graph_index()).unwrap());
+    eprintln!("served graph index: loaded in {:?}", started.elapsed());
+    profile_impact(
+        &rt,
+        &engram,
+        Source::Served,
+        "impact synthetic_50k file, served",
+        &files,
+    );
+    profile_impact(
+        &rt,
+        &engram,
+        Source::Served,
+        "impact synthetic_50k symbol, served",
+        &symbols,
+    );
+    bench_impact(
+        c,
+        &rt,
+        &engram,
+        Source::Served,
+        "impact/synthetic_50k/file_served",
+        &files,
+    );
+    bench_impact(
+        c,
+        &rt,
+        &engram,
+        Source::Served,
+        "impact/synthetic_50k/symbol_served",
         &symbols,
     );
 }
@@ -450,12 +519,18 @@ fn real_corpora(c: &mut Criterion) {
         if files.is_empty() {
             continue;
         }
-        profile_impact(&rt, &engram, None, &format!("impact {name} file"), &files);
+        profile_impact(
+            &rt,
+            &engram,
+            Source::Tables,
+            &format!("impact {name} file"),
+            &files,
+        );
         bench_impact(
             c,
             &rt,
             &engram,
-            None,
+            Source::Tables,
             &format!("impact/{name}/file"),
             &files,
         );

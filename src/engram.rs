@@ -1013,11 +1013,88 @@ impl Engram {
     /// What depends on `target` (a file path, `path:Qualified.name`, or a node key) within the
     /// closure depth, and the memories attached to the target or anything affected.
     pub async fn impact(&self, target: &str, options: &ImpactOptions) -> Result<Impact> {
+        let slot = self.engine.graphs.slot(&self.project_id);
+        let start_load = || self.load_graph_in_background(slot.clone());
+        graph::impact_served(&self.graph_ctx(), &slot, start_load, target, options).await
+    }
+
+    /// Loads this project's in-process graph index on the engine's runtime (the caller
+    /// claimed the load).
+    fn load_graph_in_background(&self, slot: Arc<graph::served::GraphSlot>) {
+        let runtime = self
+            .engine
+            .runtime
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+            .expect("engram runs inside a tokio runtime");
+        // A clone that does not count as an open handle (see `schedule_embedding`).
+        let handle = Engram {
+            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
+            ..self.clone()
+        };
+        runtime.spawn(async move {
+            // Every handle closed (a one-shot CLI call): nobody will use the index.
+            let lifetime = handle.lease.lifetime().clone();
+            let keep_going = move || lifetime.open_handles() > 0;
+            match slot
+                .load(&handle.engine.store, &handle.project_id, &keep_going)
+                .await
+            {
+                Ok(()) | Err(Error::Aborted) => {}
+                Err(error) => {
+                    tracing::warn!(code = error.code(), "graph index load failed: {error}")
+                }
+            }
+        });
+    }
+
+    /// [`Engram::impact`] from the graph tables, never the in-process index: for the index's
+    /// equivalence tests and bench.
+    #[doc(hidden)]
+    pub async fn impact_from_tables(
+        &self,
+        target: &str,
+        options: &ImpactOptions,
+    ) -> Result<Impact> {
         graph::impact(&self.graph_ctx(), target, options).await
     }
 
-    /// This project's graph loaded into memory, as of now (issue 38; not yet kept current by
-    /// writes, so not served by [`Engram::impact`]): for its equivalence tests and bench.
+    /// Brings this project's served graph index up to date, loading it here (not in the
+    /// background) if it is not loaded; false while another caller's load runs. For tests and
+    /// benches, which need the index in place before they measure or compare.
+    #[doc(hidden)]
+    pub async fn warm_graph_index(&self) -> Result<bool> {
+        let slot = self.engine.graphs.slot(&self.project_id);
+        let store = &self.engine.store;
+        match slot.refresh(store, &self.project_id).await? {
+            graph::served::Refreshed::Current => Ok(true),
+            graph::served::Refreshed::Loading => Ok(false),
+            graph::served::Refreshed::LoadClaimed => {
+                slot.load(store, &self.project_id, &|| true).await?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// [`Engram::warm_graph_index`], then what the served index holds (`None` while another
+    /// caller's load runs): for tests.
+    #[doc(hidden)]
+    pub async fn served_graph_picture(&self) -> Result<Option<crate::graph::index::GraphPicture>> {
+        self.warm_graph_index().await?;
+        let slot = self.engine.graphs.slot(&self.project_id);
+        let served = slot.read().await;
+        Ok(served.as_ref().map(|served| served.index.picture()))
+    }
+
+    /// How many times this project's served graph index was loaded from the tables (the
+    /// other refreshes replayed the change logs): for tests.
+    #[doc(hidden)]
+    pub fn served_graph_loads(&self) -> u64 {
+        self.engine.graphs.slot(&self.project_id).loads()
+    }
+
+    /// This project's graph loaded into memory, as of now, apart from the one
+    /// [`Engram::impact`] is served from: for its equivalence tests and bench.
     #[doc(hidden)]
     pub async fn load_graph_index(&self) -> Result<crate::graph::GraphIndex> {
         crate::graph::load_index(&self.graph_ctx()).await

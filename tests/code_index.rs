@@ -660,12 +660,13 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
     ];
     assert_eq!(parts_of(&db_path, "pkg/small.py").await, expected);
 
-    // Back to schema 8, as an older engram left it: no parts table.
+    // Back to schema 8, as an older engram left it: no parts table, no graph log.
     {
         let db = libsql::Builder::new_local(&db_path).build().await.unwrap();
         let conn = db.connect().unwrap();
         conn.execute_batch(
             "DROP TABLE code_chunk_parts;
+             DROP TABLE graph_log;
              UPDATE engram_schema SET version = 8 WHERE home = 'code';",
         )
         .await
@@ -687,7 +688,8 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
         .find(|s| s.home == "code")
         .unwrap()
         .clone();
-    assert_eq!((code.version, code.applied), (9, 1));
+    // Migrations 9 (chunk parts) and 10 (the graph log) ran again.
+    assert_eq!((code.version, code.applied), (10, 2));
     let again = run(&e).await;
     assert_eq!(again.memories_flagged_for_review, 0, "{again:?}");
     assert!(!e.get(&memory.id).await.unwrap().needs_review);

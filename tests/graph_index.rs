@@ -2,13 +2,15 @@
 //! every node of the fixture projects in four languages (by key, and files also by absolute
 //! path), with memories attached at every role (every fifth forgotten), under the default
 //! options and each option that changes the answer; ties between seeds; two projects in one
-//! file; and an index is a snapshot of its load.
+//! file; an index is a snapshot of its load; and the engine's served index follows every kind
+//! of graph write (cold and incremental index runs, file edits and removals, authored nodes
+//! and edges, memories) to what a fresh load gives.
 
 use std::path::Path;
 
 use engram::code::IndexOptions;
 use engram::graph::{EdgeInput, ImpactOptions, NodeInput};
-use engram::memory::{MemoryType, RememberInput};
+use engram::memory::{MemoryPatch, MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 
 mod common;
@@ -116,7 +118,7 @@ async fn the_index_answers_impact_as_the_graph_tables_do() {
             }
             for target in &targets {
                 for options in &variants {
-                    let from_tables = e.impact(target, options).await.unwrap();
+                    let from_tables = e.impact_from_tables(target, options).await.unwrap();
                     let from_index = e.impact_through(&index, target, options).await.unwrap();
                     assert_eq!(from_index, from_tables, "{language}: {target} {options:?}");
                     with_affected += usize::from(!from_tables.affected.is_empty());
@@ -152,7 +154,10 @@ async fn the_index_is_a_snapshot_of_its_load() {
     let stale = e.impact_through(&before, &file, &options).await.unwrap();
     let fresh = e.load_graph_index().await.unwrap();
     let current = e.impact_through(&fresh, &file, &options).await.unwrap();
-    assert_eq!(current, e.impact(&file, &options).await.unwrap());
+    assert_eq!(
+        current,
+        e.impact_from_tables(&file, &options).await.unwrap()
+    );
     assert_eq!(current.memories.len(), stale.memories.len() + 1);
 }
 
@@ -185,7 +190,7 @@ async fn ties_between_seeds_go_the_same_way() {
         e.inject_graph(&[], &edges).await.unwrap();
         let index = e.load_graph_index().await.unwrap();
         let options = ImpactOptions::default();
-        let from_tables = e.impact("whole", &options).await.unwrap();
+        let from_tables = e.impact_from_tables("whole", &options).await.unwrap();
         let from_index = e.impact_through(&index, "whole", &options).await.unwrap();
         assert_eq!(from_index, from_tables);
         let user = &from_tables.affected[0];
@@ -230,8 +235,153 @@ async fn each_project_gets_its_own_graph() {
         assert_eq!(index.size().nodes, affected + 1);
         let options = ImpactOptions::default();
         let from_index = e.impact_through(&index, "a", &options).await.unwrap();
-        assert_eq!(from_index, e.impact("a", &options).await.unwrap());
+        assert_eq!(
+            from_index,
+            e.impact_from_tables("a", &options).await.unwrap()
+        );
         assert_eq!(from_index.affected.len(), affected);
         assert_eq!(from_index.memories.len(), 1);
     }
+}
+
+/// The served index equals a fresh load of the tables, and `impact()` (served) the tables'
+/// answer, on every node and on a missing one.
+async fn assert_served_follows(e: &Engram, step: &str) {
+    let served = e
+        .served_graph_picture()
+        .await
+        .unwrap()
+        .expect("loaded here");
+    let index = e.load_graph_index().await.unwrap();
+    let fresh = index.picture();
+    if let Some(difference) = served.first_difference(&fresh) {
+        panic!("{step}: served index differs from a fresh load: {difference}");
+    }
+    let options = ImpactOptions::default();
+    let mut keys: Vec<String> = index.keys().map(str::to_owned).collect();
+    keys.sort();
+    for key in &keys {
+        let served = e.impact(key, &options).await.unwrap();
+        assert_eq!(
+            served,
+            e.impact_from_tables(key, &options).await.unwrap(),
+            "{step}: {key}"
+        );
+    }
+    assert_eq!(
+        e.impact("no/such/file.ts", &options)
+            .await
+            .unwrap_err()
+            .code(),
+        "ENGRAM_NOT_FOUND"
+    );
+}
+
+#[tokio::test]
+async fn the_served_index_follows_every_kind_of_graph_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    copy_tree(&Path::new(FIXTURES).join("ts"), &root);
+    // A file nothing imports yet (the edit below imports it without changing its row).
+    std::fs::write(root.join("src/lonely.ts"), "export const lonely = 1\n").unwrap();
+    let mut options = OpenOptions::new(dir.path().join("engram.db"));
+    options.project_root = Some(root.clone());
+    let e = Engram::open(options).await.unwrap();
+    let index_run = || async {
+        e.index(&IndexOptions::default(), &|_| {}, &Default::default())
+            .await
+            .unwrap();
+    };
+    // Loaded while the project is empty; the cold index rebuilds the closure (a reload).
+    let empty = e.served_graph_picture().await.unwrap().unwrap();
+    assert_eq!(empty.node_count(), 0);
+    index_run().await;
+    assert_served_follows(&e, "cold index").await;
+    let mut keys: Vec<String> = e
+        .load_graph_index()
+        .await
+        .unwrap()
+        .keys()
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    let files: Vec<&String> = keys
+        .iter()
+        .filter(|k| k.ends_with(".ts") && !k.contains(':'))
+        .collect();
+    assert!(files.len() >= 3, "{files:?}");
+    assert_eq!(files[1], "src/lonely.ts");
+
+    // Memories on files and symbols, one forgotten, one on a key no node has yet.
+    let mut ids = Vec::new();
+    for (i, key) in keys.iter().enumerate().take(12) {
+        let mut input = RememberInput::new(MemoryType::Gotcha, format!("note {i} on {key}"));
+        input.target_node_id = Some(key.clone());
+        input.related_files = vec![files[i % files.len()].clone(), "src/later.ts".into()];
+        ids.push(e.remember(input).await.unwrap().memory.id);
+    }
+    e.forget(&ids[3], None).await.unwrap();
+    // A memory moved to another file: its old links go, new ones come.
+    let patch = MemoryPatch {
+        related_files: Some(vec![files[2].clone()]),
+        target_node_id: Some(files[2].clone()),
+        ..MemoryPatch::default()
+    };
+    e.update(&ids[5], patch).await.unwrap();
+    assert_served_follows(&e, "memories").await;
+
+    // An edited file: a new function calling into another file, a new import (of the file
+    // nothing imported: its `imported` flag changes, its row does not).
+    let edited = root.join(files[0]);
+    let mut text = std::fs::read_to_string(&edited).unwrap();
+    let other = Path::new(files[1].as_str());
+    let other_module = other.file_stem().unwrap().to_string_lossy().into_owned();
+    text = format!("import * as other from './{other_module}'\n{text}\nexport function addedLater() {{ return other }}\n");
+    std::fs::write(&edited, text).unwrap();
+    // A new file the early memories already named, importing the edited one.
+    let later_dir = root.join("src");
+    std::fs::create_dir_all(&later_dir).unwrap();
+    std::fs::write(
+        later_dir.join("later.ts"),
+        format!(
+            "import {{ addedLater }} from '../{}'\nexport const later = () => addedLater()\n",
+            files[0].trim_end_matches(".ts")
+        ),
+    )
+    .unwrap();
+    index_run().await;
+    assert_served_follows(&e, "edit").await;
+
+    // Authored nodes and edges onto code nodes, then one edge and one node deleted.
+    let nodes = [
+        NodeInput::new("concept:auth", "concept"),
+        NodeInput::new("concept:billing", "concept"),
+        NodeInput::new("concept:all", "concept"),
+    ];
+    let edges = [
+        EdgeInput::new("concept:auth", files[0].as_str(), "uses"),
+        EdgeInput::new("concept:billing", "concept:auth", "uses"),
+        EdgeInput::new("concept:all", "concept:auth", "contains"),
+        EdgeInput::new("concept:all", "concept:billing", "contains"),
+    ];
+    e.inject_graph(&nodes, &edges).await.unwrap();
+    assert_served_follows(&e, "authored").await;
+    assert!(e
+        .delete_edge("concept:all", "concept:billing", "contains")
+        .await
+        .unwrap());
+    assert!(e.delete_node("concept:auth").await.unwrap());
+    assert_served_follows(&e, "authored deletions").await;
+
+    // A file removed.
+    std::fs::remove_file(root.join(files[1].as_str())).unwrap();
+    index_run().await;
+    assert_served_follows(&e, "removal").await;
+
+    // Every memory deleted: their links go by cascade.
+    assert!(e.delete_all().await.unwrap() > 0);
+    assert_served_follows(&e, "memories deleted").await;
+    // Loaded empty, reloaded after the cold index's closure rebuild, then only replays.
+    assert_eq!(e.served_graph_loads(), 2);
 }

@@ -4,6 +4,10 @@
 //! phase (its batches committed, the graph not yet synced), during indexing, or after a random
 //! delay. After each kill the next `index()` must leave the code index and the knowledge graph
 //! equal to a clean rebuild of the same tree: the derived data heals itself.
+//!
+//! The same kills with this process holding the engine open: its in-process graph index
+//! (issue 38) follows the child's committed writes through the change logs, so after each kill
+//! and after the healing run it equals a fresh load from SQLite.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -226,6 +230,11 @@ enum Kill {
     DuringIndexing(u64),
     /// Some milliseconds after the process started.
     AfterDelay(u64),
+    /// Some milliseconds into the resolving phase, the child not waiting there: during the
+    /// resolution or the graph sync, or after the run committed.
+    DuringGraphSync(u64),
+    /// Not killed before the run is done.
+    AfterDone,
 }
 
 /// Runs the child indexer on `db`/`root` and kills it (SIGKILL) as `kill` says. Returns
@@ -242,6 +251,14 @@ fn run_child_and_kill(db: &Path, root: &Path, kill: Kill) -> bool {
         ])
         .env("ENGRAM_KILL_CHILD_DB", db)
         .env("ENGRAM_KILL_CHILD_ROOT", root)
+        .env(
+            "ENGRAM_KILL_CHILD_PAUSE",
+            if matches!(kill, Kill::DuringGraphSync(_)) {
+                "0"
+            } else {
+                "1"
+            },
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -262,6 +279,11 @@ fn run_child_and_kill(db: &Path, root: &Path, kill: Kill) -> bool {
             wait_for_phase(&mut child, "indexing");
             std::thread::sleep(Duration::from_millis(ms));
         }
+        Kill::DuringGraphSync(ms) => {
+            wait_for_phase(&mut child, "resolving");
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        Kill::AfterDone => wait_for_phase(&mut child, "done"),
     }
     let landed = child.try_wait().unwrap().is_none();
     let _ = child.kill();
@@ -270,7 +292,8 @@ fn run_child_and_kill(db: &Path, root: &Path, kill: Kill) -> bool {
 }
 
 /// The child: indexes `ENGRAM_KILL_CHILD_ROOT` into `ENGRAM_KILL_CHILD_DB`, writing each phase
-/// to `<db>.phase`; in the resolving phase it waits (long enough to be killed there).
+/// to `<db>.phase`; in the resolving phase it waits (long enough to be killed there) unless
+/// `ENGRAM_KILL_CHILD_PAUSE` is `0`.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "run by index_is_rebuilt_after_kill_9_at_random_moments"]
 async fn child_indexes_until_killed() {
@@ -283,9 +306,10 @@ async fn child_indexes_until_killed() {
     let db = PathBuf::from(db);
     let e = open(&db, Path::new(&root)).await;
     let marker = db.with_extension("phase");
+    let pause = std::env::var("ENGRAM_KILL_CHILD_PAUSE").is_ok_and(|v| v == "1");
     let on_progress = move |p: &engram::code::IndexProgress| {
         std::fs::write(&marker, p.phase.as_str()).unwrap();
-        if p.phase.as_str() == "resolving" {
+        if pause && p.phase.as_str() == "resolving" {
             std::thread::sleep(Duration::from_secs(5));
         }
     };
@@ -363,4 +387,89 @@ async fn index_is_rebuilt_after_kill_9_at_random_moments() {
         landed[1] >= 5,
         "kills during indexing that landed: {landed:?}"
     );
+}
+
+/// Asserts that `e`'s served graph index equals a fresh load of the tables.
+async fn assert_served_graph_is_current(e: &Engram, what: &str) {
+    let served = e
+        .served_graph_picture()
+        .await
+        .unwrap()
+        .expect("loaded here");
+    let fresh = e.load_graph_index().await.unwrap().picture();
+    if let Some(difference) = served.first_difference(&fresh) {
+        panic!("{what}: the served graph index differs from a fresh load: {difference}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_served_graph_index_follows_a_writer_killed_mid_write() {
+    let seed = std::env::var("ENGRAM_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x9a1f_u64);
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let db = dir.path().join("followed.db");
+    let mut py: Vec<Option<u64>> = vec![Some(0); PY_MODULES];
+    let mut ts: Vec<Option<u64>> = vec![Some(0); TS_MODULES];
+    write_tree(&root, &py, &ts);
+    let watcher = open(&db, &root).await;
+    index(&watcher).await;
+    assert_served_graph_is_current(&watcher, "after the first index").await;
+    let mut nodes_seen = 0;
+    let mut followed_child = 0;
+    for round in 0..10u64 {
+        for _ in 0..8 {
+            let i = rng.below(PY_MODULES as u64) as usize;
+            py[i] = match rng.below(6) {
+                0 if i > 0 => None,
+                _ => Some(round + 1),
+            };
+            let j = rng.below(TS_MODULES as u64) as usize;
+            ts[j] = match rng.below(6) {
+                0 if j > 0 => None,
+                _ => Some(round + 1),
+            };
+        }
+        write_tree(&root, &py, &ts);
+        let kill = match round % 3 {
+            _ if round == 9 => Kill::AfterDone,
+            0 => Kill::DuringIndexing(rng.below(40)),
+            1 => Kill::WhileResolving,
+            _ => Kill::DuringGraphSync(rng.below(60)),
+        };
+        let before = watcher.served_graph_picture().await.unwrap().unwrap();
+        run_child_and_kill(&db, &root, kill);
+        let what = format!("round {round} (seed {seed:#x}, kill {kill:?})");
+        assert_served_graph_is_current(&watcher, &format!("{what}, after the kill")).await;
+        let after = watcher.served_graph_picture().await.unwrap().unwrap();
+        followed_child += u32::from(after != before);
+        if matches!(kill, Kill::AfterDone) {
+            assert_ne!(
+                after, before,
+                "{what}: the child's whole run reached this index"
+            );
+        }
+        index(&watcher).await;
+        assert_served_graph_is_current(&watcher, &format!("{what}, healed")).await;
+        nodes_seen = watcher
+            .load_graph_index()
+            .await
+            .unwrap()
+            .picture()
+            .node_count();
+    }
+    assert!(
+        nodes_seen > 100,
+        "the tree makes a real graph: {nodes_seen}"
+    );
+    // The child's committed graph writes reached this process's index by replay, not reload.
+    eprintln!("rounds whose child changed the graph before its kill: {followed_child} of 10");
+    assert!(
+        followed_child >= 1,
+        "rounds whose child changed the graph: {followed_child}"
+    );
+    assert_eq!(watcher.served_graph_loads(), 1, "one load, then replays");
 }

@@ -678,6 +678,7 @@ async fn finish(ctx: &IndexCtx<'_>, mut touched: Touched) -> Result<GraphSyncSum
     settled.push(touched.run);
     super::pending::clear(&tx, ctx.project_id, &settled).await?;
     tx.commit().await.ctx("committing the graph sync")?;
+    crate::graph::served::trim_logs(&writer).await?;
     synced.duration = started.elapsed();
     Ok(synced)
 }

@@ -92,6 +92,8 @@ pub struct Engine {
     pub(crate) embeddings: crate::embed::EmbeddingService,
     /// In-memory vector indexes, kept current from the vector change logs.
     pub(crate) vectors: crate::vector::VectorIndexes,
+    /// In-process graph indexes, kept current from the graph change logs (issue 38).
+    pub(crate) graphs: crate::graph::served::GraphIndexes,
     /// Background embedding runs, when the engine was opened with `auto_embed`.
     pub(crate) auto_embed: Option<crate::vector::AutoEmbed>,
     /// Which code vectors embedding runs give.
@@ -243,6 +245,7 @@ impl Engine {
             closure_depth: options.closure_depth,
             embeddings: crate::embed::EmbeddingService::new(options.embeddings),
             vectors: crate::vector::VectorIndexes::default(),
+            graphs: Default::default(),
             auto_embed,
             chunk_vectors: options.chunk_vectors,
             reranker: options.reranker,

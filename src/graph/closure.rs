@@ -65,15 +65,20 @@ pub(crate) async fn hop_weight(conn: &Connection, from: NodeId, to: NodeId) -> R
     })
 }
 
-/// Brings the closure up to date after `changes` (hops whose weight differs from before).
-pub(crate) async fn apply(conn: &Connection, cap: u32, changes: &[HopChange]) -> Result<()> {
+/// Brings the closure up to date after `changes` (hops whose weight differs from before);
+/// returns the descendants whose rows it wrote, for `graph_log`.
+pub(crate) async fn apply(
+    conn: &Connection,
+    cap: u32,
+    changes: &[HopChange],
+) -> Result<BTreeSet<NodeId>> {
     let changes: Vec<HopChange> = changes
         .iter()
         .copied()
         .filter(|c| c.before != c.after)
         .collect();
     if changes.is_empty() {
-        return Ok(());
+        return Ok(BTreeSet::new());
     }
     let changed: BTreeSet<(NodeId, NodeId)> = changes.iter().map(|c| (c.from, c.to)).collect();
     let mut adjacency = Adjacency::new(conn, changed.clone()).await?;
@@ -85,8 +90,8 @@ pub(crate) async fn apply(conn: &Connection, cap: u32, changes: &[HopChange]) ->
             affected.entry(ancestor).or_default().insert(descendant);
         }
     }
+    let mut writer = RowWriter::new(conn).await?;
     if !affected.is_empty() {
-        let mut writer = RowWriter::new(conn).await?;
         for (ancestor, descendants) in &affected {
             let reach = adjacency.bfs(*ancestor, cap).await?;
             for descendant in descendants {
@@ -99,11 +104,39 @@ pub(crate) async fn apply(conn: &Connection, cap: u32, changes: &[HopChange]) ->
     }
 
     // 2. New and re-weighted hops, one at a time on top of an exact closure.
-    let mut writer = RowWriter::new(conn).await?;
     for change in &changes {
         let Some(weight) = change.after else { continue };
         insert_hop(conn, &mut writer, cap, change.from, change.to, weight).await?;
     }
+    Ok(writer.touched)
+}
+
+/// Writes `graph_log` rows: one per node in `nodes`, or one naming the whole project (`None`,
+/// after a rebuild).
+pub(crate) async fn log_changes(
+    conn: &Connection,
+    project_id: &str,
+    nodes: Option<&BTreeSet<NodeId>>,
+) -> Result<()> {
+    match nodes {
+        None => conn
+            .execute(
+                "INSERT INTO graph_log (project_id, node_id) VALUES (?1, NULL)",
+                [project_id],
+            )
+            .await
+            .ctx("logging a closure rebuild")?,
+        Some(ids) if ids.is_empty() => return Ok(()),
+        Some(ids) => {
+            let ids = serde_json::to_string(ids).expect("ids serialize");
+            conn.execute(
+                "INSERT INTO graph_log (project_id, node_id) SELECT ?1, value FROM json_each(?2)",
+                (project_id, ids),
+            )
+            .await
+            .ctx("logging closure changes")?
+        }
+    };
     Ok(())
 }
 
@@ -357,6 +390,7 @@ pub(crate) async fn rebuild(conn: &Connection, project_id: &str, cap: u32) -> Re
             written += 1;
         }
     }
+    log_changes(conn, project_id, None).await?;
     Ok(written)
 }
 
@@ -406,11 +440,13 @@ pub(crate) fn bfs_in_memory(
     out
 }
 
-/// Writes closure rows with prepared statements.
+/// Writes closure rows with prepared statements, and remembers whose rows it wrote.
 struct RowWriter {
     upsert: Statement,
     upsert_if_shorter: Statement,
     delete: Statement,
+    /// Descendants of the rows written or deleted (for `graph_log`).
+    touched: BTreeSet<NodeId>,
 }
 
 impl RowWriter {
@@ -432,18 +468,22 @@ impl RowWriter {
                 .prepare("DELETE FROM graph_closure WHERE ancestor_id = ?1 AND descendant_id = ?2")
                 .await
                 .ctx("preparing closure delete")?,
+            touched: BTreeSet::new(),
         })
     }
 
     async fn set(&mut self, a: NodeId, d: NodeId, reach: &Reach) -> Result<()> {
+        self.touched.insert(d);
         write_row(&self.upsert, a, d, reach).await
     }
 
     async fn set_if_shorter(&mut self, a: NodeId, d: NodeId, reach: &Reach) -> Result<()> {
+        self.touched.insert(d);
         write_row(&self.upsert_if_shorter, a, d, reach).await
     }
 
     async fn delete(&mut self, a: NodeId, d: NodeId) -> Result<()> {
+        self.touched.insert(d);
         self.delete.reset();
         self.delete
             .execute((a, d))

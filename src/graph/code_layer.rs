@@ -121,6 +121,7 @@ pub(crate) async fn sync(
                     if row.content_hash.is_some() && want.content_hash != row.content_hash {
                         stale_keys.push(key.clone());
                     }
+                    hops.node(*id);
                     update.reset();
                     update
                         .execute(libsql::params![
@@ -154,10 +155,11 @@ pub(crate) async fn sync(
         .filter_map(|k| existing.get(k).map(|(id, _)| *id))
         .collect();
     summary.graph_nodes_marked_stale =
-        mark_neighbours_stale(conn, project_id, &changed_ids, now).await?;
+        mark_neighbours_stale(conn, project_id, &mut hops, &changed_ids, now).await?;
     if !removed_ids.is_empty() {
         modules.extend(importer_modules(conn, &removed_ids).await?);
         detach(conn, &mut hops, &removed_ids).await?;
+        removed_ids.iter().for_each(|id| hops.node(*id));
         conn.execute(
             "DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?1))",
             [serde_json::to_string(&removed_ids).unwrap_or_default()],
@@ -206,9 +208,10 @@ pub(crate) async fn sync(
             None => continue,
         };
         ids.insert(key.clone(), id);
+        hops.node(id);
         summary.nodes_written += 1;
         if row.kind == "file" {
-            module_layer::add_file(conn, project_id, now, key, id).await?;
+            module_layer::add_file(conn, project_id, now, &mut hops, (key, id)).await?;
         }
     }
 
@@ -255,6 +258,7 @@ pub(crate) async fn sync(
                 if super::model::is_transitive(kind) {
                     hops.touch(conn, *from, *to).await?;
                 }
+                hops.edge(*from, *to, kind);
                 if !wanted_by_id.contains_key(&(*from, *to, kind.clone())) {
                     delete.reset();
                     delete
@@ -283,6 +287,7 @@ pub(crate) async fn sync(
         if super::model::is_transitive(kind) {
             hops.touch(conn, *from, *to).await?;
         }
+        hops.edge(*from, *to, kind);
         upsert.reset();
         upsert
             .execute(libsql::params![
@@ -368,28 +373,41 @@ const MARK_NEIGHBOURS_STALE: &str = "UPDATE graph_nodes SET stale_at = ?3
                   WHERE e.to_id IN (SELECT value FROM json_each(?2))
                   UNION
                   SELECT e.to_id FROM graph_edges e
-                  WHERE e.from_id IN (SELECT value FROM json_each(?2)))";
+                  WHERE e.from_id IN (SELECT value FROM json_each(?2)))
+     RETURNING id";
 
 /// Flags the non-code nodes with an edge to or from any of `ids`; returns how many.
 async fn mark_neighbours_stale(
     conn: &Connection,
     project_id: &str,
+    hops: &mut HopLog,
     ids: &[NodeId],
     now: i64,
 ) -> Result<u64> {
     if ids.is_empty() {
         return Ok(0);
     }
-    conn.execute(
-        MARK_NEIGHBOURS_STALE,
-        libsql::params![
-            project_id,
-            serde_json::to_string(ids).unwrap_or_default(),
-            now
-        ],
-    )
-    .await
-    .ctx("marking knowledge about changed code stale")
+    let mut rows = conn
+        .query(
+            MARK_NEIGHBOURS_STALE,
+            libsql::params![
+                project_id,
+                serde_json::to_string(ids).unwrap_or_default(),
+                now
+            ],
+        )
+        .await
+        .ctx("marking knowledge about changed code stale")?;
+    let mut marked = 0;
+    while let Some(row) = rows
+        .next()
+        .await
+        .ctx("marking knowledge about changed code stale")?
+    {
+        hops.node(row.get(0).ctx("stale node")?);
+        marked += 1;
+    }
+    Ok(marked)
 }
 
 /// Those of `keys` that name a node.

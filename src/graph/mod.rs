@@ -20,6 +20,9 @@
 //!   `(descendant_id, depth, ancestor_id)`, so impact's "what depends on X, nearest first" is
 //!   one contiguous range per seed carrying weight and path; the unique `(ancestor_id,
 //!   descendant_id)` index serves descendants and keeps one row per pair.
+//! - `graph_log(seq, project_id, node_id)`: the nodes whose row, held edges or closure rows a
+//!   write changed (NULL: the whole project), replayed by the in-process indexes
+//!   (`served.rs`); trimmed after index runs.
 
 pub mod closure;
 pub mod code_layer;
@@ -32,6 +35,7 @@ pub mod module_layer;
 pub mod rank;
 pub mod read;
 pub mod semantic;
+pub(crate) mod served;
 pub mod write;
 
 pub use code_layer::GraphSyncSummary;
@@ -213,6 +217,36 @@ pub(crate) async fn impact(
         options,
     )
     .await
+}
+
+/// [`impact`] from the project's in-process index when it is current (see `served.rs`), else
+/// from the tables, calling `start_load` when the caller claimed the index's load.
+pub(crate) async fn impact_served(
+    ctx: &GraphCtx<'_>,
+    slot: &served::GraphSlot,
+    start_load: impl FnOnce(),
+    target: &str,
+    options: &ImpactOptions,
+) -> Result<Impact> {
+    let depth = closure_depth(ctx, options.max_depth)?;
+    read::check_limit(options.limit)?;
+    match slot.refresh(ctx.store, ctx.project_id).await {
+        Ok(served::Refreshed::Current) => {
+            let served = slot.read().await;
+            if let Some(served) = served.as_ref() {
+                let mut reader = ctx.store.reader().await;
+                return served
+                    .index
+                    .impact(&mut reader, ctx.project_root, target, depth, options)
+                    .await;
+            }
+        }
+        Ok(served::Refreshed::LoadClaimed) => start_load(),
+        Ok(served::Refreshed::Loading) => {}
+        // The tables answer; the index is reloaded on a later call.
+        Err(error) => tracing::warn!(code = error.code(), "graph index refresh failed: {error}"),
+    }
+    impact(ctx, target, options).await
 }
 
 /// The project's graph loaded into memory (see `index.rs`).

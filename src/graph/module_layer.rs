@@ -37,15 +37,16 @@ pub(crate) async fn add_file(
     conn: &Connection,
     project_id: &str,
     now: i64,
-    file_key: &str,
-    file_id: NodeId,
+    hops: &mut HopLog,
+    (file_key, file_id): (&str, NodeId),
 ) -> Result<()> {
     let Some(module) = module_of(file_key) else {
         return Ok(());
     };
-    let module_id = ensure_module(conn, project_id, now, &module).await?;
-    contain(conn, project_id, now, module_id, file_id).await?;
+    let module_id = ensure_module(conn, project_id, now, hops, &module).await?;
+    contain(conn, project_id, now, hops, (module_id, file_id)).await?;
     if is_entry_point(file_key) {
+        hops.node(module_id);
         conn.execute(
             "UPDATE graph_nodes SET metadata = json_set(metadata, '$.entryPoints',
                json((SELECT json_group_array(value) FROM (
@@ -84,6 +85,7 @@ pub(crate) async fn prune(
         }
         drop(rows);
         detach(conn, hops, &[id]).await?;
+        hops.node(id);
         conn.execute("DELETE FROM graph_nodes WHERE id = ?1", [id])
             .await
             .ctx("deleting an empty module")?;
@@ -92,7 +94,13 @@ pub(crate) async fn prune(
     Ok(())
 }
 
-async fn ensure_module(conn: &Connection, project_id: &str, now: i64, key: &str) -> Result<NodeId> {
+async fn ensure_module(
+    conn: &Connection,
+    project_id: &str,
+    now: i64,
+    hops: &mut HopLog,
+    key: &str,
+) -> Result<NodeId> {
     if let Some((id, _)) = node_id(conn, project_id, key).await? {
         return Ok(id);
     }
@@ -119,9 +127,10 @@ async fn ensure_module(conn: &Connection, project_id: &str, now: i64, key: &str)
         .get(0)
         .ctx("module node")?;
     drop(rows);
+    hops.node(id);
     if let Some(parent) = module_of(key) {
-        let parent_id = Box::pin(ensure_module(conn, project_id, now, &parent)).await?;
-        contain(conn, project_id, now, parent_id, id).await?;
+        let parent_id = Box::pin(ensure_module(conn, project_id, now, hops, &parent)).await?;
+        contain(conn, project_id, now, hops, (parent_id, id)).await?;
     }
     Ok(id)
 }
@@ -130,9 +139,10 @@ async fn contain(
     conn: &Connection,
     project_id: &str,
     now: i64,
-    parent: NodeId,
-    child: NodeId,
+    hops: &mut HopLog,
+    (parent, child): (NodeId, NodeId),
 ) -> Result<()> {
+    hops.edge(parent, child, "contains");
     // `contains` is not transitive: no closure work.
     conn.execute(
         "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,

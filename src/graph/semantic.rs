@@ -277,6 +277,7 @@ pub(crate) async fn apply(
         if is_transitive(kind) {
             hops.touch(conn, *from, *to).await?;
         }
+        hops.edge(*from, *to, kind);
         conn.execute(
             "DELETE FROM graph_edges WHERE from_id = ?1 AND to_id = ?2 AND kind = ?3",
             (*from, *to, kind.as_str()),
@@ -304,6 +305,10 @@ pub(crate) async fn apply(
         )
         .await
         .ctx("deleting orphaned derived nodes")?;
+    if nodes_removed > 0 {
+        let ends: std::collections::BTreeSet<NodeId> = ends.into_iter().collect();
+        super::closure::log_changes(conn, project_id, Some(&ends)).await?;
+    }
     Ok(DerivedSummary {
         modules: modules.len() as u32,
         nodes_written: written.nodes_created + written.nodes_updated,

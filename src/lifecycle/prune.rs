@@ -442,6 +442,9 @@ async fn delete_nodes(ctx: &Ctx<'_>, nodes: &[(i64, String)]) -> Result<()> {
         )
         .await
         .ctx("deleting orphan nodes")?;
+        // For the in-process graph indexes (they have no edges: nothing else changed).
+        let deleted: std::collections::BTreeSet<i64> = ids.iter().copied().collect();
+        crate::graph::closure::log_changes(&tx, ctx.project_id, Some(&deleted)).await?;
         tx.execute(
             "DELETE FROM knowledge_nodes WHERE project_id = ?1
                AND key IN (SELECT value FROM json_each(?2))

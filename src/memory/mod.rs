@@ -27,7 +27,9 @@
 //! - `memory_links(project_id, node_key, memory_seq, role)`: the graph node keys each memory is
 //!   attached to (`target`, `impacted`, `file`), kept by insert/update triggers on `memories`:
 //!   one insert trigger per column, each guarded by a WHEN, so a memory with empty lists costs
-//!   nothing (one compound `json_each` query per insert cost ~30 us).
+//!   nothing (one compound `json_each` query per insert cost ~30 us). Each link inserted or
+//!   deleted logs its key to `memory_link_log` (by trigger), which the in-process graph
+//!   indexes replay (`graph::served`).
 //!
 //! `review` raises review flags for memories on files edited long after them (for the indexer).
 //!

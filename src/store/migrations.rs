@@ -137,6 +137,11 @@ const MAIN: &[Migration] = &[
         name: "git_changes",
         sql: include_str!("sql/main/015_git_changes.sql"),
     },
+    Migration {
+        version: 16,
+        name: "memory_link_log",
+        sql: include_str!("sql/main/016_memory_link_log.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
@@ -184,6 +189,11 @@ const CODE: &[Migration] = &[
         version: 9,
         name: "chunk_parts",
         sql: include_str!("sql/code/009_chunk_parts.sql"),
+    },
+    Migration {
+        version: 10,
+        name: "graph_log",
+        sql: include_str!("sql/code/010_graph_log.sql"),
     },
 ];
 

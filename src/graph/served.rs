@@ -1,0 +1,356 @@
+//! The engine's in-process graph indexes (issue 38), one per project, shared by every handle:
+//! loaded in the background on first use, then brought up to date before each use by
+//! replaying `graph_log` and `memory_link_log` from the seqs they last saw.
+//!
+//! Every graph write logs what it touched in its own transaction (triggers on nodes, on the
+//! `contains`/`imports` edges and on memory links; the closure code for closure rows), so
+//! writes from any path, thread or process reach the index, and a write that never committed
+//! (a crash) is never seen. SQLite stays the source of truth: while an index is not loaded,
+//! or must be reloaded (a closure rebuild, a log trimmed past it, a replay too large to be
+//! worth it), callers are answered from the tables and the load runs in the background.
+//!
+//! Locks: `refresh` serialises replays and loads of one index; `state` is read-locked while an
+//! answer is built from it (its memories are read from SQLite meanwhile) and write-locked only
+//! to apply a replay or install a load.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::closure::NodeId;
+use super::index::GraphIndex;
+use crate::error::{DbContext, Result};
+use crate::store::{Reader, Store};
+
+/// Most distinct nodes a replay re-reads; past it a reload in the background is cheaper than
+/// making the caller wait (~12 us per node re-read, against ~1 s to load 50k nodes).
+const MAX_REPLAY_NODES: usize = 20_000;
+
+/// Most memory-link keys a replay re-reads.
+const MAX_REPLAY_KEYS: usize = 20_000;
+
+/// Log rows kept by [`trim_logs`]: an index further behind reloads, as it would after a
+/// change this large anyway.
+const LOG_KEEP: i64 = 100_000;
+
+/// Trims both logs to their last [`LOG_KEEP`] rows (never the newest, so seqs only grow and
+/// a reader can tell it fell behind). Run after each index run's graph sync.
+pub(crate) async fn trim_logs(conn: &libsql::Connection) -> Result<()> {
+    for sql in [
+        "DELETE FROM graph_log WHERE seq <= (SELECT max(seq) FROM graph_log) - ?1",
+        "DELETE FROM memory_link_log WHERE seq <= (SELECT max(seq) FROM memory_link_log) - ?1",
+    ] {
+        conn.execute(sql, [LOG_KEEP])
+            .await
+            .ctx("trimming the graph change logs")?;
+    }
+    Ok(())
+}
+
+/// The graph indexes of one engine.
+#[derive(Debug, Default)]
+pub(crate) struct GraphIndexes {
+    slots: Mutex<HashMap<String, Arc<GraphSlot>>>,
+}
+
+impl GraphIndexes {
+    /// The slot of `project_id`'s index (empty until loaded).
+    pub(crate) fn slot(&self, project_id: &str) -> Arc<GraphSlot> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.entry(project_id.to_owned()).or_default().clone()
+    }
+}
+
+/// One project's index and where it is in the logs.
+#[derive(Debug)]
+pub(crate) struct Served {
+    /// The index.
+    pub index: GraphIndex,
+    position: LogPosition,
+}
+
+/// The last seq of each log an index reflects.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct LogPosition {
+    graph: i64,
+    links: i64,
+}
+
+/// One project's index, or none yet.
+#[derive(Debug, Default)]
+pub(crate) struct GraphSlot {
+    refresh: tokio::sync::Mutex<()>,
+    state: tokio::sync::RwLock<Option<Served>>,
+    /// A load was claimed and has not finished.
+    loading: AtomicBool,
+    /// Loads completed (tests tell a replay from a reload with it).
+    loads: AtomicU64,
+}
+
+/// What [`GraphSlot::refresh`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refreshed {
+    /// The index reflects every graph write committed before the call.
+    Current,
+    /// A load is going on (answer from the tables meanwhile).
+    Loading,
+    /// The index must be loaded, and the caller claimed the load: it runs
+    /// [`GraphSlot::load`] (in the background).
+    LoadClaimed,
+}
+
+/// The bounds of both logs, read in one statement.
+const LOG_BOUNDS: &str =
+    "SELECT (SELECT min(seq) FROM graph_log), (SELECT max(seq) FROM graph_log),
+    (SELECT min(seq) FROM memory_link_log), (SELECT max(seq) FROM memory_link_log)";
+
+/// The nodes project `?3`'s graph log names after seq `?1` up to `?2` (NULL: all of them).
+const LOGGED_NODES: &str = "SELECT DISTINCT node_id FROM graph_log
+    WHERE seq > ?1 AND seq <= ?2 AND project_id = ?3";
+
+/// The node keys project `?3`'s link log names after seq `?1` up to `?2`.
+const LOGGED_KEYS: &str = "SELECT DISTINCT node_key FROM memory_link_log
+    WHERE seq > ?1 AND seq <= ?2 AND project_id = ?3";
+
+/// Both logs' (min, max) seqs, `(0, 0)` for an empty log.
+type Bounds = [(i64, i64); 2];
+
+impl GraphSlot {
+    /// Brings the index up to date with every graph write committed before this call, or says
+    /// why it cannot answer yet.
+    pub(crate) async fn refresh(&self, store: &Store, project_id: &str) -> Result<Refreshed> {
+        if self.loading.load(Ordering::Acquire) {
+            return Ok(Refreshed::Loading);
+        }
+        let _refreshing = self.refresh.lock().await;
+        if self.loading.load(Ordering::Acquire) {
+            return Ok(Refreshed::Loading);
+        }
+        let Some(seen) = self.state.read().await.as_ref().map(|s| s.position) else {
+            return Ok(self.claim_load());
+        };
+        let mut reader = store.reader().await;
+        begin_read(&reader).await?;
+        let replayed = self.replay(&mut reader, project_id, seen).await;
+        end_read(&reader, replayed.is_ok()).await?;
+        match replayed {
+            Ok(true) => Ok(Refreshed::Current),
+            Ok(false) => {
+                *self.state.write().await = None;
+                Ok(self.claim_load())
+            }
+            // A replay that failed part way leaves the index between two states.
+            Err(error) => {
+                *self.state.write().await = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// Replays the logs after `seen`; false when the index must be reloaded instead.
+    async fn replay(
+        &self,
+        reader: &mut Reader<'_>,
+        project_id: &str,
+        seen: LogPosition,
+    ) -> Result<bool> {
+        let [graph, links] = log_bounds(reader).await?;
+        if graph.1 == seen.graph && links.1 == seen.links {
+            return Ok(true);
+        }
+        // Entries after `seen` were trimmed away: replaying cannot catch up.
+        let trimmed = |(min, max): (i64, i64), seen: i64| max > seen && min > seen + 1;
+        if trimmed(graph, seen.graph) || trimmed(links, seen.links) {
+            return Ok(false);
+        }
+        let ids: Vec<Option<NodeId>> = reader
+            .query_cached(
+                LOGGED_NODES,
+                (seen.graph, graph.1, project_id.to_owned()),
+                |row| row.get::<Option<NodeId>>(0).ctx("graph log"),
+            )
+            .await?;
+        // A NULL row is a closure rebuild: everything changed.
+        let ids: Option<Vec<NodeId>> = ids.into_iter().collect();
+        let Some(ids) = ids.filter(|ids| ids.len() <= MAX_REPLAY_NODES) else {
+            return Ok(false);
+        };
+        let keys: Vec<String> = reader
+            .query_cached(
+                LOGGED_KEYS,
+                (seen.links, links.1, project_id.to_owned()),
+                |row| row.get::<String>(0).ctx("memory link log"),
+            )
+            .await?;
+        if keys.len() > MAX_REPLAY_KEYS {
+            return Ok(false);
+        }
+        let mut state = self.state.write().await;
+        let Some(served) = state.as_mut() else {
+            return Ok(false);
+        };
+        served.index.replay(reader, project_id, &ids, &keys).await?;
+        served.position = LogPosition {
+            graph: graph.1,
+            links: links.1,
+        };
+        Ok(true)
+    }
+
+    /// Claims the load unless another caller did.
+    fn claim_load(&self) -> Refreshed {
+        match self
+            .loading
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Refreshed::LoadClaimed,
+            Err(_) => Refreshed::Loading,
+        }
+    }
+
+    /// Loads the index from the tables (after [`Refreshed::LoadClaimed`]), the logs' position
+    /// read in the same transaction as the rows; stops (`ENGRAM_ABORTED`) once `keep_going`
+    /// says no, so a closing engine does not wait for a load nobody will use.
+    pub(crate) async fn load(
+        &self,
+        store: &Store,
+        project_id: &str,
+        keep_going: &(dyn Fn() -> bool + Sync),
+    ) -> Result<()> {
+        let loaded = async {
+            let _refreshing = self.refresh.lock().await;
+            let mut reader = store.reader().await;
+            begin_read(&reader).await?;
+            let read = async {
+                let [graph, links] = log_bounds(&mut reader).await?;
+                let index = GraphIndex::read(&reader, project_id, keep_going).await?;
+                Ok::<_, crate::error::Error>(Served {
+                    index,
+                    position: LogPosition {
+                        graph: graph.1,
+                        links: links.1,
+                    },
+                })
+            }
+            .await;
+            end_read(&reader, read.is_ok()).await?;
+            *self.state.write().await = Some(read?);
+            self.loads.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        .await;
+        self.loading.store(false, Ordering::Release);
+        loaded
+    }
+
+    /// Loads completed so far.
+    pub(crate) fn loads(&self) -> u64 {
+        self.loads.load(Ordering::Relaxed)
+    }
+
+    /// The index, read-locked, if loaded (after [`Refreshed::Current`]; a concurrent reload
+    /// may have emptied it since).
+    pub(crate) async fn read(&self) -> tokio::sync::RwLockReadGuard<'_, Option<Served>> {
+        self.state.read().await
+    }
+}
+
+async fn log_bounds(reader: &mut Reader<'_>) -> Result<Bounds> {
+    let rows = reader
+        .query_cached(LOG_BOUNDS, (), |row| {
+            let mut values = [0i64; 4];
+            for (i, value) in values.iter_mut().enumerate() {
+                *value = row
+                    .get::<Option<i64>>(i as i32)
+                    .ctx("graph log bounds")?
+                    .unwrap_or(0);
+            }
+            Ok(values)
+        })
+        .await?;
+    let v = rows.into_iter().next().unwrap_or_default();
+    Ok([(v[0], v[1]), (v[2], v[3])])
+}
+
+/// Starts a read transaction: the log bounds and the rows they cover are one snapshot.
+async fn begin_read(reader: &Reader<'_>) -> Result<()> {
+    reader
+        .execute("BEGIN", ())
+        .await
+        .ctx("graph index: beginning a read")?;
+    Ok(())
+}
+
+async fn end_read(reader: &Reader<'_>, ok: bool) -> Result<()> {
+    let end = if ok { "COMMIT" } else { "ROLLBACK" };
+    reader
+        .execute(end, ())
+        .await
+        .ctx("graph index: ending a read")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreOptions;
+
+    /// A load that is told to stop (every handle closed) stops, leaves no index, and lets the
+    /// next caller claim a load again.
+    #[tokio::test]
+    async fn a_load_nobody_wants_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db"), &StoreOptions::default())
+            .await
+            .unwrap();
+        let writer = store.writer().await;
+        writer
+            .execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+                 INSERT INTO graph_nodes (project_id, key, layer, kind, label, source,
+                   created_at, updated_at)
+                 SELECT 'p', 'k' || i, 3, 'concept', 'k' || i, 'agent', 0, 0 FROM n",
+                (),
+            )
+            .await
+            .unwrap();
+        drop(writer);
+        let slot = GraphSlot::default();
+        assert_eq!(
+            slot.refresh(&store, "p").await.unwrap(),
+            Refreshed::LoadClaimed
+        );
+        let stopped = slot.load(&store, "p", &|| false).await;
+        assert!(
+            matches!(stopped, Err(crate::error::Error::Aborted)),
+            "{stopped:?}"
+        );
+        assert!(slot.read().await.is_none());
+        assert_eq!(slot.loads(), 0);
+        assert_eq!(
+            slot.refresh(&store, "p").await.unwrap(),
+            Refreshed::LoadClaimed
+        );
+        slot.load(&store, "p", &|| true).await.unwrap();
+        assert_eq!(slot.refresh(&store, "p").await.unwrap(), Refreshed::Current);
+        let served = slot.read().await;
+        assert_eq!(served.as_ref().unwrap().index.size().nodes, 5000);
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::{LOGGED_KEYS, LOGGED_NODES};
+    use crate::store::plan::{mentions, query_plan};
+
+    #[tokio::test]
+    async fn log_reads_are_a_range_of_seqs() {
+        for sql in [LOGGED_NODES, LOGGED_KEYS] {
+            let plan = query_plan(sql).await;
+            assert!(
+                mentions(&plan, "INTEGER PRIMARY KEY (rowid>? AND rowid<?)"),
+                "{sql}\n{plan:#?}"
+            );
+        }
+    }
+}
