@@ -232,9 +232,11 @@ pub(crate) async fn impact_served(
     read::check_limit(options.limit)?;
     match slot.refresh(ctx.store, ctx.project_id).await {
         Ok(served::Refreshed::Current) => {
+            // The reader before the lock: a refresh holds a reader while it waits to write
+            // the index, so waiting for a reader under the read lock could wait forever.
+            let mut reader = ctx.store.reader().await;
             let served = slot.read().await;
             if let Some(served) = served.as_ref() {
-                let mut reader = ctx.store.reader().await;
                 return served
                     .index
                     .impact(&mut reader, ctx.project_root, target, depth, options)
