@@ -4,7 +4,7 @@
 //! options and each option that changes the answer; ties between seeds; two projects in one
 //! file; an index is a snapshot of its load; and the engine's served index follows every kind
 //! of graph write (cold and incremental index runs, file edits and removals, authored nodes
-//! and edges, memories) to what a fresh load gives.
+//! and edges, memories) to what a fresh load gives, also while answers and writes run at once.
 
 use std::path::Path;
 
@@ -384,4 +384,74 @@ async fn the_served_index_follows_every_kind_of_graph_write() {
     assert_served_follows(&e, "memories deleted").await;
     // Loaded empty, reloaded after the cold index's closure rebuild, then only replays.
     assert_eq!(e.served_graph_loads(), 2);
+}
+
+/// Answers and writes at once, with one and with two read connections: `impact()` never waits
+/// forever on the index a refresh is writing (a refresh holds a reader while it waits for the
+/// index's write lock, so an answer takes its reader before the index's read lock), and the
+/// index still equals a fresh load afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn answers_and_writes_at_once_never_wait_forever() {
+    for readers in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(&root).unwrap();
+        copy_tree(&Path::new(FIXTURES).join("ts"), &root);
+        let mut options = OpenOptions::new(dir.path().join("engram.db"));
+        options.project_root = Some(root);
+        options.engine.store.read_connections = readers;
+        let e = Engram::open(options).await.unwrap();
+        e.index(&IndexOptions::default(), &|_| {}, &Default::default())
+            .await
+            .unwrap();
+        assert!(e.warm_graph_index().await.unwrap());
+        let mut keys: Vec<String> = e
+            .load_graph_index()
+            .await
+            .unwrap()
+            .keys()
+            .map(str::to_owned)
+            .collect();
+        keys.sort();
+        let writer = {
+            let e = e.clone();
+            tokio::spawn(async move {
+                for i in 0..150 {
+                    let key = format!("concept:{i}");
+                    let edges = [EdgeInput::new(key.as_str(), "src/util.ts", "uses")];
+                    e.inject_graph(&[NodeInput::new(key.as_str(), "concept")], &edges)
+                        .await
+                        .unwrap();
+                    let mut input = RememberInput::new(MemoryType::Gotcha, format!("note {i}"));
+                    input.target_node_id = Some(key);
+                    e.remember(input).await.unwrap();
+                }
+            })
+        };
+        let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let readers_done: Vec<_> = (0..8)
+            .map(|t| {
+                let (e, keys, writing) = (e.clone(), keys.clone(), writing.clone());
+                tokio::spawn(async move {
+                    let mut answered = 0;
+                    while writing.load(std::sync::atomic::Ordering::Relaxed) || answered < 50 {
+                        let key = &keys[(t * 7 + answered) % keys.len()];
+                        e.impact(key, &ImpactOptions::default()).await.unwrap();
+                        answered += 1;
+                    }
+                })
+            })
+            .collect();
+        let all = async {
+            writer.await.unwrap();
+            writing.store(false, std::sync::atomic::Ordering::Relaxed);
+            for reader in readers_done {
+                reader.await.unwrap();
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), all)
+            .await
+            .unwrap_or_else(|_| panic!("{readers} reader(s): impact() and writes stalled"));
+        assert_served_follows(&e, &format!("{readers} reader(s), after the writes")).await;
+    }
 }

@@ -155,6 +155,11 @@ impl GraphSlot {
         seen: LogPosition,
     ) -> Result<bool> {
         let [graph, links] = log_bounds(reader).await?;
+        // Logs only grow (a trim keeps the newest row): one that went back is not the one
+        // the index followed.
+        if graph.1 < seen.graph || links.1 < seen.links {
+            return Ok(false);
+        }
         if graph.1 == seen.graph && links.1 == seen.links {
             return Ok(true);
         }
