@@ -772,12 +772,7 @@ impl Engram {
         if !auto.claim(&self.project_id) {
             return;
         }
-        // A clone that does not count as an open handle: a handle dropped without `close()`
-        // (garbage-collected in JS) must still let the engine close and stop this run.
-        let handle = Engram {
-            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
-            ..self.clone()
-        };
+        let handle = self.uncounted_clone();
         runtime.spawn(async move {
             loop {
                 let cancel = AtomicBool::new(false);
@@ -798,20 +793,32 @@ impl Engram {
         });
     }
 
-    /// Starts the engine's contradiction scanner (the queue said none is running).
-    fn start_conflict_scanner(&self) {
+    /// A clone of this handle that does not count as an open one: a handle dropped without
+    /// `close()` (garbage-collected in JS) must still let the engine close and stop the
+    /// background work the clone runs.
+    fn uncounted_clone(&self) -> Engram {
+        Engram {
+            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
+            ..self.clone()
+        }
+    }
+
+    /// The engine's runtime (else the caller's) and an uncounted clone to run background
+    /// work on it.
+    fn background_handle(&self) -> (tokio::runtime::Handle, Engram) {
         let runtime = self
             .engine
             .runtime
             .clone()
             .or_else(|| tokio::runtime::Handle::try_current().ok())
             .expect("engram runs inside a tokio runtime");
-        // A clone that does not count as an open handle (see `schedule_embedding`); it keeps
-        // the engine, so a `close()` resolves once the queued scans are done.
-        let handle = Engram {
-            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
-            ..self.clone()
-        };
+        (runtime, self.uncounted_clone())
+    }
+
+    /// Starts the engine's contradiction scanner (the queue said none is running).
+    fn start_conflict_scanner(&self) {
+        // The clone keeps the engine, so a `close()` resolves once the queued scans are done.
+        let (runtime, handle) = self.background_handle();
         runtime.spawn(async move {
             let ctx = handle.ctx();
             let lifetime = handle.lease.lifetime();
@@ -1021,17 +1028,7 @@ impl Engram {
     /// Loads this project's in-process graph index on the engine's runtime (the caller
     /// claimed the load).
     fn load_graph_in_background(&self, slot: Arc<graph::served::GraphSlot>) {
-        let runtime = self
-            .engine
-            .runtime
-            .clone()
-            .or_else(|| tokio::runtime::Handle::try_current().ok())
-            .expect("engram runs inside a tokio runtime");
-        // A clone that does not count as an open handle (see `schedule_embedding`).
-        let handle = Engram {
-            lease: Arc::new(self.lease.lifetime().uncounted_lease()),
-            ..self.clone()
-        };
+        let (runtime, handle) = self.background_handle();
         runtime.spawn(async move {
             // Every handle closed (a one-shot CLI call): nobody will use the index.
             let lifetime = handle.lease.lifetime().clone();

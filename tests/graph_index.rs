@@ -18,6 +18,19 @@ use common::copy_tree;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/graph");
 
+/// Every node key of the engine's project, sorted (from a fresh load of the graph index).
+async fn sorted_node_keys(e: &Engram) -> Vec<String> {
+    let mut keys: Vec<String> = e
+        .load_graph_index()
+        .await
+        .unwrap()
+        .keys()
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    keys
+}
+
 /// A temp copy of a fixture project, indexed, with memories on some of its nodes.
 async fn indexed_with_memories(language: &str) -> (tempfile::TempDir, Engram, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
@@ -44,14 +57,7 @@ async fn indexed_with_memories(language: &str) -> (tempfile::TempDir, Engram, Ve
     e.index(&IndexOptions::default(), &|_| {}, &Default::default())
         .await
         .unwrap();
-    let mut keys: Vec<String> = e
-        .load_graph_index()
-        .await
-        .unwrap()
-        .keys()
-        .map(str::to_owned)
-        .collect();
-    keys.sort();
+    let keys = sorted_node_keys(&e).await;
     let files: Vec<&String> = keys
         .iter()
         .filter(|k| !k.contains(':') && !k.ends_with('/'))
@@ -298,14 +304,7 @@ async fn the_served_index_follows_every_kind_of_graph_write() {
     assert_eq!(empty.node_count(), 0);
     index_run().await;
     assert_served_follows(&e, "cold index").await;
-    let mut keys: Vec<String> = e
-        .load_graph_index()
-        .await
-        .unwrap()
-        .keys()
-        .map(str::to_owned)
-        .collect();
-    keys.sort();
+    let keys = sorted_node_keys(&e).await;
     let files: Vec<&String> = keys
         .iter()
         .filter(|k| k.ends_with(".ts") && !k.contains(':'))

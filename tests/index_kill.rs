@@ -90,6 +90,30 @@ fn ts_module(i: usize, version: u64) -> String {
     text
 }
 
+/// Changes the tree for `round`: edits some modules, deletes or brings back a few (module 0 of
+/// each language stays), then writes it.
+fn mutate_tree(
+    rng: &mut Rng,
+    root: &Path,
+    py: &mut [Option<u64>],
+    ts: &mut [Option<u64>],
+    round: u64,
+) {
+    for _ in 0..8 {
+        let i = rng.below(PY_MODULES as u64) as usize;
+        py[i] = match rng.below(6) {
+            0 if i > 0 => None,
+            _ => Some(round + 1),
+        };
+        let j = rng.below(TS_MODULES as u64) as usize;
+        ts[j] = match rng.below(6) {
+            0 if j > 0 => None,
+            _ => Some(round + 1),
+        };
+    }
+    write_tree(root, py, ts);
+}
+
 /// Writes the tree for `versions` (one per module; `None`: the module is deleted).
 fn write_tree(root: &Path, py: &[Option<u64>], ts: &[Option<u64>]) {
     std::fs::create_dir_all(root.join("pkg")).unwrap();
@@ -336,20 +360,7 @@ async fn index_is_rebuilt_after_kill_9_at_random_moments() {
     let mut ts: Vec<Option<u64>> = vec![Some(0); TS_MODULES];
     let mut landed = [0u32; 3];
     for round in 0..ROUNDS {
-        // Change the tree: edit some modules, delete or bring back a few.
-        for _ in 0..8 {
-            let i = rng.below(PY_MODULES as u64) as usize;
-            py[i] = match rng.below(6) {
-                0 if i > 0 => None,
-                _ => Some(round + 1),
-            };
-            let j = rng.below(TS_MODULES as u64) as usize;
-            ts[j] = match rng.below(6) {
-                0 if j > 0 => None,
-                _ => Some(round + 1),
-            };
-        }
-        write_tree(&root, &py, &ts);
+        mutate_tree(&mut rng, &root, &mut py, &mut ts, round);
         let kill = match round % 3 {
             0 => Kill::WhileResolving,
             1 => Kill::DuringIndexing(rng.below(40)),
@@ -421,19 +432,7 @@ async fn the_served_graph_index_follows_a_writer_killed_mid_write() {
     let mut nodes_seen = 0;
     let mut followed_child = 0;
     for round in 0..10u64 {
-        for _ in 0..8 {
-            let i = rng.below(PY_MODULES as u64) as usize;
-            py[i] = match rng.below(6) {
-                0 if i > 0 => None,
-                _ => Some(round + 1),
-            };
-            let j = rng.below(TS_MODULES as u64) as usize;
-            ts[j] = match rng.below(6) {
-                0 if j > 0 => None,
-                _ => Some(round + 1),
-            };
-        }
-        write_tree(&root, &py, &ts);
+        mutate_tree(&mut rng, &root, &mut py, &mut ts, round);
         let kill = match round % 3 {
             _ if round == 9 => Kill::AfterDone,
             0 => Kill::DuringIndexing(rng.below(40)),
