@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use super::analyze::{AnalyzeOptions, FileIssue};
 use super::parse_pool::{self, InFlight, Job};
 use super::resolve::ProjectFiles;
-use super::store::{self, FileRecord, KnownFile};
+use super::store::{self, FileRecord, KnownFile, ResolveScope};
 use super::walk::{scan_paths, walk, PathRules, Walked};
 use crate::clock::Clock;
 use crate::error::{DbContext, Error, Result};
@@ -570,8 +570,9 @@ fn tally(summary: &mut IndexSummary, record: &FileRecord) {
 /// What the committed part of a run changed.
 #[derive(Default)]
 struct Touched {
-    /// Names defined or referenced by changed files, before and after: their references are
-    /// resolved again (symbol rows are replaced, so every resolution into them is redone).
+    /// Names defined by changed files, before and after: their unresolved references
+    /// elsewhere are resolved again (those into replaced symbol rows, which the foreign key
+    /// set to NULL). The changed files' own references are found by path.
     names: HashSet<String>,
     /// Definitions `(path, name, qualified name)` of changed files, counted +1 after and -1
     /// before. Resolution by name elsewhere, and the graph key it leads to, can only move for
@@ -596,7 +597,7 @@ struct Touched {
 
 impl Touched {
     fn add_analysis(&mut self, path: &str, analysis: &crate::code::analyze::FileAnalysis) {
-        self.names.extend(store::names_in(analysis));
+        self.names.extend(store::names_defined_in(analysis));
         for d in &analysis.definitions {
             *self
                 .definitions
@@ -637,6 +638,7 @@ async fn finish(ctx: &IndexCtx<'_>, mut touched: Touched) -> Result<GraphSyncSum
         return Ok(GraphSyncSummary::default());
     }
     let defined = touched.changed_definitions();
+    let written = touched.paths.clone();
     let writer = ctx.store.writer().await;
     if healing || touched.files_came_or_went {
         if let Some(project) = touched.project.as_deref() {
@@ -651,12 +653,16 @@ async fn finish(ctx: &IndexCtx<'_>, mut touched: Touched) -> Result<GraphSyncSum
                 .extend(importers.into_iter().filter(|p| !known.contains(p)));
         }
     }
-    if healing {
-        store::resolve_symbols(&writer, ctx.project_id, None).await?;
-    } else if !touched.names.is_empty() {
+    if healing || touched.names.len() > MAX_FILTER_NAMES || written.len() > MAX_FILTER_NAMES {
+        store::resolve_symbols(&writer, ctx.project_id, ResolveScope::All).await?;
+    } else if !touched.names.is_empty() || !written.is_empty() {
         let names: Vec<String> = touched.names.into_iter().collect();
-        let names = (names.len() <= MAX_FILTER_NAMES).then_some(names.as_slice());
-        store::resolve_symbols(&writer, ctx.project_id, names).await?;
+        let scope = ResolveScope::Changed {
+            written: &written,
+            defined: &names,
+            redefined: &defined,
+        };
+        store::resolve_symbols(&writer, ctx.project_id, scope).await?;
     }
     let scope =
         if healing || defined.len() > MAX_FILTER_NAMES || touched.paths.len() > MAX_FILTER_NAMES {
