@@ -404,14 +404,7 @@ async fn answers_and_writes_at_once_never_wait_forever() {
             .await
             .unwrap();
         assert!(e.warm_graph_index().await.unwrap());
-        let mut keys: Vec<String> = e
-            .load_graph_index()
-            .await
-            .unwrap()
-            .keys()
-            .map(str::to_owned)
-            .collect();
-        keys.sort();
+        let keys = sorted_node_keys(&e).await;
         let writer = {
             let e = e.clone();
             tokio::spawn(async move {

@@ -10,18 +10,8 @@ use std::path::Path;
 use engram::code::IndexOptions;
 use engram::{Engram, OpenOptions};
 
-/// Deterministic generator (splitmix64): a failing seed replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
-    }
-}
+mod common;
+use common::Rng;
 
 const FILES: usize = 6;
 /// Few names, so that definitions collide across files and within one.

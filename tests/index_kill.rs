@@ -18,26 +18,12 @@ use std::time::{Duration, Instant};
 use engram::code::IndexOptions;
 use engram::{Engram, OpenOptions};
 
+mod common;
+use common::Rng;
+
 const ROUNDS: u64 = 20;
 const PY_MODULES: usize = 40;
 const TS_MODULES: usize = 30;
-
-/// splitmix64: the rounds' choices, reproducible from the seed printed on failure.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Module `i` of the Python package, in its `version`: imports two earlier modules, calls
 /// their functions, and subclasses one of their classes.
