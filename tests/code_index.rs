@@ -653,7 +653,10 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
         engram::memory::RememberInput::new(engram::memory::MemoryType::Gotcha, "one() is 1");
     on_small.related_files = vec!["pkg/small.py".into()];
     let memory = e.remember(on_small).await.unwrap().memory;
-    drop(e);
+    // Closed and awaited, not dropped: the contradiction scan that `remember` started keeps
+    // the engine a moment longer, and an `open` meanwhile would join that engine (and its
+    // schema statuses from the first open) instead of opening the file again.
+    e.close().await;
     let expected = vec![
         ("block".to_owned(), "one".to_owned()),
         ("block".to_owned(), "two".to_owned()),
@@ -693,7 +696,7 @@ async fn an_index_from_before_chunk_parts_reads_its_grouped_files_again() {
     let again = run(&e).await;
     assert_eq!(again.memories_flagged_for_review, 0, "{again:?}");
     assert!(!e.get(&memory.id).await.unwrap().needs_review);
-    drop(e);
+    e.close().await;
     // Only the files with grouped chunks were read again.
     assert_eq!(
         (again.files_indexed, again.files_unchanged),

@@ -453,7 +453,8 @@ async fn reopening_with_another_depth_rebuilds_the_closure() {
             .map(|r| r.depth)
     };
     assert_eq!(depth_of_n0(e.clone(), 2).await, None, "n0 is 4 hops away");
-    drop(e);
+    // Awaited: an open while background work still holds the engine would join it.
+    e.close().await;
     let e = open(&dir, 4).await;
     assert_eq!(depth_of_n0(e.clone(), 4).await, Some(4));
     assert_eq!(e.graph_stats().await.unwrap().closure_depth, 4);
