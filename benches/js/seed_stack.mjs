@@ -31,6 +31,11 @@ const LANGUAGES = {
     query: `[(function_item) (function_signature_item) (struct_item) (enum_item) (trait_item)
              (union_item) (type_item) (macro_definition)] @chunk`,
   },
+  python: {
+    extensions: ['.py'],
+    grammar: 'python',
+    query: `[(function_definition) (class_definition)] @chunk`,
+  },
   go: {
     extensions: ['.go'],
     grammar: 'go',
@@ -82,7 +87,7 @@ export function matchExpression(text) {
 }
 
 /** Files under `root` whose extension is one of `extensions`, as sorted relative paths. */
-function sourceFiles(root, extensions) {
+export function sourceFiles(root, extensions) {
   const out = []
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
