@@ -112,6 +112,17 @@ fn join(engine: Arc<Engine>, options: &EngineOptions) -> Result<Arc<Engine>> {
         // Keyed by its URL: the options can only name the same server.
         return Ok(engine);
     }
+    let ignored = options_the_live_engine_keeps(&engine, options);
+    if !ignored.is_empty() {
+        // Not an error: a handle dropped while background work ends, then opened again, meets
+        // its own engine still alive. But a caller who meant other settings should hear it.
+        tracing::warn!(
+            path = %engine.path().display(),
+            ignored = ?ignored,
+            "this file is already open in this process with other settings: the open joins \
+             that engine and keeps its settings (close every handle of it first to change them)"
+        );
+    }
     if let Some(wanted) = &options.sync {
         let wanted = crate::sync::normalize_url(&wanted.url)?;
         match &engine.sync {
@@ -133,6 +144,21 @@ fn join(engine: Arc<Engine>, options: &EngineOptions) -> Result<Arc<Engine>> {
         }
     }
     Ok(engine)
+}
+
+/// The options of a later open that differ from the live engine's, and so have no effect.
+fn options_the_live_engine_keeps(engine: &Engine, options: &EngineOptions) -> Vec<&'static str> {
+    let mut ignored = Vec::new();
+    if engine.closure_depth != options.closure_depth {
+        ignored.push("closureDepth");
+    }
+    if engine.chunk_vectors != options.chunk_vectors {
+        ignored.push("embeddings.definitionVectors");
+    }
+    if engine.auto_embed.is_some() != options.auto_embed {
+        ignored.push("embeddings.autoEmbed");
+    }
+    ignored
 }
 
 /// Drops the entry for `path` if it is `lifetime`'s (called when its last hold ends).
@@ -193,4 +219,32 @@ pub fn canonical_db_path(path: &Path) -> Result<PathBuf> {
     let parent = std::fs::canonicalize(&parent)
         .map_err(|e| Error::io(format!("resolving {}", parent.display()), e))?;
     Ok(parent.join(file_name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{options_the_live_engine_keeps, Engine, EngineOptions};
+
+    #[tokio::test]
+    async fn a_later_open_hears_which_of_its_options_the_live_engine_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(&dir.path().join("m.db"), EngineOptions::default())
+            .await
+            .unwrap();
+        assert!(options_the_live_engine_keeps(&engine, &EngineOptions::default()).is_empty());
+        let other = EngineOptions {
+            closure_depth: engine.closure_depth + 1,
+            chunk_vectors: crate::vector::ChunkVectors::ChunksOnly,
+            auto_embed: true,
+            ..EngineOptions::default()
+        };
+        assert_eq!(
+            options_the_live_engine_keeps(&engine, &other),
+            [
+                "closureDepth",
+                "embeddings.definitionVectors",
+                "embeddings.autoEmbed"
+            ]
+        );
+    }
 }
