@@ -74,6 +74,12 @@ impl Default for EngineOptions {
 }
 
 impl EngineOptions {
+    /// Whether an engine opened with these options embeds in the background (`auto_embed`
+    /// with embeddings not disabled).
+    pub(crate) fn runs_auto_embed(&self) -> bool {
+        self.auto_embed && !matches!(self.embeddings, crate::embed::EmbeddingProvider::Disabled)
+    }
+
     /// Sets the busy timeout.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.store.busy_timeout = timeout;
@@ -229,12 +235,9 @@ impl Engine {
         sync: Option<Arc<crate::sync::SyncService>>,
         options: EngineOptions,
     ) -> Engine {
-        let auto_embed = (options.auto_embed
-            && !matches!(
-                options.embeddings,
-                crate::embed::EmbeddingProvider::Disabled
-            ))
-        .then(|| crate::vector::AutoEmbed::new(tokio::runtime::Handle::try_current().ok()));
+        let auto_embed = options
+            .runs_auto_embed()
+            .then(|| crate::vector::AutoEmbed::new(tokio::runtime::Handle::try_current().ok()));
         let runtime = tokio::runtime::Handle::try_current().ok();
         let (lifetime, hold) = lifetime::Lifetime::new(path.clone());
         Engine {

@@ -155,7 +155,7 @@ fn options_the_live_engine_keeps(engine: &Engine, options: &EngineOptions) -> Ve
     if engine.chunk_vectors != options.chunk_vectors {
         ignored.push("embeddings.definitionVectors");
     }
-    if engine.auto_embed.is_some() != options.auto_embed {
+    if engine.auto_embed.is_some() != options.runs_auto_embed() {
         ignored.push("embeddings.autoEmbed");
     }
     ignored
@@ -232,6 +232,13 @@ mod tests {
             .await
             .unwrap();
         assert!(options_the_live_engine_keeps(&engine, &EngineOptions::default()).is_empty());
+        // Background embedding without a provider never runs: asking for it again changes nothing.
+        let inert = EngineOptions {
+            auto_embed: true,
+            embeddings: crate::embed::EmbeddingProvider::Disabled,
+            ..EngineOptions::default()
+        };
+        assert!(options_the_live_engine_keeps(&engine, &inert).is_empty());
         let other = EngineOptions {
             closure_depth: engine.closure_depth + 1,
             chunk_vectors: crate::vector::ChunkVectors::ChunksOnly,
