@@ -11,6 +11,10 @@
 //! - `impact/synthetic_50k/{file,symbol}_index`: the same targets answered from the in-process
 //!   graph index (issue 38), after its load time and size are printed; `..._served`: through
 //!   `impact()` as callers get it, the engine's own index checking the change logs first.
+//! - `reach/synthetic_50k/{ancestors,descendants}_{tables,served}`: `reach()` of file targets
+//!   (limit 500) from the closure table and from the served index.
+//! - `neighbourhood/synthetic_50k/{tables,served}`: retrieval's file neighbourhood (what the
+//!   graph boost asks on every recall) of 8 random files at once, both ways.
 //! - Beside the file targets' profile, the SQLite floor under them: `impact()`'s own six
 //!   statements run alone on a connection of their own (`engram::graph::impact::statements`).
 //!
@@ -32,7 +36,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engram::code::indexer::IndexOptions;
-use engram::graph::{Direction, EdgeInput, GraphIndex, ImpactOptions, NodeInput, TraverseOptions};
+use engram::graph::{
+    Direction, EdgeInput, GraphIndex, ImpactOptions, NodeInput, Side, TraverseOptions,
+};
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 use source_trees::{copy_tree, corpora};
@@ -82,10 +88,12 @@ fn synthetic(rt: &tokio::runtime::Runtime, db: &Path) -> Engram {
     for f in 0..FILES {
         let mut file = NodeInput::new(file_key(f), "file");
         file.layer = 1;
+        file.file_path = Some(file_key(f));
         nodes.push(file);
         for s in 0..SYMBOLS_PER_FILE {
             let mut symbol = NodeInput::new(symbol_key(f, s), "function");
             symbol.layer = 1;
+            symbol.file_path = Some(file_key(f));
             nodes.push(symbol);
             edges.push(layer_one(file_key(f), symbol_key(f, s), "contains"));
         }
@@ -341,6 +349,12 @@ fn synthetic_impact(c: &mut Criterion) {
         "impact/synthetic_50k/symbol_index",
         "impact/synthetic_50k/file_served",
         "impact/synthetic_50k/symbol_served",
+        "reach/synthetic_50k/ancestors_tables",
+        "reach/synthetic_50k/ancestors_served",
+        "reach/synthetic_50k/descendants_tables",
+        "reach/synthetic_50k/descendants_served",
+        "neighbourhood/synthetic_50k/tables",
+        "neighbourhood/synthetic_50k/served",
     ]) {
         return;
     }
@@ -484,6 +498,100 @@ fn synthetic_impact(c: &mut Criterion) {
         Source::Served,
         "impact/synthetic_50k/symbol_served",
         &symbols,
+    );
+    for side in [Side::Ancestors, Side::Descendants] {
+        for served in [false, true] {
+            let name = format!(
+                "reach/synthetic_50k/{}_{}",
+                format!("{side:?}").to_lowercase(),
+                if served { "served" } else { "tables" }
+            );
+            profile_reach(&rt, &engram, side, served, &name, &files);
+            let mut next = files.iter().cycle();
+            c.bench_function(&name, |b| {
+                b.iter(|| reach_of(&rt, &engram, side, served, next.next().unwrap()))
+            });
+        }
+    }
+    let file_sets: Vec<Vec<String>> = files.chunks(8).map(<[String]>::to_vec).collect();
+    for set in &file_sets {
+        assert_eq!(
+            rt.block_on(engram.file_neighbours(set)).unwrap(),
+            rt.block_on(engram.file_neighbours_from_tables(set))
+                .unwrap()
+        );
+    }
+    for served in [false, true] {
+        let name = format!(
+            "neighbourhood/synthetic_50k/{}",
+            if served { "served" } else { "tables" }
+        );
+        let neighbours_of = |set: &[String]| {
+            let answer = if served {
+                rt.block_on(engram.file_neighbours(set))
+            } else {
+                rt.block_on(engram.file_neighbours_from_tables(set))
+            };
+            answer.unwrap().values().map(|n| n.len()).sum::<usize>()
+        };
+        let mut times = Vec::with_capacity(file_sets.len());
+        let mut found = 0;
+        for set in &file_sets {
+            let started = Instant::now();
+            found += neighbours_of(set);
+            times.push(started.elapsed());
+        }
+        eprintln!(
+            "{name}: {} sets of 8 files, p50 {:?}, p99 {:?}; mean {:.1} neighbouring files",
+            file_sets.len(),
+            quantile(&mut times, 0.5),
+            quantile(&mut times, 0.99),
+            found as f64 / file_sets.len().max(1) as f64
+        );
+        let mut next = file_sets.iter().cycle();
+        c.bench_function(&name, |b| b.iter(|| neighbours_of(next.next().unwrap())));
+    }
+}
+
+/// `reach()` of `key` (limit 500) from the served index or the closure table.
+fn reach_of(
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    side: Side,
+    served: bool,
+    key: &str,
+) -> engram::graph::Subgraph {
+    let answer = if served {
+        rt.block_on(engram.reach(key, side, None, 500))
+    } else {
+        rt.block_on(engram.reach_from_tables(key, side, None, 500))
+    };
+    answer.unwrap()
+}
+
+/// Runs `reach` once per target and prints the latency distribution and answer sizes.
+fn profile_reach(
+    rt: &tokio::runtime::Runtime,
+    engram: &Engram,
+    side: Side,
+    served: bool,
+    label: &str,
+    targets: &[String],
+) {
+    let mut times = Vec::with_capacity(targets.len());
+    let mut reached = 0usize;
+    for target in targets {
+        let started = Instant::now();
+        reached += reach_of(rt, engram, side, served, target).nodes.len();
+        times.push(started.elapsed());
+    }
+    eprintln!(
+        "{label}: {} targets, p50 {:?}, p99 {:?}, max {:?}; mean {:.1} nodes",
+        targets.len(),
+        quantile(&mut times, 0.5),
+        quantile(&mut times, 0.99),
+        quantile(&mut times, 1.0),
+        reached as f64 / targets.len().max(1) as f64,
     );
 }
 

@@ -25,6 +25,7 @@ use crate::memory::{
     self, Ctx, ListFilter, Memory, MemoryPatch, MemoryVersion, RememberInput, Remembered,
     SearchHit, SearchOptions, Stats,
 };
+use crate::retrieval::neighbourhood::FileNeighbours;
 use crate::store::{WriteTx, Writer};
 
 /// The project id used when none is given: one database per project is the common layout.
@@ -1001,7 +1002,7 @@ impl Engram {
     }
 
     /// What depends on a node (or, with [`Side::Descendants`], what it depends on), from the
-    /// closure table.
+    /// closure (served from the in-process graph index once it is loaded).
     pub async fn reach(
         &self,
         key: &str,
@@ -1009,7 +1010,36 @@ impl Engram {
         max_depth: Option<u32>,
         limit: u32,
     ) -> Result<Subgraph> {
+        let slot = self.engine.graphs.slot(&self.project_id);
+        let start_load = || self.load_graph_in_background(slot.clone());
+        let ctx = self.graph_ctx();
+        graph::closure_of_served(&ctx, &slot, start_load, key, side, max_depth, limit).await
+    }
+
+    /// [`Engram::reach`] from the closure table, never the in-process index: for the index's
+    /// equivalence tests and bench.
+    #[doc(hidden)]
+    pub async fn reach_from_tables(
+        &self,
+        key: &str,
+        side: Side,
+        max_depth: Option<u32>,
+        limit: u32,
+    ) -> Result<Subgraph> {
         graph::closure_of(&self.graph_ctx(), key, side, max_depth, limit).await
+    }
+
+    /// [`Engram::reach`] answered from `index` instead of the closure table.
+    #[doc(hidden)]
+    pub fn reach_through(
+        &self,
+        index: &crate::graph::GraphIndex,
+        key: &str,
+        side: Side,
+        max_depth: Option<u32>,
+        limit: u32,
+    ) -> Result<Subgraph> {
+        crate::graph::closure_of_through(&self.graph_ctx(), index, key, side, max_depth, limit)
     }
 
     /// The nodes named by `keys` and the edges among them.
@@ -1121,16 +1151,38 @@ impl Engram {
 
     /// For each of `files` (project-relative paths, at most 200), the other files one graph edge
     /// away (imports, calls, inheritance, agent or LLM relations; not containment).
-    pub async fn file_neighbours(
-        &self,
-        files: &[String],
-    ) -> Result<std::collections::HashMap<String, std::collections::BTreeSet<String>>> {
+    /// Served from the in-process graph index once it is loaded.
+    pub async fn file_neighbours(&self, files: &[String]) -> Result<FileNeighbours> {
+        let files = &files[..files.len().min(crate::retrieval::neighbourhood::MAX_FILES)];
+        let slot = self.engine.graphs.slot(&self.project_id);
+        let start_load = || self.load_graph_in_background(slot.clone());
+        let from_index = |index: &crate::graph::GraphIndex| index.file_neighbours(files);
+        match graph::from_current_index(&self.graph_ctx(), &slot, start_load, from_index).await {
+            Some(answer) => Ok(answer),
+            None => self.file_neighbours_from_tables(files).await,
+        }
+    }
+
+    /// [`Engram::file_neighbours`] from the graph tables, never the in-process index: for the
+    /// index's equivalence tests.
+    #[doc(hidden)]
+    pub async fn file_neighbours_from_tables(&self, files: &[String]) -> Result<FileNeighbours> {
         crate::retrieval::neighbourhood::file_neighbours(
             &self.engine.store,
             &self.project_id,
             files,
         )
         .await
+    }
+
+    /// [`Engram::file_neighbours`] answered from `index`.
+    #[doc(hidden)]
+    pub fn file_neighbours_through(
+        &self,
+        index: &crate::graph::GraphIndex,
+        files: &[String],
+    ) -> FileNeighbours {
+        index.file_neighbours(&files[..files.len().min(crate::retrieval::neighbourhood::MAX_FILES)])
     }
 
     /// Degree or PageRank centrality of the nodes named by `keys` within the subgraph they

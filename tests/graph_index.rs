@@ -2,14 +2,16 @@
 //! every node of the fixture projects in four languages (by key, and files also by absolute
 //! path), with memories attached at every role (every fifth forgotten), under the default
 //! options and each option that changes the answer; ties between seeds; two projects in one
-//! file; an index is a snapshot of its load; and the engine's served index follows every kind
-//! of graph write (cold and incremental index runs, file edits and removals, authored nodes
-//! and edges, memories) to what a fresh load gives, also while answers and writes run at once.
+//! file; an index is a snapshot of its load. `reach()` (both sides) and retrieval's file
+//! neighbourhood answer as the tables do too. The engine's served index follows every kind of
+//! graph write (cold and incremental index runs, file edits and removals, module imports,
+//! authored nodes and edges, memories) to what a fresh load gives, also while answers and
+//! writes run at once.
 
 use std::path::Path;
 
 use engram::code::IndexOptions;
-use engram::graph::{EdgeInput, ImpactOptions, NodeInput};
+use engram::graph::{EdgeInput, ImpactOptions, NodeInput, Side};
 use engram::memory::{MemoryPatch, MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 
@@ -142,6 +144,121 @@ async fn the_index_answers_impact_as_the_graph_tables_do() {
             .impact_through(&index, "no/such/file.ts", &ImpactOptions::default())
             .await;
         assert_eq!(missing.unwrap_err().code(), "ENGRAM_NOT_FOUND");
+    }
+}
+
+/// `reach()` from the index equals the closure table's answer on every node, both sides,
+/// at two depths and with limits that cut the answer.
+#[tokio::test]
+async fn the_index_answers_reach_as_the_closure_table_does() {
+    for language in ["ts", "py", "rs", "go"] {
+        let (_dir, e, keys) = indexed_with_memories(language).await;
+        let index = e.load_graph_index().await.unwrap();
+        let (mut answered, mut truncated) = (0, 0);
+        for key in &keys {
+            for side in [Side::Ancestors, Side::Descendants] {
+                for (depth, limit) in [(None, 500), (Some(1), 500), (Some(2), 3), (None, 1)] {
+                    let from_tables = e.reach_from_tables(key, side, depth, limit).await.unwrap();
+                    let from_index = e.reach_through(&index, key, side, depth, limit).unwrap();
+                    assert_eq!(
+                        from_index, from_tables,
+                        "{language}: {key} {side:?} {depth:?} {limit}"
+                    );
+                    answered += usize::from(from_tables.nodes.len() > 1);
+                    truncated += usize::from(from_tables.truncated);
+                }
+            }
+        }
+        // Answers of several nodes (so their order counts) and cut ones were compared.
+        assert!(
+            answered > 0 && truncated > 0,
+            "{language}: {answered} {truncated}"
+        );
+        // Authored edges whose weights order the answer against the keys' order.
+        let nodes: Vec<NodeInput> = ["hub", "low", "mid", "top", "tip"]
+            .map(|k| NodeInput::new(k, "concept"))
+            .to_vec();
+        let weighted = |from: &str, to: &str, weight: f64| EdgeInput {
+            weight,
+            ..EdgeInput::new(from, to, "uses")
+        };
+        let edges = [
+            weighted("low", "hub", 0.2),
+            weighted("mid", "hub", 0.5),
+            weighted("top", "hub", 0.9),
+            weighted("tip", "low", 0.1),
+        ];
+        e.inject_graph(&nodes, &edges).await.unwrap();
+        let index = e.load_graph_index().await.unwrap();
+        for (key, side) in [("hub", Side::Ancestors), ("tip", Side::Descendants)] {
+            let from_tables = e.reach_from_tables(key, side, None, 10).await.unwrap();
+            let from_index = e.reach_through(&index, key, side, None, 10).unwrap();
+            assert_eq!(from_index, from_tables, "{language}: {key}");
+        }
+        let hub = e
+            .reach_through(&index, "hub", Side::Ancestors, None, 10)
+            .unwrap();
+        let order: Vec<(&str, u32)> = hub
+            .nodes
+            .iter()
+            .map(|r| (r.node.key.as_str(), r.depth))
+            .collect();
+        assert_eq!(order, [("top", 1), ("mid", 1), ("low", 1), ("tip", 2)]);
+        assert_eq!(hub.nodes[3].via, ["low"]);
+        for side in [Side::Ancestors, Side::Descendants] {
+            let missing = e.reach_through(&index, "no/such/file.ts", side, None, 10);
+            assert_eq!(missing.unwrap_err().code(), "ENGRAM_NOT_FOUND");
+            let bad_limit = e.reach_through(&index, &keys[0], side, None, 0);
+            assert_eq!(bad_limit.unwrap_err().code(), "ENGRAM_INVALID_ARG");
+        }
+    }
+}
+
+/// Retrieval's file neighbourhood from the index equals the tables' answer, file by file and
+/// for all files at once, also with authored relations and across a `contains` edge.
+#[tokio::test]
+async fn the_index_answers_file_neighbours_as_the_tables_do() {
+    for language in ["ts", "py", "rs", "go"] {
+        let (_dir, e, keys) = indexed_with_memories(language).await;
+        let files: Vec<String> = keys
+            .iter()
+            .filter(|k| !k.contains(':') && !k.ends_with('/'))
+            .cloned()
+            .collect();
+        // An authored relation between two files' symbols, and one to a node of no file.
+        let symbols: Vec<&String> = keys.iter().filter(|k| k.contains(':')).collect();
+        let edges = [
+            EdgeInput::new(
+                symbols[0].as_str(),
+                symbols[symbols.len() - 1].as_str(),
+                "relates_to",
+            ),
+            EdgeInput::new(files[0].as_str(), "an idea", "relates_to"),
+        ];
+        e.inject_graph(&[NodeInput::new("an idea", "concept")], &edges)
+            .await
+            .unwrap();
+        let index = e.load_graph_index().await.unwrap();
+        let mut with_neighbours = 0;
+        for file in &files {
+            let one = std::slice::from_ref(file);
+            let from_tables = e.file_neighbours_from_tables(one).await.unwrap();
+            assert_eq!(
+                e.file_neighbours_through(&index, one),
+                from_tables,
+                "{language}: {file}"
+            );
+            with_neighbours += usize::from(!from_tables.is_empty());
+        }
+        let all = e.file_neighbours_from_tables(&files).await.unwrap();
+        assert_eq!(e.file_neighbours_through(&index, &files), all, "{language}");
+        assert!(with_neighbours > 1, "{language}: {all:?}");
+        // A file is not its own neighbour, and containment is not a relation.
+        for (file, neighbours) in &all {
+            assert!(!neighbours.contains(file), "{language}: {file}");
+        }
+        let unknown = ["no/such/file.ts".to_owned()];
+        assert!(e.file_neighbours_through(&index, &unknown).is_empty());
     }
 }
 
@@ -281,6 +398,23 @@ async fn assert_served_follows(e: &Engram, step: &str) {
             .code(),
         "ENGRAM_NOT_FOUND"
     );
+    let files: Vec<String> = index
+        .keys()
+        .filter(|k| !k.contains(':') && !k.ends_with('/'))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        e.file_neighbours(&files).await.unwrap(),
+        e.file_neighbours_from_tables(&files).await.unwrap(),
+        "{step}"
+    );
+    for key in &keys {
+        for side in [Side::Ancestors, Side::Descendants] {
+            let served = e.reach(key, side, None, 500).await.unwrap();
+            let tables = e.reach_from_tables(key, side, None, 500).await.unwrap();
+            assert_eq!(served, tables, "{step}: {key} {side:?}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -351,6 +485,20 @@ async fn the_served_index_follows_every_kind_of_graph_write() {
     .unwrap();
     index_run().await;
     assert_served_follows(&e, "edit").await;
+
+    // A file in a new directory (a new module), then an import from it into `src/`: a
+    // module's aggregated imports change while its own row does not.
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::write(root.join("lib/extra.ts"), "export const extra = 2\n").unwrap();
+    index_run().await;
+    assert_served_follows(&e, "new module").await;
+    std::fs::write(
+        root.join("lib/extra.ts"),
+        "import { later } from '../src/later'\nexport const extra = later\n",
+    )
+    .unwrap();
+    index_run().await;
+    assert_served_follows(&e, "module import").await;
 
     // Authored nodes and edges onto code nodes, then one edge and one node deleted.
     let nodes = [

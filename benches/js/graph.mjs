@@ -1,10 +1,12 @@
 // impact() across the JS boundary (the numbers an agent sees) on the same shape of synthetic
 // graph as benches/graph.rs: 5,000 files x 9 symbols (50,000 nodes), imports to nearby and
 // earlier files, calls along imports and within files, 5,000 memories attached. One run;
-// medians and tails of file and symbol targets, plus neighbours() of a file, and for each the
-// slowest 1% of calls taken apart (answer size, garbage collections, a re-run). impact() is
-// timed once the engine's graph index has loaded (the first call starts that load).
+// medians and tails of file and symbol targets, plus neighbours(), ancestors() and
+// descendants() of a file, and for each the slowest 1% of calls taken apart (answer size,
+// garbage collections, a re-run). Everything is timed once the engine's graph index has
+// loaded (the first impact() starts that load).
 //   node benches/js/graph.mjs
+//   ENGRAM_BENCH_ADDON=/path/to/other.node node benches/js/graph.mjs  # another build
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -15,7 +17,7 @@ import { hrtime } from 'node:process'
 import { splitmix as rng, summary } from './corpus.mjs'
 
 const require = createRequire(import.meta.url)
-const { Engram } = require('../../index.js')
+const { Engram } = require(process.env.ENGRAM_BENCH_ADDON ?? '../../index.js')
 const dir = mkdtempSync(join(tmpdir(), 'engram-graph-bench-'))
 
 const FILES = 5000
@@ -135,6 +137,8 @@ try {
     return r.affected.length + r.memories.length
   })
   await time('neighbours_file', files, async (k) => (await db.neighbours([k], { limit: 50 })).length)
+  await time('ancestors_file', files, async (k) => (await db.ancestors(k)).nodes.length)
+  await time('descendants_file', files, async (k) => (await db.descendants(k)).nodes.length)
   gc.disconnect()
   console.log(JSON.stringify(results, null, 2))
   await db.close()

@@ -258,7 +258,7 @@ pub(crate) async fn sync(
                 if super::model::is_transitive(kind) {
                     hops.touch(conn, *from, *to).await?;
                 }
-                hops.edge(*from, *to, kind);
+                hops.edge(*from, *to);
                 if !wanted_by_id.contains_key(&(*from, *to, kind.clone())) {
                     delete.reset();
                     delete
@@ -287,7 +287,7 @@ pub(crate) async fn sync(
         if super::model::is_transitive(kind) {
             hops.touch(conn, *from, *to).await?;
         }
-        hops.edge(*from, *to, kind);
+        hops.edge(*from, *to);
         upsert.reset();
         upsert
             .execute(libsql::params![

@@ -1,6 +1,8 @@
-//! An in-process copy of one project's graph for `impact()`: every node row, what each node
-//! contains, the closure rows into each node, and the memory links by node key, loaded from
-//! SQLite in four reads (issue 38) and brought up to date by replaying the change logs.
+//! An in-process copy of one project's graph for `impact()`, `reach()` and the file
+//! neighbourhood of retrieval: every node row, what each node contains, the other end of every
+//! relation (any edge but `contains`), the nodes of each file, the closure rows into and out of
+//! each node, and the memory links by node key, loaded from SQLite in four reads (issue 38)
+//! and brought up to date by replaying the change logs.
 //!
 //! Why: a file target's answer touches hundreds of rows at random (its seeds' closure rows,
 //! then each affected node and its key's memory links), ~12 us each through SQLite on the
@@ -10,16 +12,17 @@
 //!
 //! The answer is built by the same functions as the SQL path's (`impact.rs`: the nearest row
 //! per node, the order, the paths, the memory ranking), from the same rows, so the two agree
-//! exactly; `tests/graph_index.rs` checks that on every node of real indexed projects.
+//! exactly; `reach()` and `file_neighbours()` follow their statements' order and joins.
+//! `tests/graph_index.rs` checks all three on every node of real indexed projects.
 //!
 //! Exact as of its load and of each replay: `replay` re-reads what the change logs named
 //! (`served.rs` decides when, and keeps the engine's copy). Replays leave dead paths in the
 //! arena; past half of it they are compacted. `picture` gives the whole index in a canonical
 //! order, so tests can check that an index that followed writes equals a fresh load.
 //! `cargo bench --bench graph` reports its load time, its bytes per node and per edge, and
-//! `impact()` through it.
+//! `impact()` and `reach()` through it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
 
 use super::closure::{parse_path, NodeId};
@@ -27,7 +30,7 @@ use super::impact::{
     affected_nodes, attached_memories, attachment_depths, choose_nearest, target_keys, Impact,
     ImpactOptions, IntoSeed, PathRef, MAX_SEEDS,
 };
-use super::read::{node_from_row, NODE_COLUMNS};
+use super::read::{check_limit, node_from_row, ReachedNode, Side, Subgraph, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
 use crate::store::Reader;
@@ -45,26 +48,29 @@ static NODES_OF: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The edges the index holds: `contains` of every layer, `imports` of layer 1.
-const HELD_EDGE: &str = "(e.kind = 'contains' OR (e.kind = 'imports' AND e.layer = 1))";
+/// What the index reads of an edge, in the order [`GraphIndex::take_edge`] takes it: from,
+/// to, whether it is a `contains` edge, whether it imports, layer.
+const EDGE_COLUMNS: &str = "e.from_id, e.to_id, e.kind = 'contains', e.kind = 'imports', e.layer";
 
-/// Every held edge of project `?1`: from, to, whether it imports, layer.
-static PROJECT_EDGES: LazyLock<String> = LazyLock::new(|| {
+/// Every edge of project `?1`.
+static PROJECT_EDGES: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.project_id = ?1"));
+
+/// The edges of project `?1` from nodes `?2` (JSON ids).
+static EDGES_FROM: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT e.from_id, e.to_id, e.kind = 'imports', e.layer FROM graph_edges e
-         WHERE e.project_id = ?1 AND {HELD_EDGE}"
+        "SELECT {EDGE_COLUMNS} FROM json_each(?2) j
+         CROSS JOIN graph_edges e ON e.from_id = j.value WHERE e.project_id = ?1"
     )
 });
 
-/// Held edges of project `?1` from nodes `?2` (JSON ids).
-const EDGES_FROM: &str = "SELECT e.from_id, e.to_id, e.kind = 'imports', e.layer
-    FROM json_each(?2) j CROSS JOIN graph_edges e ON e.from_id = j.value
-    WHERE e.project_id = ?1 AND e.kind = 'contains'";
-
-/// Held edges of project `?1` into nodes `?2` (JSON ids).
-const EDGES_TO: &str = "SELECT e.from_id, e.to_id, e.kind = 'imports', e.layer
-    FROM json_each(?2) j CROSS JOIN graph_edges e ON e.to_id = j.value
-    WHERE e.project_id = ?1 AND (e.kind = 'contains' OR (e.kind = 'imports' AND e.layer = 1))";
+/// The edges of project `?1` into nodes `?2` (JSON ids).
+static EDGES_TO: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {EDGE_COLUMNS} FROM json_each(?2) j
+         CROSS JOIN graph_edges e ON e.to_id = j.value WHERE e.project_id = ?1"
+    )
+});
 
 /// The project's closure rows, through the descendant index (the closure has no project column).
 const PROJECT_CLOSURE: &str = "SELECT c.descendant_id, c.ancestor_id, c.depth, c.weight, c.path
@@ -116,8 +122,16 @@ pub struct GraphIndex {
     packages_of: HashMap<NodeId, Vec<NodeId>>,
     /// Nodes a layer-1 `imports` edge points at.
     imported: HashSet<NodeId>,
+    /// For every edge but `contains` (a relation, not structure), each end's entry holds the
+    /// other end (once per edge): the file neighbourhood's adjacency.
+    linked: HashMap<NodeId, Vec<NodeId>>,
+    /// The nodes of each file path (a file and its symbols).
+    by_file: HashMap<String, Vec<NodeId>>,
     /// Closure rows by descendant.
     closure: HashMap<NodeId, Vec<Reach>>,
+    /// The other way round: for each ancestor, the descendants whose rows in `closure` name
+    /// it, for `reach()`'s descendants.
+    reached_from: HashMap<NodeId, Vec<NodeId>>,
     /// Interior nodes of every stored path, end to end.
     paths: Vec<NodeId>,
     /// Memory links by node key: (memory seq, role).
@@ -141,6 +155,7 @@ enum EdgeEnds {
 pub struct GraphPicture {
     nodes: Vec<NodePicture>,
     ids: Vec<(String, NodeId)>,
+    files: Vec<(String, Vec<NodeId>)>,
     loose_links: Vec<(String, Vec<(i64, String)>)>,
 }
 
@@ -170,6 +185,9 @@ impl GraphPicture {
         if self.ids != other.ids {
             return Some("key maps differ".into());
         }
+        if self.files != other.files {
+            return Some("file maps differ".into());
+        }
         Some(format!(
             "links on unindexed keys: {:?} vs {:?}",
             self.loose_links, other.loose_links
@@ -185,7 +203,9 @@ struct NodePicture {
     contains: Vec<NodeId>,
     packages: Vec<NodeId>,
     imported: bool,
+    linked: Vec<NodeId>,
     reach: Vec<(NodeId, u8, u64, Vec<NodeId>)>,
+    reached_from: Vec<NodeId>,
     links: Vec<(i64, String)>,
 }
 
@@ -270,6 +290,7 @@ impl GraphIndex {
         // Growth slack would be a third of the closure's bytes.
         index.paths.shrink_to_fit();
         index.closure.values_mut().for_each(Vec::shrink_to_fit);
+        index.reached_from.values_mut().for_each(Vec::shrink_to_fit);
         let mut rows = reader
             .query(PROJECT_LINKS, [project_id])
             .await
@@ -294,20 +315,20 @@ impl GraphIndex {
     ) -> Result<()> {
         if !ids.is_empty() {
             let id_list = serde_json::to_string(ids).map_err(|e| Error::Internal(e.to_string()))?;
-            for &id in ids {
-                self.forget_node(id);
-            }
+            self.forget_nodes(ids);
             let params = || (project_id.to_owned(), id_list.clone());
             reader
                 .query_cached(NODES_OF.as_str(), params(), |row| self.take_node(row))
                 .await?;
             reader
-                .query_cached(EDGES_FROM, params(), |row| {
+                .query_cached(EDGES_FROM.as_str(), params(), |row| {
                     self.take_edge(row, EdgeEnds::From)
                 })
                 .await?;
             reader
-                .query_cached(EDGES_TO, params(), |row| self.take_edge(row, EdgeEnds::To))
+                .query_cached(EDGES_TO.as_str(), params(), |row| {
+                    self.take_edge(row, EdgeEnds::To)
+                })
                 .await?;
             reader
                 .query_cached(CLOSURE_OF, params(), |row| self.take_reach(row))
@@ -334,28 +355,39 @@ impl GraphIndex {
     /// A node row selected with [`NODE_COLUMNS`].
     fn take_node(&mut self, row: &Row) -> Result<()> {
         let (id, node) = node_from_row(row, 0)?;
+        if let Some(path) = &node.file_path {
+            self.by_file.entry(path.clone()).or_default().push(id);
+        }
         self.ids.insert(node.key.clone(), id);
         self.nodes.insert(id, node);
         Ok(())
     }
 
-    /// An edge row of [`PROJECT_EDGES`]'s columns, into the maps of the given end.
+    /// An edge row of [`EDGE_COLUMNS`], into the maps of the given end.
     fn take_edge(&mut self, row: &Row, ends: EdgeEnds) -> Result<()> {
         let (from, to): (NodeId, NodeId) = (row.get(0).ctx("edge")?, row.get(1).ctx("edge")?);
-        let imports = row.get::<bool>(2).ctx("edge")?;
+        let contains = row.get::<bool>(2).ctx("edge")?;
+        let imports = row.get::<bool>(3).ctx("edge")?;
+        let layer = row.get::<u32>(4).ctx("edge")?;
         let to_side = matches!(ends, EdgeEnds::Both | EdgeEnds::To);
         let from_side = matches!(ends, EdgeEnds::Both | EdgeEnds::From);
-        if imports {
-            if to_side {
-                self.imported.insert(to);
+        if contains {
+            if from_side {
+                self.contains.entry(from).or_default().push(to);
+            }
+            if to_side && layer == 2 {
+                self.packages_of.entry(to).or_default().push(from);
             }
             return Ok(());
         }
         if from_side {
-            self.contains.entry(from).or_default().push(to);
+            self.linked.entry(from).or_default().push(to);
         }
-        if to_side && row.get::<u32>(3).ctx("edge")? == 2 {
-            self.packages_of.entry(to).or_default().push(from);
+        if to_side {
+            self.linked.entry(to).or_default().push(from);
+            if imports && layer == 1 {
+                self.imported.insert(to);
+            }
         }
         Ok(())
     }
@@ -374,6 +406,11 @@ impl GraphIndex {
             depth: u8::try_from(row.get::<u32>(2).ctx("closure row")?).map_err(|_| too_large())?,
         };
         let descendant: NodeId = row.get(0).ctx("closure row")?;
+        // One row per (ancestor, descendant) pair: the closure keeps one shortest path.
+        self.reached_from
+            .entry(reach.ancestor)
+            .or_default()
+            .push(descendant);
         self.closure.entry(descendant).or_default().push(reach);
         Ok(())
     }
@@ -389,19 +426,44 @@ impl GraphIndex {
         Ok(())
     }
 
-    /// Drops what the index holds about node `id` as a node, a container, a contained node,
-    /// an import target and a descendant (its edges' other ends are logged too, and re-read).
-    fn forget_node(&mut self, id: NodeId) {
-        if let Some(node) = self.nodes.remove(&id) {
-            if self.ids.get(&node.key) == Some(&id) {
-                self.ids.remove(&node.key);
+    /// Drops what the index holds about nodes `ids` as nodes, containers, contained nodes,
+    /// import targets, relations' ends and descendants (their edges' other ends are logged
+    /// too, and re-read).
+    fn forget_nodes(&mut self, ids: &[NodeId]) {
+        let mut ancestors = HashSet::new();
+        for &id in ids {
+            if let Some(node) = self.nodes.remove(&id) {
+                if self.ids.get(&node.key) == Some(&id) {
+                    self.ids.remove(&node.key);
+                }
+                if let Some(path) = &node.file_path {
+                    if let Some(of_file) = self.by_file.get_mut(path) {
+                        of_file.retain(|&other| other != id);
+                        if of_file.is_empty() {
+                            self.by_file.remove(path);
+                        }
+                    }
+                }
+            }
+            self.contains.remove(&id);
+            self.linked.remove(&id);
+            self.packages_of.remove(&id);
+            self.imported.remove(&id);
+            for reach in self.closure.remove(&id).unwrap_or_default() {
+                self.dead_path_ids += usize::from(reach.path_len);
+                ancestors.insert(reach.ancestor);
             }
         }
-        self.contains.remove(&id);
-        self.packages_of.remove(&id);
-        self.imported.remove(&id);
-        for reach in self.closure.remove(&id).unwrap_or_default() {
-            self.dead_path_ids += usize::from(reach.path_len);
+        // Each ancestor's list once, whatever number of its descendants go (a replay may
+        // name thousands under one ancestor).
+        let forgotten: HashSet<NodeId> = ids.iter().copied().collect();
+        for ancestor in ancestors {
+            if let Some(descendants) = self.reached_from.get_mut(&ancestor) {
+                descendants.retain(|d| !forgotten.contains(d));
+                if descendants.is_empty() {
+                    self.reached_from.remove(&ancestor);
+                }
+            }
         }
     }
 
@@ -448,7 +510,9 @@ impl GraphIndex {
                     contains: sorted(self.contains.get(id)),
                     packages: sorted(self.packages_of.get(id)),
                     imported: self.imported.contains(id),
+                    linked: sorted(self.linked.get(id)),
                     reach,
+                    reached_from: sorted(self.reached_from.get(id)),
                     links,
                 }
             })
@@ -469,9 +533,16 @@ impl GraphIndex {
             })
             .collect();
         loose_links.sort();
+        let mut files: Vec<(String, Vec<NodeId>)> = self
+            .by_file
+            .iter()
+            .map(|(path, ids)| (path.clone(), sorted(Some(ids))))
+            .collect();
+        files.sort();
         GraphPicture {
             nodes,
             ids,
+            files,
             loose_links,
         }
     }
@@ -539,6 +610,102 @@ impl GraphIndex {
         })
     }
 
+    /// The ancestors (what reaches `key`) or descendants (what it reaches) within `max_depth`,
+    /// nearest first: the answer of the SQL path (`read::closure_of`) for the same graph.
+    pub(crate) fn reach(
+        &self,
+        key: &str,
+        side: Side,
+        max_depth: u32,
+        limit: u32,
+    ) -> Result<Subgraph> {
+        check_limit(limit)?;
+        let id = *self
+            .ids
+            .get(key)
+            .ok_or_else(|| Error::not_found("graph node", key))?;
+        let within = |r: &&Reach| u32::from(r.depth) <= max_depth;
+        // (other end, its row, the closure row): rows whose other end is not a node of the
+        // project are left out, as the SQL join leaves them.
+        let mut found: Vec<(&GraphNode, &Reach)> = match side {
+            Side::Ancestors => self
+                .closure
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .filter(within)
+                .filter_map(|r| Some((self.nodes.get(&r.ancestor)?, r)))
+                .collect(),
+            Side::Descendants => self
+                .reached_from
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .filter_map(|d| Some((self.nodes.get(d)?, self.closure.get(d)?)))
+                .flat_map(|(node, rows)| {
+                    rows.iter()
+                        .filter(move |r| r.ancestor == id)
+                        .filter(within)
+                        .map(move |r| (node, r))
+                })
+                .collect(),
+        };
+        // ORDER BY depth, weight DESC, key (a node has one row: the key breaks every tie).
+        found.sort_unstable_by(|a, b| {
+            (a.1.depth.cmp(&b.1.depth))
+                .then(b.1.weight.total_cmp(&a.1.weight))
+                .then(a.0.key.cmp(&b.0.key))
+        });
+        let truncated = found.len() > limit as usize;
+        found.truncate(limit as usize);
+        let nodes = found
+            .into_iter()
+            .map(|(node, r)| {
+                let mut via: Vec<String> = self.paths[r.path_range()]
+                    .iter()
+                    .filter_map(|id| Some(self.nodes.get(id)?.key.clone()))
+                    .collect();
+                if side == Side::Ancestors {
+                    // Stored paths run ancestor -> descendant; report them from the start out.
+                    via.reverse();
+                }
+                ReachedNode {
+                    node: node.clone(),
+                    depth: u32::from(r.depth),
+                    weight: r.weight,
+                    via,
+                }
+            })
+            .collect();
+        Ok(Subgraph {
+            start: Some(self.nodes[&id].clone()),
+            nodes,
+            edges: Vec::new(),
+            truncated,
+        })
+    }
+
+    /// For each of `files` (project-relative paths), the other files one edge away: an edge
+    /// other than `contains`, either way, between any node of the file and a node of another
+    /// file. The answer of `retrieval::neighbourhood::file_neighbours`'s SQL for the same graph.
+    pub(crate) fn file_neighbours(&self, files: &[String]) -> HashMap<String, BTreeSet<String>> {
+        let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
+        for file in files {
+            for id in self.by_file.get(file).into_iter().flatten() {
+                for other in self.linked.get(id).into_iter().flatten() {
+                    let Some(path) = self.nodes.get(other).and_then(|n| n.file_path.as_ref())
+                    else {
+                        continue;
+                    };
+                    if path != file {
+                        out.entry(file.clone()).or_default().insert(path.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The target and everything it contains, and a package a `contains` edge of layer 2 puts
     /// it in when that package is imported as a whole (Go); past [`MAX_SEEDS`], the lowest ids.
     fn seeds(&self, target: NodeId) -> Vec<NodeId> {
@@ -588,8 +755,14 @@ impl GraphIndex {
             .sum::<usize>()
             + self.nodes.capacity() * map_entry(size_of::<NodeId>(), size_of::<GraphNode>())
             + self.ids.capacity() * map_entry(size_of::<String>(), size_of::<NodeId>())
-            + self.ids.keys().map(String::capacity).sum::<usize>();
-        let adjacency_bytes: usize = [&self.contains, &self.packages_of]
+            + self.ids.keys().map(String::capacity).sum::<usize>()
+            + self.by_file.capacity() * map_entry(size_of::<String>(), size_of::<Vec<NodeId>>())
+            + self
+                .by_file
+                .iter()
+                .map(|(path, ids)| path.capacity() + ids.capacity() * size_of::<NodeId>())
+                .sum::<usize>();
+        let adjacency_bytes: usize = [&self.contains, &self.packages_of, &self.linked]
             .iter()
             .map(|m| {
                 m.capacity() * map_entry(size_of::<NodeId>(), size_of::<Vec<NodeId>>())
@@ -606,7 +779,14 @@ impl GraphIndex {
                 .values()
                 .map(|v| v.capacity() * size_of::<Reach>())
                 .sum::<usize>()
-            + self.paths.capacity() * size_of::<NodeId>();
+            + self.paths.capacity() * size_of::<NodeId>()
+            + self.reached_from.capacity()
+                * map_entry(size_of::<NodeId>(), size_of::<Vec<NodeId>>())
+            + self
+                .reached_from
+                .values()
+                .map(|v| v.capacity() * size_of::<NodeId>())
+                .sum::<usize>();
         let link_bytes = self.links.capacity()
             * map_entry(size_of::<String>(), size_of::<Vec<(i64, String)>>())
             + self
@@ -638,8 +818,8 @@ mod plan_tests {
     async fn replay_reads_loop_over_the_given_ids() {
         for sql in [
             NODES_OF.as_str(),
-            EDGES_FROM,
-            EDGES_TO,
+            EDGES_FROM.as_str(),
+            EDGES_TO.as_str(),
             CLOSURE_OF,
             LINKS_OF,
         ] {

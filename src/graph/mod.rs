@@ -20,9 +20,10 @@
 //!   `(descendant_id, depth, ancestor_id)`, so impact's "what depends on X, nearest first" is
 //!   one contiguous range per seed carrying weight and path; the unique `(ancestor_id,
 //!   descendant_id)` index serves descendants and keeps one row per pair.
-//! - `graph_log(seq, project_id, node_id)`: the nodes whose row, held edges or closure rows a
+//! - `graph_log(seq, project_id, node_id)`: the nodes whose row, edges or closure rows a
 //!   write changed (NULL: the whole project), replayed by the in-process indexes
-//!   (`served.rs`); trimmed after index runs.
+//!   (`served.rs`, which answer `impact()`, `reach()` and the file neighbourhood once
+//!   loaded); trimmed after index runs.
 
 pub mod closure;
 pub mod code_layer;
@@ -219,8 +220,45 @@ pub(crate) async fn impact(
     .await
 }
 
-/// [`impact`] from the project's in-process index when it is current (see `served.rs`), else
-/// from the tables, calling `start_load` when the caller claimed the index's load.
+/// Whether the project's in-process index is current (see `served.rs`): brought up to date
+/// with every graph write committed before the call. False: answer from the tables;
+/// `start_load` was called when the caller claimed the index's load. The index may still be
+/// emptied by a concurrent reload before the caller read-locks it.
+async fn index_is_current(
+    ctx: &GraphCtx<'_>,
+    slot: &served::GraphSlot,
+    start_load: impl FnOnce(),
+) -> bool {
+    match slot.refresh(ctx.store, ctx.project_id).await {
+        Ok(served::Refreshed::Current) => true,
+        Ok(served::Refreshed::LoadClaimed) => {
+            start_load();
+            false
+        }
+        Ok(served::Refreshed::Loading) => false,
+        // The tables answer; the index is reloaded on a later call.
+        Err(error) => {
+            tracing::warn!(code = error.code(), "graph index refresh failed: {error}");
+            false
+        }
+    }
+}
+
+/// `answer` from the project's in-process index when it is current, else `None`.
+pub(crate) async fn from_current_index<T>(
+    ctx: &GraphCtx<'_>,
+    slot: &served::GraphSlot,
+    start_load: impl FnOnce(),
+    answer: impl FnOnce(&GraphIndex) -> T,
+) -> Option<T> {
+    if !index_is_current(ctx, slot, start_load).await {
+        return None;
+    }
+    let served = slot.read().await;
+    served.as_ref().map(|served| answer(&served.index))
+}
+
+/// [`impact`] from the project's in-process index when it is current, else from the tables.
 pub(crate) async fn impact_served(
     ctx: &GraphCtx<'_>,
     slot: &served::GraphSlot,
@@ -230,25 +268,39 @@ pub(crate) async fn impact_served(
 ) -> Result<Impact> {
     let depth = closure_depth(ctx, options.max_depth)?;
     read::check_limit(options.limit)?;
-    match slot.refresh(ctx.store, ctx.project_id).await {
-        Ok(served::Refreshed::Current) => {
-            // The reader before the lock: a refresh holds a reader while it waits to write
-            // the index, so waiting for a reader under the read lock could wait forever.
-            let mut reader = ctx.store.reader().await;
-            let served = slot.read().await;
-            if let Some(served) = served.as_ref() {
-                return served
-                    .index
-                    .impact(&mut reader, ctx.project_root, target, depth, options)
-                    .await;
-            }
+    if index_is_current(ctx, slot, start_load).await {
+        // The reader before the lock: a refresh holds a reader while it waits to write the
+        // index, so waiting for a reader under the read lock could wait forever.
+        let mut reader = ctx.store.reader().await;
+        let served = slot.read().await;
+        if let Some(served) = served.as_ref() {
+            return served
+                .index
+                .impact(&mut reader, ctx.project_root, target, depth, options)
+                .await;
         }
-        Ok(served::Refreshed::LoadClaimed) => start_load(),
-        Ok(served::Refreshed::Loading) => {}
-        // The tables answer; the index is reloaded on a later call.
-        Err(error) => tracing::warn!(code = error.code(), "graph index refresh failed: {error}"),
     }
     impact(ctx, target, options).await
+}
+
+/// [`closure_of`] from the project's in-process index when it is current, else from the
+/// tables.
+pub(crate) async fn closure_of_served(
+    ctx: &GraphCtx<'_>,
+    slot: &served::GraphSlot,
+    start_load: impl FnOnce(),
+    key: &str,
+    side: Side,
+    max_depth: Option<u32>,
+    limit: u32,
+) -> Result<Subgraph> {
+    let depth = closure_depth(ctx, max_depth)?;
+    read::check_limit(limit)?;
+    let from_index = |index: &GraphIndex| index.reach(key, side, depth, limit);
+    match from_current_index(ctx, slot, start_load, from_index).await {
+        Some(answer) => answer,
+        None => closure_of(ctx, key, side, max_depth, limit).await,
+    }
 }
 
 /// The project's graph loaded into memory (see `index.rs`).
@@ -270,6 +322,19 @@ pub(crate) async fn impact_through(
     index
         .impact(&mut reader, ctx.project_root, target, depth, options)
         .await
+}
+
+/// [`closure_of`] answered from `index`.
+pub(crate) fn closure_of_through(
+    ctx: &GraphCtx<'_>,
+    index: &GraphIndex,
+    key: &str,
+    side: Side,
+    max_depth: Option<u32>,
+    limit: u32,
+) -> Result<Subgraph> {
+    let depth = closure_depth(ctx, max_depth)?;
+    index.reach(key, side, depth, limit)
 }
 
 /// The nodes one edge away from a set of nodes, heaviest link first.

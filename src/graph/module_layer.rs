@@ -142,7 +142,7 @@ async fn contain(
     hops: &mut HopLog,
     (parent, child): (NodeId, NodeId),
 ) -> Result<()> {
-    hops.edge(parent, child, "contains");
+    hops.edge(parent, child);
     // `contains` is not transitive: no closure work.
     conn.execute(
         "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,
@@ -214,6 +214,7 @@ pub(crate) async fn aggregate_imports(
         for (target, weight) in &have {
             if wanted.get(target) != Some(weight) {
                 hops.touch(conn, module_id, *target).await?;
+                hops.edge(module_id, *target);
             }
             if !wanted.contains_key(target) {
                 conn.execute(
@@ -230,6 +231,7 @@ pub(crate) async fn aggregate_imports(
                 continue;
             }
             hops.touch(conn, module_id, *target).await?;
+            hops.edge(module_id, *target);
             conn.execute(
                 "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,
                    confidence, created_at, updated_at)

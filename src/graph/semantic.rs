@@ -277,7 +277,7 @@ pub(crate) async fn apply(
         if is_transitive(kind) {
             hops.touch(conn, *from, *to).await?;
         }
-        hops.edge(*from, *to, kind);
+        hops.edge(*from, *to);
         conn.execute(
             "DELETE FROM graph_edges WHERE from_id = ?1 AND to_id = ?2 AND kind = ?3",
             (*from, *to, kind.as_str()),

@@ -3,7 +3,7 @@
 //! replaying `graph_log` and `memory_link_log` from the seqs they last saw.
 //!
 //! Every graph write logs what it touched in its own transaction (the graph code, through
-//! `write.rs`'s `HopLog`, for nodes, `contains`/`imports` edges and closure rows; a trigger for
+//! `write.rs`'s `HopLog`, for nodes, the edges at either end and closure rows; a trigger for
 //! memory links), so writes from any path, thread or process reach the index, and a write that
 //! never committed (a crash) is never seen. SQLite stays the source of truth: while an index is not loaded,
 //! or must be reloaded (a closure rebuild, a log trimmed past it, a replay too large to be

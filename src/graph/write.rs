@@ -46,8 +46,7 @@ pub(crate) fn validate_batch(nodes: &[NodeInput], edges: &[EdgeInput]) -> Result
 /// the hops whose weight changed. Past [`closure::REBUILD_THRESHOLD`] hops it stops looking
 /// (the closure will be rebuilt anyway).
 ///
-/// It also collects the nodes whose row or held edges (`contains`, `imports`) the write
-/// changes, which `apply` logs to `graph_log` with the closure's touched descendants, for the
+/// It also collects the nodes whose row or edges the write changes, which `apply` logs to `graph_log` with the closure's touched descendants, for the
 /// in-process graph indexes (`served.rs`). Rust-side rather than by trigger: a trigger on the
 /// node or edge table gives every insert a statement journal, which cost a cold index of
 /// CPython 5.7 s in the graph sync (1.5 s without).
@@ -85,12 +84,10 @@ impl HopLog {
         self.nodes.insert(id);
     }
 
-    /// Records that an edge `from -[kind]-> to` comes, changes or goes: both ends, when the
-    /// graph index holds edges of that kind.
-    pub(crate) fn edge(&mut self, from: NodeId, to: NodeId, kind: &str) {
-        if kind == "contains" || kind == "imports" {
-            self.nodes.extend([from, to]);
-        }
+    /// Records that an edge `from -> to` (of any kind: the graph index holds them all) comes,
+    /// changes or goes: both ends.
+    pub(crate) fn edge(&mut self, from: NodeId, to: NodeId) {
+        self.nodes.extend([from, to]);
     }
 
     /// Brings the closure up to date (per-hop propagation, or a rebuild past the threshold)
@@ -284,7 +281,7 @@ pub(crate) async fn inject(
         if is_transitive(&edge.kind) {
             hops.touch(conn, from, to).await?;
         }
-        hops.edge(from, to, &edge.kind);
+        hops.edge(from, to);
         upsert_edge.reset();
         upsert_edge
             .execute(libsql::params![
@@ -355,7 +352,7 @@ pub(crate) async fn detach(conn: &Connection, hops: &mut HopLog, ids: &[NodeId])
                 row.get::<NodeId>(0).ctx("edge")?,
                 row.get::<NodeId>(1).ctx("edge")?,
             );
-            hops.edge(from, to, &kind);
+            hops.edge(from, to);
             if is_transitive(&kind) {
                 pairs.push((from, to));
             }
@@ -399,7 +396,7 @@ pub(crate) async fn delete_edge(
     if is_transitive(kind) {
         hops.touch(conn, from, to).await?;
     }
-    hops.edge(from, to, kind);
+    hops.edge(from, to);
     conn.execute(
         "DELETE FROM graph_edges WHERE from_id = ?1 AND to_id = ?2 AND kind = ?3",
         (from, to, kind),

@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 
 use super::fusion::ItemRef;
+use super::neighbourhood::FileNeighbours;
 use super::term_counts::TermCounts;
 use crate::code::read::CodeHit;
 use crate::error::Result;
@@ -59,9 +60,11 @@ pub struct Cascade {
 }
 
 /// Walks from `seeds` (see the module doc). `chunk_scope` limits the chunks (the request's
-/// file and module filters); `chunks`/`memories` say which kinds the request wants.
+/// file and module filters); `chunks`/`memories` say which kinds the request wants;
+/// `file_neighbours` answers the first hop (the engine's, served from its graph index).
 pub(crate) async fn walk(
     ctx: &Ctx<'_>,
+    file_neighbours: impl AsyncFn(&[String]) -> Result<FileNeighbours>,
     query: &str,
     seeds: &[Seed],
     chunk_scope: &[String],
@@ -82,8 +85,7 @@ pub(crate) async fn walk(
         return Ok(Cascade::default());
     }
     let first_hop: Vec<String> = by_score(&files).into_iter().take(MAX_FILES).collect();
-    let neighbours =
-        super::neighbourhood::file_neighbours(ctx.store, ctx.project_id, &first_hop).await?;
+    let neighbours = file_neighbours(&first_hop).await?;
     for from in &first_hop {
         let carried = files[from] * CODE_EDGE * DECAY;
         for next in neighbours.get(from).into_iter().flatten() {

@@ -3,7 +3,9 @@
 //! another. Containment is not a neighbourhood (a file contains its own symbols).
 //!
 //! Serves the graph neighbourhood boost (candidates next to the top results) and the graph
-//! candidate path (neighbours of the files the agent is working in).
+//! candidate path (neighbours of the files the agent is working in). This is the tables'
+//! answer; `Engram::file_neighbours` gives the in-process graph index's (`graph/index.rs`,
+//! the same answer) once it is loaded.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -11,6 +13,9 @@ use libsql::params;
 
 use crate::error::{DbContext, Result};
 use crate::store::Store;
+
+/// For each file, the other files one edge away.
+pub type FileNeighbours = HashMap<String, BTreeSet<String>>;
 
 /// Most files looked up in one call (the top results' files, or the agent's recent files).
 pub const MAX_FILES: usize = 200;
@@ -36,8 +41,8 @@ pub async fn file_neighbours(
     store: &Store,
     project_id: &str,
     files: &[String],
-) -> Result<HashMap<String, BTreeSet<String>>> {
-    let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
+) -> Result<FileNeighbours> {
+    let mut out = FileNeighbours::new();
     if files.is_empty() {
         return Ok(out);
     }

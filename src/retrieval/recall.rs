@@ -462,6 +462,7 @@ async fn execute(
         );
         let found = cascade::walk(
             &handle.ctx(),
+            async |files: &[String]| handle.file_neighbours(files).await,
             &request.query,
             &seeds,
             &scope,
