@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+use futures::future::BoxFuture;
+
 use super::fusion::ItemRef;
 use super::neighbourhood::FileNeighbours;
 use super::term_counts::TermCounts;
@@ -62,9 +64,9 @@ pub struct Cascade {
 /// Walks from `seeds` (see the module doc). `chunk_scope` limits the chunks (the request's
 /// file and module filters); `chunks`/`memories` say which kinds the request wants;
 /// `file_neighbours` answers the first hop (the engine's, served from its graph index).
-pub(crate) async fn walk(
+pub(crate) async fn walk<'a>(
     ctx: &Ctx<'_>,
-    file_neighbours: impl AsyncFn(&[String]) -> Result<FileNeighbours>,
+    file_neighbours: impl Fn(Vec<String>) -> BoxFuture<'a, Result<FileNeighbours>>,
     query: &str,
     seeds: &[Seed],
     chunk_scope: &[String],
@@ -85,7 +87,7 @@ pub(crate) async fn walk(
         return Ok(Cascade::default());
     }
     let first_hop: Vec<String> = by_score(&files).into_iter().take(MAX_FILES).collect();
-    let neighbours = file_neighbours(&first_hop).await?;
+    let neighbours = file_neighbours(first_hop.clone()).await?;
     for from in &first_hop {
         let carried = files[from] * CODE_EDGE * DECAY;
         for next in neighbours.get(from).into_iter().flatten() {

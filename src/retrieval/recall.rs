@@ -462,7 +462,7 @@ async fn execute(
         );
         let found = cascade::walk(
             &handle.ctx(),
-            async |files: &[String]| handle.file_neighbours(files).await,
+            |files: Vec<String>| Box::pin(async move { handle.file_neighbours(&files).await }),
             &request.query,
             &seeds,
             &scope,
