@@ -13,8 +13,9 @@
 //!   `impact()` as callers get it, the engine's own index checking the change logs first.
 //! - `reach/synthetic_50k/{ancestors,descendants}_{tables,served}`: `reach()` of file targets
 //!   (limit 500) from the closure table and from the served index.
-//! - `neighbourhood/synthetic_50k/{tables,served}`: retrieval's file neighbourhood (what the
-//!   graph boost asks on every recall) of 8 random files at once, both ways.
+//! - `neighbourhood/synthetic_50k/{tables,served}`: retrieval's file neighbourhood of 8 random
+//!   files at once, both ways; `neighbours/synthetic_50k/{tables,served}`: `neighbours()` of
+//!   a file (standing for its symbols, limit 50).
 //! - Beside the file targets' profile, the SQLite floor under them: `impact()`'s own six
 //!   statements run alone on a connection of their own (`engram::graph::impact::statements`).
 //!
@@ -37,7 +38,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use engram::code::indexer::IndexOptions;
 use engram::graph::{
-    Direction, EdgeInput, GraphIndex, ImpactOptions, NodeInput, Side, TraverseOptions,
+    Direction, EdgeInput, GraphIndex, ImpactOptions, NeighbourOptions, NodeInput, Side,
+    TraverseOptions,
 };
 use engram::memory::{MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
@@ -355,6 +357,8 @@ fn synthetic_impact(c: &mut Criterion) {
         "reach/synthetic_50k/descendants_served",
         "neighbourhood/synthetic_50k/tables",
         "neighbourhood/synthetic_50k/served",
+        "neighbours/synthetic_50k/tables",
+        "neighbours/synthetic_50k/served",
     ]) {
         return;
     }
@@ -549,6 +553,49 @@ fn synthetic_impact(c: &mut Criterion) {
             found as f64 / file_sets.len().max(1) as f64
         );
         let mut next = file_sets.iter().cycle();
+        c.bench_function(&name, |b| b.iter(|| neighbours_of(next.next().unwrap())));
+    }
+    let options = NeighbourOptions {
+        limit: 50,
+        ..NeighbourOptions::default()
+    };
+    for file in files.iter().take(500) {
+        let keys = std::slice::from_ref(file);
+        assert_eq!(
+            rt.block_on(engram.neighbours(keys, &options)).unwrap(),
+            rt.block_on(engram.neighbours_from_tables(keys, &options))
+                .unwrap()
+        );
+    }
+    for served in [false, true] {
+        let name = format!(
+            "neighbours/synthetic_50k/{}",
+            if served { "served" } else { "tables" }
+        );
+        let neighbours_of = |file: &String| {
+            let keys = std::slice::from_ref(file);
+            let answer = if served {
+                rt.block_on(engram.neighbours(keys, &options))
+            } else {
+                rt.block_on(engram.neighbours_from_tables(keys, &options))
+            };
+            answer.unwrap().len()
+        };
+        let mut times = Vec::with_capacity(files.len());
+        let mut found = 0;
+        for file in &files {
+            let started = Instant::now();
+            found += neighbours_of(file);
+            times.push(started.elapsed());
+        }
+        eprintln!(
+            "{name}: {} files, p50 {:?}, p99 {:?}; mean {:.1} neighbours",
+            files.len(),
+            quantile(&mut times, 0.5),
+            quantile(&mut times, 0.99),
+            found as f64 / files.len().max(1) as f64
+        );
+        let mut next = files.iter().cycle();
         c.bench_function(&name, |b| b.iter(|| neighbours_of(next.next().unwrap())));
     }
 }

@@ -1141,12 +1141,38 @@ impl Engram {
 
     /// The nodes one edge away from `keys` (a file or module also standing for what it
     /// contains; unknown keys skipped), heaviest link first: retrieval's graph candidates.
+    /// Served from the in-process graph index once it is loaded.
     pub async fn neighbours(
         &self,
         keys: &[String],
         options: &NeighbourOptions,
     ) -> Result<Vec<Neighbour>> {
+        let slot = self.engine.graphs.slot(&self.project_id);
+        let start_load = || self.load_graph_in_background(slot.clone());
+        graph::neighbours_served(&self.graph_ctx(), &slot, start_load, keys, options).await
+    }
+
+    /// [`Engram::neighbours`] from the graph tables, never the in-process index: for the
+    /// index's equivalence tests and bench.
+    #[doc(hidden)]
+    pub async fn neighbours_from_tables(
+        &self,
+        keys: &[String],
+        options: &NeighbourOptions,
+    ) -> Result<Vec<Neighbour>> {
         graph::neighbours(&self.graph_ctx(), keys, options).await
+    }
+
+    /// [`Engram::neighbours`] answered from `index` (`None` past its expansion bound, where
+    /// the tables answer).
+    #[doc(hidden)]
+    pub fn neighbours_through(
+        &self,
+        index: &crate::graph::GraphIndex,
+        keys: &[String],
+        options: &NeighbourOptions,
+    ) -> Option<Vec<Neighbour>> {
+        index.neighbours(keys, options)
     }
 
     /// For each of `files` (project-relative paths, at most 200), the other files one graph edge

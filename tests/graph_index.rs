@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use engram::code::IndexOptions;
-use engram::graph::{EdgeInput, ImpactOptions, NodeInput, Side};
+use engram::graph::{Direction, EdgeInput, ImpactOptions, NeighbourOptions, NodeInput, Side};
 use engram::memory::{MemoryPatch, MemoryType, RememberInput};
 use engram::{Engram, OpenOptions};
 
@@ -262,6 +262,90 @@ async fn the_index_answers_file_neighbours_as_the_tables_do() {
     }
 }
 
+/// `neighbours()` from the index equals the tables' answer (to the bit of every summed
+/// weight) for every node alone, files with their module or symbols, and all files at once,
+/// under each option that changes the answer; with authored fractional weights too.
+#[tokio::test]
+async fn the_index_answers_neighbours_as_the_tables_do() {
+    for language in ["ts", "py", "rs", "go"] {
+        let (_dir, e, keys) = indexed_with_memories(language).await;
+        let symbols: Vec<&String> = keys.iter().filter(|k| k.contains(':')).collect();
+        let weighted = |from: &str, to: &str, weight: f64| EdgeInput {
+            weight,
+            ..EdgeInput::new(from, to, "relates_to")
+        };
+        let edges = [
+            weighted(symbols[0], symbols[symbols.len() - 1], 0.1),
+            weighted(symbols[1], symbols[symbols.len() - 1], 0.2),
+            weighted("an idea", symbols[symbols.len() - 1], 0.7),
+        ];
+        e.inject_graph(&[NodeInput::new("an idea", "concept")], &edges)
+            .await
+            .unwrap();
+        let index = e.load_graph_index().await.unwrap();
+        let files: Vec<String> = keys
+            .iter()
+            .filter(|k| !k.contains(':') && !k.ends_with('/'))
+            .cloned()
+            .collect();
+        let mut sets: Vec<Vec<String>> = keys.iter().map(|k| vec![k.clone()]).collect();
+        for file in &files {
+            // A file with its container (module or package) and with its first symbol.
+            if let Some(slash) = file.rfind('/') {
+                sets.push(vec![file.clone(), file[..=slash].to_owned()]);
+            }
+            if let Some(symbol) = symbols.iter().find(|s| s.starts_with(file.as_str())) {
+                sets.push(vec![file.clone(), (*symbol).clone()]);
+            }
+        }
+        sets.push(files.clone());
+        sets.push(vec![
+            symbols[0].clone(),
+            symbols[1].clone(),
+            "an idea".into(),
+        ]);
+        let defaults = NeighbourOptions::default();
+        let variants = [
+            defaults.clone(),
+            NeighbourOptions {
+                direction: Direction::Out,
+                ..defaults.clone()
+            },
+            NeighbourOptions {
+                direction: Direction::In,
+                include_contained: false,
+                ..defaults.clone()
+            },
+            NeighbourOptions {
+                kinds: Some(vec!["calls".into(), "contains".into()]),
+                ..defaults.clone()
+            },
+            NeighbourOptions {
+                layers: Some(vec![2]),
+                ..defaults.clone()
+            },
+            NeighbourOptions {
+                limit: 2,
+                ..defaults.clone()
+            },
+        ];
+        let (mut answered, mut fractional) = (0, 0);
+        for set in &sets {
+            for options in &variants {
+                let from_tables = e.neighbours_from_tables(set, options).await.unwrap();
+                let from_index = e.neighbours_through(&index, set, options).expect("bounded");
+                assert_eq!(from_index, from_tables, "{language}: {set:?} {options:?}");
+                answered += usize::from(from_tables.len() > 1);
+                fractional += usize::from(from_tables.iter().any(|n| n.weight.fract() != 0.0));
+            }
+        }
+        assert!(
+            answered > 0 && fractional > 0,
+            "{language}: {answered} {fractional}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_index_is_a_snapshot_of_its_load() {
     let (_dir, e, keys) = indexed_with_memories("ts").await;
@@ -408,7 +492,14 @@ async fn assert_served_follows(e: &Engram, step: &str) {
         e.file_neighbours_from_tables(&files).await.unwrap(),
         "{step}"
     );
+    let options = NeighbourOptions::default();
     for key in &keys {
+        let one = std::slice::from_ref(key);
+        assert_eq!(
+            e.neighbours(one, &options).await.unwrap(),
+            e.neighbours_from_tables(one, &options).await.unwrap(),
+            "{step}: {key}"
+        );
         for side in [Side::Ancestors, Side::Descendants] {
             let served = e.reach(key, side, None, 500).await.unwrap();
             let tables = e.reach_from_tables(key, side, None, 500).await.unwrap();

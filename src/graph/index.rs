@@ -30,6 +30,8 @@ use super::impact::{
     affected_nodes, attached_memories, attachment_depths, choose_nearest, target_keys, Impact,
     ImpactOptions, IntoSeed, PathRef, MAX_SEEDS,
 };
+use super::model::Direction;
+use super::rank::{rank_links, Link, Neighbour, NeighbourOptions, MAX_EXPANDED};
 use super::read::{check_limit, node_from_row, ReachedNode, Side, Subgraph, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
@@ -48,9 +50,8 @@ static NODES_OF: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// What the index reads of an edge, in the order [`GraphIndex::take_edge`] takes it: from,
-/// to, whether it is a `contains` edge, whether it imports, layer.
-const EDGE_COLUMNS: &str = "e.from_id, e.to_id, e.kind = 'contains', e.kind = 'imports', e.layer";
+/// What the index reads of an edge, in the order [`GraphIndex::take_edge`] takes it.
+const EDGE_COLUMNS: &str = "e.from_id, e.to_id, e.kind, e.layer, e.weight";
 
 /// Every edge of project `?1`.
 static PROJECT_EDGES: LazyLock<String> =
@@ -122,9 +123,11 @@ pub struct GraphIndex {
     packages_of: HashMap<NodeId, Vec<NodeId>>,
     /// Nodes a layer-1 `imports` edge points at.
     imported: HashSet<NodeId>,
-    /// For every edge but `contains` (a relation, not structure), each end's entry holds the
-    /// other end (once per edge): the file neighbourhood's adjacency.
-    linked: HashMap<NodeId, Vec<NodeId>>,
+    /// Every edge, at both of its ends: `neighbours()` and the file neighbourhood.
+    edges: HashMap<NodeId, Vec<EdgeEnd>>,
+    /// Edge kinds by [`EdgeEnd::kind`], and the other way round.
+    kinds: Vec<String>,
+    kind_ids: HashMap<String, u16>,
     /// The nodes of each file path (a file and its symbols).
     by_file: HashMap<String, Vec<NodeId>>,
     /// Closure rows by descendant.
@@ -138,6 +141,18 @@ pub struct GraphIndex {
     links: HashMap<String, Vec<(i64, String)>>,
     /// Entries of `paths` no row points at any more (left by replays).
     dead_path_ids: usize,
+}
+
+/// An edge seen from one of its ends: 24 bytes.
+#[derive(Debug, Clone, Copy)]
+struct EdgeEnd {
+    other: NodeId,
+    weight: f64,
+    /// Index into [`GraphIndex::kinds`].
+    kind: u16,
+    layer: u8,
+    /// This end is the edge's `from`.
+    outgoing: bool,
 }
 
 /// Which end of an edge a read is about: a load reads every edge once (both ends); a replay
@@ -203,7 +218,7 @@ struct NodePicture {
     contains: Vec<NodeId>,
     packages: Vec<NodeId>,
     imported: bool,
-    linked: Vec<NodeId>,
+    edges: Vec<(NodeId, bool, String, u8, u64)>,
     reach: Vec<(NodeId, u8, u64, Vec<NodeId>)>,
     reached_from: Vec<NodeId>,
     links: Vec<(i64, String)>,
@@ -291,6 +306,7 @@ impl GraphIndex {
         index.paths.shrink_to_fit();
         index.closure.values_mut().for_each(Vec::shrink_to_fit);
         index.reached_from.values_mut().for_each(Vec::shrink_to_fit);
+        index.edges.values_mut().for_each(Vec::shrink_to_fit);
         let mut rows = reader
             .query(PROJECT_LINKS, [project_id])
             .await
@@ -366,25 +382,39 @@ impl GraphIndex {
     /// An edge row of [`EDGE_COLUMNS`], into the maps of the given end.
     fn take_edge(&mut self, row: &Row, ends: EdgeEnds) -> Result<()> {
         let (from, to): (NodeId, NodeId) = (row.get(0).ctx("edge")?, row.get(1).ctx("edge")?);
-        let contains = row.get::<bool>(2).ctx("edge")?;
-        let imports = row.get::<bool>(3).ctx("edge")?;
-        let layer = row.get::<u32>(4).ctx("edge")?;
-        let to_side = matches!(ends, EdgeEnds::Both | EdgeEnds::To);
-        let from_side = matches!(ends, EdgeEnds::Both | EdgeEnds::From);
-        if contains {
-            if from_side {
+        let kind = row.get_str(2).ctx("edge")?;
+        let layer = u8::try_from(row.get::<u32>(3).ctx("edge")?)
+            .map_err(|_| Error::Internal("graph index: edge layer out of range".into()))?;
+        let weight: f64 = row.get(4).ctx("edge")?;
+        let kind_id = match self.kind_ids.get(kind) {
+            Some(&id) => id,
+            None => {
+                let id = u16::try_from(self.kinds.len())
+                    .map_err(|_| Error::Internal("graph index: too many edge kinds".into()))?;
+                self.kinds.push(kind.to_owned());
+                self.kind_ids.insert(kind.to_owned(), id);
+                id
+            }
+        };
+        let (contains, imports) = (kind == "contains", kind == "imports");
+        let end = |other, outgoing| EdgeEnd {
+            other,
+            weight,
+            kind: kind_id,
+            layer,
+            outgoing,
+        };
+        if matches!(ends, EdgeEnds::Both | EdgeEnds::From) {
+            self.edges.entry(from).or_default().push(end(to, true));
+            if contains {
                 self.contains.entry(from).or_default().push(to);
             }
-            if to_side && layer == 2 {
+        }
+        if matches!(ends, EdgeEnds::Both | EdgeEnds::To) {
+            self.edges.entry(to).or_default().push(end(from, false));
+            if contains && layer == 2 {
                 self.packages_of.entry(to).or_default().push(from);
             }
-            return Ok(());
-        }
-        if from_side {
-            self.linked.entry(from).or_default().push(to);
-        }
-        if to_side {
-            self.linked.entry(to).or_default().push(from);
             if imports && layer == 1 {
                 self.imported.insert(to);
             }
@@ -446,7 +476,7 @@ impl GraphIndex {
                 }
             }
             self.contains.remove(&id);
-            self.linked.remove(&id);
+            self.edges.remove(&id);
             self.packages_of.remove(&id);
             self.imported.remove(&id);
             for reach in self.closure.remove(&id).unwrap_or_default() {
@@ -477,6 +507,22 @@ impl GraphIndex {
         }
         self.paths = paths;
         self.dead_path_ids = 0;
+    }
+
+    /// Node `id`'s edge ends in a canonical order: (other, outgoing, kind, layer, weight bits).
+    fn edge_picture(&self, id: NodeId) -> Vec<(NodeId, bool, String, u8, u64)> {
+        let mut ends: Vec<_> = self
+            .edges
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                let kind = self.kinds[usize::from(e.kind)].clone();
+                (e.other, e.outgoing, kind, e.layer, e.weight.to_bits())
+            })
+            .collect();
+        ends.sort();
+        ends
     }
 
     /// Everything the index holds, in a canonical order: two indexes of the same graph give
@@ -510,7 +556,7 @@ impl GraphIndex {
                     contains: sorted(self.contains.get(id)),
                     packages: sorted(self.packages_of.get(id)),
                     imported: self.imported.contains(id),
-                    linked: sorted(self.linked.get(id)),
+                    edges: self.edge_picture(*id),
                     reach,
                     reached_from: sorted(self.reached_from.get(id)),
                     links,
@@ -685,6 +731,104 @@ impl GraphIndex {
         })
     }
 
+    /// `neighbours()` of `keys`: the answer of the SQL path (`rank::neighbours`) for the same
+    /// graph, or `None` when the keys expand past [`MAX_EXPANDED`] rows, where the SQL path
+    /// cuts its expansion (the caller asks the tables then).
+    pub(crate) fn neighbours(
+        &self,
+        keys: &[String],
+        options: &NeighbourOptions,
+    ) -> Option<Vec<Neighbour>> {
+        let nearest = self.expand(keys, options.include_contained)?;
+        let (out, inward) = match options.direction {
+            Direction::Out => (true, false),
+            Direction::In => (false, true),
+            Direction::Both => (true, true),
+        };
+        let kind_passes = |kind: &str| match &options.kinds {
+            None => kind != "contains",
+            Some(kinds) => kinds.iter().any(|k| k == kind),
+        };
+        let layer_passes = |layer: u8| options.layers.as_ref().is_none_or(|l| l.contains(&layer));
+        let mut links = Vec::new();
+        for (&inside, &(_, origin)) in &nearest {
+            let origin_key = &self.nodes.get(&origin)?.key;
+            for edge in self.edges.get(&inside).into_iter().flatten() {
+                let followed = if edge.outgoing { out } else { inward };
+                if followed
+                    && !nearest.contains_key(&edge.other)
+                    && layer_passes(edge.layer)
+                    && kind_passes(&self.kinds[usize::from(edge.kind)])
+                {
+                    links.push(Link {
+                        other: edge.other,
+                        origin: origin_key.clone(),
+                        weight: edge.weight,
+                    });
+                }
+            }
+        }
+        let ranked = rank_links(links, options.limit);
+        Some(
+            ranked
+                .into_iter()
+                .filter_map(|(id, weight, edges, linked_to)| {
+                    Some(Neighbour {
+                        node: self.nodes.get(&id)?.clone(),
+                        weight,
+                        edges,
+                        linked_to,
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The nodes `keys` stand for, each with the nearest given node containing it (itself when
+    /// given; the lowest id among equally near ones) and its depth below it: the SQL path's
+    /// `one`. `None` past [`MAX_EXPANDED`] rows of its `inside` (one per node, given node and
+    /// depth).
+    fn expand(
+        &self,
+        keys: &[String],
+        include_contained: bool,
+    ) -> Option<HashMap<NodeId, (u32, NodeId)>> {
+        let mut given: Vec<NodeId> = keys
+            .iter()
+            .filter_map(|k| self.ids.get(k).copied())
+            .collect();
+        given.sort_unstable();
+        given.dedup();
+        let mut rows = 0usize;
+        let mut nearest: HashMap<NodeId, (u32, NodeId)> = HashMap::new();
+        for &origin in &given {
+            let mut level = vec![origin];
+            let mut depth = 0u32;
+            while !level.is_empty() {
+                rows += level.len();
+                if rows > MAX_EXPANDED as usize {
+                    return None;
+                }
+                for &id in &level {
+                    let entry = nearest.entry(id).or_insert((depth, origin));
+                    *entry = (*entry).min((depth, origin));
+                }
+                if !include_contained {
+                    break;
+                }
+                let mut next: Vec<NodeId> = level
+                    .iter()
+                    .flat_map(|id| self.contains.get(id).into_iter().flatten().copied())
+                    .collect();
+                next.sort_unstable();
+                next.dedup();
+                level = next;
+                depth += 1;
+            }
+        }
+        Some(nearest)
+    }
+
     /// For each of `files` (project-relative paths), the other files one edge away: an edge
     /// other than `contains`, either way, between any node of the file and a node of another
     /// file. The answer of `retrieval::neighbourhood::file_neighbours`'s SQL for the same graph.
@@ -692,8 +836,14 @@ impl GraphIndex {
         let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
         for file in files {
             for id in self.by_file.get(file).into_iter().flatten() {
-                for other in self.linked.get(id).into_iter().flatten() {
-                    let Some(path) = self.nodes.get(other).and_then(|n| n.file_path.as_ref())
+                for edge in self.edges.get(id).into_iter().flatten() {
+                    if self.kinds[usize::from(edge.kind)] == "contains" {
+                        continue;
+                    }
+                    let Some(path) = self
+                        .nodes
+                        .get(&edge.other)
+                        .and_then(|n| n.file_path.as_ref())
                     else {
                         continue;
                     };
@@ -762,15 +912,23 @@ impl GraphIndex {
                 .iter()
                 .map(|(path, ids)| path.capacity() + ids.capacity() * size_of::<NodeId>())
                 .sum::<usize>();
-        let adjacency_bytes: usize = [&self.contains, &self.packages_of, &self.linked]
-            .iter()
-            .map(|m| {
-                m.capacity() * map_entry(size_of::<NodeId>(), size_of::<Vec<NodeId>>())
-                    + m.values()
-                        .map(|v| v.capacity() * size_of::<NodeId>())
-                        .sum::<usize>()
-            })
-            .sum::<usize>()
+        let edge_bytes = self.edges.capacity()
+            * map_entry(size_of::<NodeId>(), size_of::<Vec<EdgeEnd>>())
+            + self
+                .edges
+                .values()
+                .map(|v| v.capacity() * size_of::<EdgeEnd>())
+                .sum::<usize>();
+        let adjacency_bytes: usize = edge_bytes
+            + [&self.contains, &self.packages_of]
+                .iter()
+                .map(|m| {
+                    m.capacity() * map_entry(size_of::<NodeId>(), size_of::<Vec<NodeId>>())
+                        + m.values()
+                            .map(|v| v.capacity() * size_of::<NodeId>())
+                            .sum::<usize>()
+                })
+                .sum::<usize>()
             + self.imported.capacity() * map_entry(size_of::<NodeId>(), 0);
         let closure_bytes = self.closure.capacity()
             * map_entry(size_of::<NodeId>(), size_of::<Vec<Reach>>())
@@ -806,6 +964,39 @@ impl GraphIndex {
             node_bytes,
             closure_bytes,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A container holding `children` nodes (ids 1..=children), under key "root" (id 0).
+    fn fan(children: i64) -> GraphIndex {
+        let mut index = GraphIndex::default();
+        index.ids.insert("root".into(), 0);
+        index.contains.insert(0, (1..=children).collect());
+        index
+    }
+
+    /// The expansion stops where the SQL path's `LIMIT` would cut it: up to
+    /// [`MAX_EXPANDED`] rows it is whole, past them the tables answer; a `contains` cycle
+    /// (which only a bound stops) is past them too.
+    #[test]
+    fn the_expansion_is_whole_or_left_to_the_tables() {
+        let keys = ["root".to_owned()];
+        let bound = i64::from(MAX_EXPANDED);
+        let whole = fan(bound - 1)
+            .expand(&keys, true)
+            .expect("within the bound");
+        assert_eq!(whole.len(), MAX_EXPANDED as usize);
+        assert_eq!(whole[&0], (0, 0));
+        assert_eq!(whole[&7], (1, 0));
+        assert!(fan(bound).expand(&keys, true).is_none());
+        assert_eq!(fan(bound).expand(&keys, false).unwrap().len(), 1);
+        let mut cycle = fan(1);
+        cycle.contains.insert(1, vec![0]);
+        assert!(cycle.expand(&keys, true).is_none());
     }
 }
 

@@ -347,6 +347,24 @@ pub(crate) async fn neighbours(
     rank::neighbours(&mut reader, ctx.project_id, keys, options).await
 }
 
+/// [`neighbours`] from the project's in-process index when it is current (and the keys'
+/// expansion within its bound), else from the tables.
+pub(crate) async fn neighbours_served(
+    ctx: &GraphCtx<'_>,
+    slot: &served::GraphSlot,
+    start_load: impl FnOnce(),
+    keys: &[String],
+    options: &NeighbourOptions,
+) -> Result<Vec<Neighbour>> {
+    rank::check_keys(keys)?;
+    read::check_limit(options.limit)?;
+    let from_index = |index: &GraphIndex| index.neighbours(keys, options);
+    match from_current_index(ctx, slot, start_load, from_index).await {
+        Some(Some(answer)) => Ok(answer),
+        _ => neighbours(ctx, keys, options).await,
+    }
+}
+
 /// Degree or PageRank centrality within the subgraph a set of keys induces, best first.
 pub(crate) async fn centrality(
     ctx: &GraphCtx<'_>,

@@ -3,7 +3,7 @@
 //! of keys induces. `contains` edges are structure, not relations: neither helper follows
 //! them except to expand a container into its contents.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use serde::Serialize;
@@ -17,8 +17,9 @@ use crate::store::Reader;
 
 /// Most keys a ranking helper accepts.
 pub const MAX_RANK_KEYS: usize = 10_000;
-/// Most nodes the keys may expand to (a module stands for every file and symbol in it).
-const MAX_EXPANDED: u32 = 20_000;
+/// Most rows of the expansion (a node per container it is reached from, at each depth; a
+/// module stands for every file and symbol in it).
+pub(crate) const MAX_EXPANDED: u32 = 20_000;
 
 /// Options of [`neighbours`].
 #[derive(Debug, Clone)]
@@ -63,7 +64,8 @@ pub struct Neighbour {
 
 /// Expands keys `?2` (JSON) of project `?1` to themselves and, when `?3` is 1, everything
 /// they contain; `one` holds each node once with the nearest given node containing it
-/// (itself when given), so a file given with its module is not counted twice.
+/// (itself when given; the lowest id among equally near ones), so a file given with its
+/// module is not counted twice.
 const EXPANDED: &str = "WITH RECURSIVE
      given(id) AS (
        SELECT id FROM graph_nodes
@@ -76,11 +78,15 @@ const EXPANDED: &str = "WITH RECURSIVE
        WHERE ?3 = 1 AND e.kind = 'contains'
        LIMIT ?4 + 0),
      one(id, origin) AS (
-       SELECT id, origin FROM (SELECT id, origin, MIN(depth) FROM inside GROUP BY id))";
+       SELECT id, origin FROM (
+         SELECT id, origin,
+                ROW_NUMBER() OVER (PARTITION BY id ORDER BY depth, origin) AS nth
+         FROM inside)
+       WHERE nth = 1)";
 
-/// Edges between the expanded set and the rest, one row per (neighbour, origin): `?5` 1 to
-/// follow edges out, `?6` 1 to follow them in, `?7` kinds (JSON or NULL: all but contains),
-/// `?8` layers (JSON or NULL).
+/// Edges between the expanded set and the rest, one row per edge: the neighbour, the key of
+/// the given node it links to, the weight. `?5` 1 to follow edges out, `?6` 1 to follow them
+/// in, `?7` kinds (JSON or NULL: all but contains), `?8` layers (JSON or NULL).
 static NEIGHBOUR_LINKS: LazyLock<String> = LazyLock::new(|| {
     let filter = "(CASE WHEN ?7 IS NULL THEN e.kind <> 'contains'
                         ELSE e.kind IN (SELECT value FROM json_each(?7)) END)
@@ -93,14 +99,14 @@ static NEIGHBOUR_LINKS: LazyLock<String> = LazyLock::new(|| {
            UNION ALL
            SELECT e.from_id, s.origin, e.weight FROM one s JOIN graph_edges e ON e.to_id = s.id
            WHERE ?6 = 1 AND {filter})
-         SELECT l.other, g.key, SUM(l.weight), COUNT(*)
+         SELECT l.other, g.key, l.weight
          FROM links l JOIN graph_nodes g ON g.id = l.origin
-         WHERE l.other NOT IN (SELECT id FROM one)
-         GROUP BY l.other, l.origin"
+         WHERE l.other NOT IN (SELECT id FROM one)"
     )
 });
 
-fn check_keys(keys: &[String]) -> Result<()> {
+/// Checks the number of keys a ranking helper is given.
+pub(crate) fn check_keys(keys: &[String]) -> Result<()> {
     if keys.len() > MAX_RANK_KEYS {
         return Err(Error::invalid(format!(
             "at most {MAX_RANK_KEYS} keys, got {}",
@@ -124,7 +130,7 @@ pub(crate) async fn neighbours(
         Direction::In => (0, 1),
         Direction::Both => (1, 1),
     };
-    let links: Vec<(NodeId, String, f64, u32)> = reader
+    let links: Vec<Link> = reader
         .query_cached(
             &NEIGHBOUR_LINKS,
             libsql::params![
@@ -138,33 +144,15 @@ pub(crate) async fn neighbours(
                 json_filter(options.layers.as_ref()),
             ],
             |row| {
-                Ok((
-                    row.get(0).ctx("neighbour")?,
-                    row.get(1).ctx("neighbour")?,
-                    row.get(2).ctx("neighbour")?,
-                    row.get(3).ctx("neighbour")?,
-                ))
+                Ok(Link {
+                    other: row.get(0).ctx("neighbour")?,
+                    origin: row.get(1).ctx("neighbour")?,
+                    weight: row.get(2).ctx("neighbour")?,
+                })
             },
         )
         .await?;
-    let mut by_node: HashMap<NodeId, (f64, u32, BTreeSet<String>)> = HashMap::new();
-    for (other, origin, weight, count) in links {
-        let entry = by_node.entry(other).or_default();
-        entry.0 += weight;
-        entry.1 += count;
-        entry.2.insert(origin);
-    }
-    let mut ranked: Vec<(NodeId, f64, u32, BTreeSet<String>)> = by_node
-        .into_iter()
-        .map(|(id, (w, n, linked))| (id, w, n, linked))
-        .collect();
-    // Heaviest first; ties: more of the set linked, then older node.
-    ranked.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then(b.3.len().cmp(&a.3.len()))
-            .then(a.0.cmp(&b.0))
-    });
-    ranked.truncate(options.limit as usize);
+    let ranked = rank_links(links, options.limit);
     let ids: Vec<NodeId> = ranked.iter().map(|r| r.0).collect();
     let mut nodes: HashMap<NodeId, GraphNode> = reader
         .query_cached(
@@ -186,6 +174,52 @@ pub(crate) async fn neighbours(
             })
         })
         .collect())
+}
+
+/// One edge between the expanded set and a node outside it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Link {
+    /// The node outside.
+    pub other: NodeId,
+    /// Key of the given node the edge's end inside stands for.
+    pub origin: String,
+    /// The edge's weight.
+    pub weight: f64,
+}
+
+/// A ranked neighbour: its id, summed weight, edge count and the keys it links to (sorted).
+pub(crate) type RankedNeighbour = (NodeId, f64, u32, Vec<String>);
+
+/// Ranks `links` (in any order) by neighbour, heaviest first, the ties going to more of the
+/// set linked, then the older node; the best `limit`. The tables' and the graph index's
+/// answers go through here, and the weights are summed in one order whatever order the links
+/// came in, so the two agree to the bit.
+pub(crate) fn rank_links(mut links: Vec<Link>, limit: u32) -> Vec<RankedNeighbour> {
+    links.sort_by(|a, b| {
+        (a.other, &a.origin)
+            .cmp(&(b.other, &b.origin))
+            .then(a.weight.total_cmp(&b.weight))
+    });
+    let mut ranked: Vec<RankedNeighbour> = Vec::new();
+    for link in links {
+        match ranked.last_mut() {
+            Some(last) if last.0 == link.other => {
+                last.1 += link.weight;
+                last.2 += 1;
+                if last.3.last() != Some(&link.origin) {
+                    last.3.push(link.origin);
+                }
+            }
+            _ => ranked.push((link.other, link.weight, 1, vec![link.origin])),
+        }
+    }
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then(b.3.len().cmp(&a.3.len()))
+            .then(a.0.cmp(&b.0))
+    });
+    ranked.truncate(limit as usize);
+    ranked
 }
 
 /// How [`centrality`] scores nodes.
