@@ -1,8 +1,8 @@
-//! An in-process copy of one project's graph for `impact()`, `reach()` and the file
-//! neighbourhood of retrieval: every node row, what each node contains, the other end of every
-//! relation (any edge but `contains`), the nodes of each file, the closure rows into and out of
-//! each node, and the memory links by node key, loaded from SQLite in four reads (issue 38)
-//! and brought up to date by replaying the change logs.
+//! An in-process copy of one project's graph for `impact()`, `reach()`, `neighbours()` and the
+//! file neighbourhood of retrieval: every node row, every edge at both of its ends (kind,
+//! layer, weight), what each node contains, the nodes of each file, the closure rows into and
+//! out of each node, and the memory links by node key, loaded from SQLite in four reads (issue
+//! 38) and brought up to date by replaying the change logs.
 //!
 //! Why: a file target's answer touches hundreds of rows at random (its seeds' closure rows,
 //! then each affected node and its key's memory links), ~12 us each through SQLite on the
@@ -12,15 +12,16 @@
 //!
 //! The answer is built by the same functions as the SQL path's (`impact.rs`: the nearest row
 //! per node, the order, the paths, the memory ranking), from the same rows, so the two agree
-//! exactly; `reach()` and `file_neighbours()` follow their statements' order and joins.
-//! `tests/graph_index.rs` checks all three on every node of real indexed projects.
+//! exactly; `neighbours()` shares its ranking with the SQL path (`rank::rank_links`), and
+//! `reach()` and `file_neighbours()` follow their statements' order and joins.
+//! `tests/graph_index.rs` checks all four on every node of real indexed projects.
 //!
 //! Exact as of its load and of each replay: `replay` re-reads what the change logs named
 //! (`served.rs` decides when, and keeps the engine's copy). Replays leave dead paths in the
 //! arena; past half of it they are compacted. `picture` gives the whole index in a canonical
 //! order, so tests can check that an index that followed writes equals a fresh load.
 //! `cargo bench --bench graph` reports its load time, its bytes per node and per edge, and
-//! `impact()` and `reach()` through it.
+//! `impact()`, `reach()`, `neighbours()` and the file neighbourhood through it.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;

@@ -22,8 +22,8 @@
 //!   descendant_id)` index serves descendants and keeps one row per pair.
 //! - `graph_log(seq, project_id, node_id)`: the nodes whose row, edges or closure rows a
 //!   write changed (NULL: the whole project), replayed by the in-process indexes
-//!   (`served.rs`, which answer `impact()`, `reach()` and the file neighbourhood once
-//!   loaded); trimmed after index runs.
+//!   (`served.rs`, which answer `impact()`, `reach()`, `neighbours()` and the file
+//!   neighbourhood once loaded); trimmed after index runs.
 
 pub mod closure;
 pub mod code_layer;
