@@ -1,8 +1,8 @@
 //! An in-process copy of one project's graph for `impact()`, `reach()`, `neighbours()` and the
 //! file neighbourhood of retrieval: every node row, every edge at both of its ends (kind,
-//! layer, weight), what each node contains, the nodes of each file, the closure rows into and
-//! out of each node, and the memory links by node key, loaded from SQLite in four reads (issue
-//! 38) and brought up to date by replaying the change logs.
+//! layer, weight; what a node contains is read from them too), the nodes of each file, the
+//! closure rows into and out of each node, and the memory links by node key, loaded from
+//! SQLite in four reads (issue 38) and brought up to date by replaying the change logs.
 //!
 //! Why: a file target's answer touches hundreds of rows at random (its seeds' closure rows,
 //! then each affected node and its key's memory links), ~12 us each through SQLite on the
@@ -118,12 +118,6 @@ impl Reach {
 pub struct GraphIndex {
     nodes: HashMap<NodeId, GraphNode>,
     ids: HashMap<String, NodeId>,
-    /// `contains` edges, container to contained (every layer).
-    contains: HashMap<NodeId, Vec<NodeId>>,
-    /// Layer-2 `contains` edges, contained to container (a Go file's package).
-    packages_of: HashMap<NodeId, Vec<NodeId>>,
-    /// Nodes a layer-1 `imports` edge points at.
-    imported: HashSet<NodeId>,
     /// Every edge, at both of its ends: `neighbours()` and the file neighbourhood.
     edges: HashMap<NodeId, Vec<EdgeEnd>>,
     /// Edge kinds by [`EdgeEnd::kind`], and the other way round.
@@ -216,9 +210,6 @@ impl GraphPicture {
 struct NodePicture {
     id: NodeId,
     node: String,
-    contains: Vec<NodeId>,
-    packages: Vec<NodeId>,
-    imported: bool,
     edges: Vec<(NodeId, bool, String, u8, u64)>,
     reach: Vec<(NodeId, u8, u64, Vec<NodeId>)>,
     reached_from: Vec<NodeId>,
@@ -397,7 +388,6 @@ impl GraphIndex {
                 id
             }
         };
-        let (contains, imports) = (kind == "contains", kind == "imports");
         let end = |other, outgoing| EdgeEnd {
             other,
             weight,
@@ -407,18 +397,9 @@ impl GraphIndex {
         };
         if matches!(ends, EdgeEnds::Both | EdgeEnds::From) {
             self.edges.entry(from).or_default().push(end(to, true));
-            if contains {
-                self.contains.entry(from).or_default().push(to);
-            }
         }
         if matches!(ends, EdgeEnds::Both | EdgeEnds::To) {
             self.edges.entry(to).or_default().push(end(from, false));
-            if contains && layer == 2 {
-                self.packages_of.entry(to).or_default().push(from);
-            }
-            if imports && layer == 1 {
-                self.imported.insert(to);
-            }
         }
         Ok(())
     }
@@ -476,10 +457,7 @@ impl GraphIndex {
                     }
                 }
             }
-            self.contains.remove(&id);
             self.edges.remove(&id);
-            self.packages_of.remove(&id);
-            self.imported.remove(&id);
             for reach in self.closure.remove(&id).unwrap_or_default() {
                 self.dead_path_ids += usize::from(reach.path_len);
                 ancestors.insert(reach.ancestor);
@@ -554,9 +532,6 @@ impl GraphIndex {
                 NodePicture {
                     id: *id,
                     node: format!("{node:?}"),
-                    contains: sorted(self.contains.get(id)),
-                    packages: sorted(self.packages_of.get(id)),
-                    imported: self.imported.contains(id),
                     edges: self.edge_picture(*id),
                     reach,
                     reached_from: sorted(self.reached_from.get(id)),
@@ -817,10 +792,8 @@ impl GraphIndex {
                 if !include_contained {
                     break;
                 }
-                let mut next: Vec<NodeId> = level
-                    .iter()
-                    .flat_map(|id| self.contains.get(id).into_iter().flatten().copied())
-                    .collect();
+                let mut next: Vec<NodeId> =
+                    level.iter().flat_map(|&id| self.contained(id)).collect();
                 next.sort_unstable();
                 next.dedup();
                 level = next;
@@ -864,15 +837,19 @@ impl GraphIndex {
         let mut out = vec![target];
         let mut queue = VecDeque::from([target]);
         while let Some(node) = queue.pop_front() {
-            for &child in self.contains.get(&node).into_iter().flatten() {
+            for child in self.contained(node) {
                 if seen.insert(child) {
                     out.push(child);
                     queue.push_back(child);
                 }
             }
         }
-        for &package in self.packages_of.get(&target).into_iter().flatten() {
-            if self.imported.contains(&package) && seen.insert(package) {
+        let packages = self
+            .ends(target, false, "contains")
+            .filter(|e| e.layer == 2);
+        for package in packages.map(|e| e.other) {
+            let imported = self.ends(package, false, "imports").any(|e| e.layer == 1);
+            if imported && seen.insert(package) {
                 out.push(package);
             }
         }
@@ -882,6 +859,26 @@ impl GraphIndex {
             out.truncate(MAX_SEEDS as usize);
         }
         out
+    }
+
+    /// The ends of `id`'s edges of `kind` on its `outgoing` side (none for a kind no edge has).
+    fn ends<'a>(
+        &'a self,
+        id: NodeId,
+        outgoing: bool,
+        kind: &str,
+    ) -> impl Iterator<Item = &'a EdgeEnd> + 'a {
+        let kind = self.kind_ids.get(kind).copied();
+        self.edges
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter(move |e| e.outgoing == outgoing && Some(e.kind) == kind)
+    }
+
+    /// What `id` contains directly (its `contains` edges, every layer).
+    fn contained(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.ends(id, true, "contains").map(|e| e.other)
     }
 
     /// The keys of every node held, in no particular order.
@@ -913,24 +910,13 @@ impl GraphIndex {
                 .iter()
                 .map(|(path, ids)| path.capacity() + ids.capacity() * size_of::<NodeId>())
                 .sum::<usize>();
-        let edge_bytes = self.edges.capacity()
+        let adjacency_bytes = self.edges.capacity()
             * map_entry(size_of::<NodeId>(), size_of::<Vec<EdgeEnd>>())
             + self
                 .edges
                 .values()
                 .map(|v| v.capacity() * size_of::<EdgeEnd>())
                 .sum::<usize>();
-        let adjacency_bytes: usize = edge_bytes
-            + [&self.contains, &self.packages_of]
-                .iter()
-                .map(|m| {
-                    m.capacity() * map_entry(size_of::<NodeId>(), size_of::<Vec<NodeId>>())
-                        + m.values()
-                            .map(|v| v.capacity() * size_of::<NodeId>())
-                            .sum::<usize>()
-                })
-                .sum::<usize>()
-            + self.imported.capacity() * map_entry(size_of::<NodeId>(), 0);
         let closure_bytes = self.closure.capacity()
             * map_entry(size_of::<NodeId>(), size_of::<Vec<Reach>>())
             + self
@@ -972,11 +958,26 @@ impl GraphIndex {
 mod tests {
     use super::*;
 
+    /// A `contains` edge's end at its container.
+    fn contains(other: NodeId) -> EdgeEnd {
+        EdgeEnd {
+            other,
+            weight: 1.0,
+            kind: 0,
+            layer: 1,
+            outgoing: true,
+        }
+    }
+
     /// A container holding `children` nodes (ids 1..=children), under key "root" (id 0).
     fn fan(children: i64) -> GraphIndex {
         let mut index = GraphIndex::default();
         index.ids.insert("root".into(), 0);
-        index.contains.insert(0, (1..=children).collect());
+        index.kinds.push("contains".into());
+        index.kind_ids.insert("contains".into(), 0);
+        index
+            .edges
+            .insert(0, (1..=children).map(contains).collect());
         index
     }
 
@@ -996,7 +997,7 @@ mod tests {
         assert!(fan(bound).expand(&keys, true).is_none());
         assert_eq!(fan(bound).expand(&keys, false).unwrap().len(), 1);
         let mut cycle = fan(1);
-        cycle.contains.insert(1, vec![0]);
+        cycle.edges.insert(1, vec![contains(0)]);
         assert!(cycle.expand(&keys, true).is_none());
     }
 }
