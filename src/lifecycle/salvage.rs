@@ -72,6 +72,7 @@ async fn open_read_only(path: &Path) -> Result<(libsql::Database, Connection)> {
             std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         ));
     }
+    crate::store::process::configure();
     let db = libsql::Builder::new_local(path)
         .flags(OpenFlags::SQLITE_OPEN_READ_ONLY)
         .build()

@@ -13,6 +13,7 @@ mod migrations;
 pub(crate) mod plan;
 mod pool;
 mod pragmas;
+pub(crate) mod process;
 mod statements;
 mod tx;
 
@@ -150,6 +151,7 @@ impl Store {
         if let Err(what) = integrity::check_header(path) {
             return Err(integrity::corrupt(path, &what));
         }
+        process::configure();
         let db = Builder::new_local(path)
             .build()
             .await

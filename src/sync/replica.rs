@@ -113,6 +113,7 @@ impl Replica {
             )
             .map_err(|e| Error::io(format!("writing {}", marker.display()), e))?;
         }
+        crate::store::process::configure();
         let db = match mode {
             SyncMode::Forwarded => {
                 Builder::new_remote_replica(path, url.to_owned(), token.to_owned())
