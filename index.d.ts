@@ -2529,6 +2529,13 @@ export interface OpenOptions {
    * the closure at the next graph write.
    */
   closureDepth?: number
+  /**
+   * Memory budget of the in-process graph index that serves `impact()`, `ancestors()`,
+   * `descendants()`, `neighbours()` and recall's graph path, in MiB per project (default
+   * 256, about 190,000 nodes of a code graph). A larger graph is answered from the
+   * database, as every graph read is with 0 (slower, same answers).
+   */
+  graphIndexMaxMb?: number
   /** The embedder (default: the built-in local model, loaded on first `embed()`). */
   embeddings?: EmbeddingsOptions
   /** Stage 3 of `recall()`: a rerank server or your own function (default none). */

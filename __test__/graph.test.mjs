@@ -3,7 +3,7 @@
 // centrality() on an indexed project with attached memories, symbol staleness, and the shapes
 // index.d.ts declares.
 import assert from 'node:assert/strict'
-import { cpSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 
@@ -242,4 +242,42 @@ test('deriveRelations() and index({ deriveRelations }) write llm relations; fail
   assertDeclared('GraphEdge', relation)
   assert.match(edited.derivedRelationsError, /^ENGRAM_CALLBACK: .*down/)
   assert.ok(await memory.getNode('util/util.go:Extra'))
+})
+
+test('graphIndexMaxMb: 0 answers every graph read from the database, the same answers', async (t) => {
+  const dir = tempDir(t)
+  const root = join(dir, 'repo')
+  cpSync(new URL('../tests/fixtures/graph/py/', import.meta.url), root, { recursive: true })
+  const first = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
+  await first.index()
+  await first.remember({ type: 'gotcha', content: 'util keeps its state', relatedFiles: ['app/util.py'] })
+  await first.close()
+  // The option applies to the engine its open creates: the second engine gets a copy.
+  for (const suffix of ['', '-wal']) {
+    if (existsSync(join(dir, `g.db${suffix}`))) cpSync(join(dir, `g.db${suffix}`), join(dir, `off.db${suffix}`))
+  }
+  const served = await Engram.open({ path: join(dir, 'g.db'), projectRoot: root })
+  t.after(() => served.close())
+  const tablesOnly = await Engram.open({ path: join(dir, 'off.db'), projectRoot: root, graphIndexMaxMb: 0 })
+  t.after(() => tablesOnly.close())
+  const reads = [
+    (m) => m.impact('app/util.py'),
+    (m) => m.ancestors('app/util.py'),
+    (m) => m.descendants('app/api.py'),
+    (m) => m.neighbours(['app/util.py']),
+  ]
+  // The default engine's first graph read starts its index's load in the background.
+  await reads[0](served)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  for (const read of reads) {
+    const answer = await read(served)
+    assert.deepEqual(await read(tablesOnly), answer)
+  }
+  const impact = await reads[0](served)
+  assert.ok(impact.affected.length > 0 && impact.memories.length === 1, JSON.stringify(impact))
+  await rejectsWithCode(
+    assert,
+    Engram.open({ path: join(dir, 'other.db'), graphIndexMaxMb: -1 }),
+    'ENGRAM_INVALID_ARG',
+  )
 })

@@ -1087,7 +1087,8 @@ impl Engram {
     }
 
     /// Brings this project's served graph index up to date, loading it here (not in the
-    /// background) if it is not loaded; false while another caller's load runs. For tests and
+    /// background) if it is not loaded; false while another caller's load runs or when the
+    /// index is off (`graph_index_max_bytes` 0, or the graph over it). For tests and
     /// benches, which need the index in place before they measure or compare.
     #[doc(hidden)]
     pub async fn warm_graph_index(&self) -> Result<bool> {
@@ -1095,10 +1096,11 @@ impl Engram {
         let store = &self.engine.store;
         match slot.refresh(store, &self.project_id).await? {
             graph::served::Refreshed::Current => Ok(true),
-            graph::served::Refreshed::Loading => Ok(false),
+            graph::served::Refreshed::Loading | graph::served::Refreshed::Off => Ok(false),
             graph::served::Refreshed::LoadClaimed => {
                 slot.load(store, &self.project_id, &|| true).await?;
-                Ok(true)
+                // Over its budget the load leaves no index.
+                Ok(!slot.is_off())
             }
         }
     }

@@ -686,3 +686,58 @@ async fn answers_and_writes_at_once_never_wait_forever() {
         assert_served_follows(&e, &format!("{readers} reader(s), after the writes")).await;
     }
 }
+
+/// The served index keeps to its memory budget (`graph_index_max_bytes`): a graph over it at
+/// the load, or grown past it by later writes, is answered from the tables, with the same
+/// answers; a budget of 0 never loads one.
+#[tokio::test]
+async fn the_served_index_keeps_to_its_memory_budget() {
+    let (dir, e, keys) = indexed_with_memories("ts").await;
+    let size = e.load_graph_index().await.unwrap().size().bytes as u64;
+    e.close().wait().await;
+    let open = |max_bytes: u64| {
+        let mut options = OpenOptions::new(dir.path().join("engram.db"));
+        options.project_root = Some(dir.path().join("project"));
+        options.engine.graph_index_max_bytes = max_bytes;
+        Engram::open(options)
+    };
+    let file = keys
+        .iter()
+        .find(|k| !k.contains(':') && !k.ends_with('/'))
+        .unwrap();
+    let answers_as_the_tables_do = |e: Engram, step: &'static str| async move {
+        let options = ImpactOptions::default();
+        let served = e.impact(file, &options).await.unwrap();
+        assert_eq!(
+            served,
+            e.impact_from_tables(file, &options).await.unwrap(),
+            "{step}"
+        );
+        assert!(!served.affected.is_empty() || !served.memories.is_empty());
+        e
+    };
+
+    // Within its budget: loaded once, then grown past it by authored nodes (long keys: ~1 KB
+    // of estimate each): the refresh after them reloads, measures, and turns the index off.
+    let e = open(size * 2).await.unwrap();
+    assert!(e.warm_graph_index().await.unwrap());
+    assert_eq!(e.served_graph_loads(), 1);
+    let e = answers_as_the_tables_do(e, "within budget").await;
+    let nodes: Vec<NodeInput> = (0..(size / 1000 + 50))
+        .map(|i| NodeInput::new(format!("idea {i} {}", "x".repeat(400)), "concept"))
+        .collect();
+    e.inject_graph(&nodes, &[]).await.unwrap();
+    assert!(!e.warm_graph_index().await.unwrap());
+    assert_eq!(e.served_graph_loads(), 1, "over budget: no index installed");
+    let e = answers_as_the_tables_do(e, "grown past the budget").await;
+    e.close().wait().await;
+
+    // Over its budget at the load, and a budget of 0.
+    for max_bytes in [size / 2, 0] {
+        let e = open(max_bytes).await.unwrap();
+        assert!(!e.warm_graph_index().await.unwrap(), "{max_bytes}");
+        assert_eq!(e.served_graph_loads(), 0, "{max_bytes}");
+        let e = answers_as_the_tables_do(e, "over budget at the load").await;
+        e.close().wait().await;
+    }
+}

@@ -55,6 +55,10 @@ pub struct EngineOptions {
     pub reranker: crate::retrieval::rerank::RerankerProvider,
     /// Sync with a libSQL server (default none: the file stays on this device).
     pub sync: Option<crate::sync::SyncOptions>,
+    /// Most bytes one project's in-process graph index may hold (default 256 MiB, about
+    /// 190,000 nodes of a code graph). A larger graph is answered from the tables, as is
+    /// every graph read with 0.
+    pub graph_index_max_bytes: u64,
 }
 
 impl Default for EngineOptions {
@@ -69,6 +73,7 @@ impl Default for EngineOptions {
             chunk_vectors: crate::vector::ChunkVectors::WithParts,
             reranker: crate::retrieval::rerank::RerankerProvider::default(),
             sync: None,
+            graph_index_max_bytes: crate::graph::served::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -248,7 +253,7 @@ impl Engine {
             closure_depth: options.closure_depth,
             embeddings: crate::embed::EmbeddingService::new(options.embeddings),
             vectors: crate::vector::VectorIndexes::default(),
-            graphs: Default::default(),
+            graphs: crate::graph::served::GraphIndexes::new(options.graph_index_max_bytes),
             auto_embed,
             chunk_vectors: options.chunk_vectors,
             reranker: options.reranker,

@@ -94,6 +94,23 @@ const PROJECT_LINKS: &str =
 const LINKS_OF: &str = "SELECT l.node_key, l.memory_seq, l.role FROM json_each(?2) j
     CROSS JOIN memory_links l ON l.project_id = ?1 AND l.node_key = j.value";
 
+/// Estimated bytes a node, an edge end, a closure row and a memory link cost the index beyond
+/// their strings, with the maps' entries they take (a hash map holds up to 8/7 of its entries
+/// in slots of the entry's size plus a control byte; vectors grow by doubling). The estimate
+/// decides when a load stops early and when a replay calls for a reload that measures again;
+/// `tests/graph_index.rs` checks it against [`GraphIndex::size`].
+const NODE_BYTES: u64 = 320;
+const EDGE_END_BYTES: u64 = 40;
+const REACH_BYTES: u64 = 56;
+const NODE_ID_BYTES: u64 = std::mem::size_of::<NodeId>() as u64;
+const LINK_BYTES: u64 = 96;
+
+/// See [`NODE_BYTES`]: the node's strings count too, its key twice (the node and the id map).
+fn estimated_node_bytes(node: &GraphNode) -> u64 {
+    let path = node.file_path.as_ref().map_or(0, String::len);
+    (2 * node.key.len() + node.kind.len() + node.label.len() + 2 * path) as u64 + NODE_BYTES
+}
+
 /// One closure row, stored under its descendant: 24 bytes (depth and the path's length fit a
 /// byte, as the closure depth is at most 8).
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +153,8 @@ pub struct GraphIndex {
     links: HashMap<String, Vec<(i64, String)>>,
     /// Entries of `paths` no row points at any more (left by replays).
     dead_path_ids: usize,
+    /// See [`GraphIndex::approx_bytes`].
+    approx_bytes: u64,
 }
 
 /// An edge seen from one of its ends: 24 bytes.
@@ -241,7 +260,7 @@ impl GraphIndex {
             .execute("BEGIN", ())
             .await
             .ctx("graph index: beginning a read")?;
-        let loaded = Self::read(reader, project_id, &|| true).await;
+        let loaded = Self::read(reader, project_id, &|| true, u64::MAX).await;
         let end = if loaded.is_ok() { "COMMIT" } else { "ROLLBACK" };
         let ended = reader
             .execute(end, ())
@@ -249,33 +268,58 @@ impl GraphIndex {
             .ctx("graph index: ending a read");
         let index = loaded?;
         ended?;
-        Ok(index)
+        index.ok_or_else(|| Error::Internal("graph index: over an unlimited budget".into()))
     }
 
     /// The reads of [`GraphIndex::load`], row by row and uncached (they run once; the
     /// reader's statement cache keeps the statements of the hot paths); `ENGRAM_ABORTED` once
-    /// `keep_going` says no.
+    /// `keep_going` says no; `None` once the index would hold more than `max_bytes` (checked on
+    /// the rows' estimate as they come, so a graph far over budget is not read whole, then on
+    /// the index's measured size).
     pub(crate) async fn read(
         reader: &Reader<'_>,
         project_id: &str,
         keep_going: &(dyn Fn() -> bool + Sync),
-    ) -> Result<GraphIndex> {
+        max_bytes: u64,
+    ) -> Result<Option<GraphIndex>> {
+        let Some(mut index) = Self::read_rows(reader, project_id, keep_going, max_bytes).await?
+        else {
+            return Ok(None);
+        };
+        // From here on the estimate starts from the measured size.
+        index.approx_bytes = index.size().bytes as u64;
+        Ok((index.approx_bytes <= max_bytes).then_some(index))
+    }
+
+    /// [`GraphIndex::read`] up to its measure: `approx_bytes` is the rows' estimate.
+    async fn read_rows(
+        reader: &Reader<'_>,
+        project_id: &str,
+        keep_going: &(dyn Fn() -> bool + Sync),
+        max_bytes: u64,
+    ) -> Result<Option<GraphIndex>> {
         let mut index = GraphIndex::default();
         let mut rows_read = 0u32;
-        // Every 4,096 rows: a load nobody will use any more (every handle closed) stops.
-        let mut check = || {
+        // Every 4,096 rows: a load nobody will use any more (every handle closed) stops, and
+        // so does one past its budget.
+        let mut within_budget = |index: &GraphIndex| {
             rows_read = rows_read.wrapping_add(1);
-            if rows_read.is_multiple_of(4096) && !keep_going() {
+            if !rows_read.is_multiple_of(4096) {
+                return Ok(true);
+            }
+            if !keep_going() {
                 return Err(Error::Aborted);
             }
-            Ok(())
+            Ok(index.approx_bytes <= max_bytes)
         };
         let mut rows = reader
             .query(&PROJECT_NODES, [project_id])
             .await
             .ctx("graph index: reading nodes")?;
         while let Some(row) = rows.next().await.ctx("graph index: reading nodes")? {
-            check()?;
+            if !within_budget(&index)? {
+                return Ok(None);
+            }
             index.take_node(&row)?;
         }
         let mut rows = reader
@@ -283,7 +327,9 @@ impl GraphIndex {
             .await
             .ctx("graph index: reading edges")?;
         while let Some(row) = rows.next().await.ctx("graph index: reading edges")? {
-            check()?;
+            if !within_budget(&index)? {
+                return Ok(None);
+            }
             index.take_edge(&row, EdgeEnds::Both)?;
         }
         let mut rows = reader
@@ -291,7 +337,9 @@ impl GraphIndex {
             .await
             .ctx("graph index: reading the closure")?;
         while let Some(row) = rows.next().await.ctx("graph index: reading the closure")? {
-            check()?;
+            if !within_budget(&index)? {
+                return Ok(None);
+            }
             index.take_reach(&row)?;
         }
         // Growth slack would be a third of the closure's bytes.
@@ -304,10 +352,19 @@ impl GraphIndex {
             .await
             .ctx("graph index: reading memory links")?;
         while let Some(row) = rows.next().await.ctx("graph index: reading memory links")? {
-            check()?;
+            if !within_budget(&index)? {
+                return Ok(None);
+            }
             index.take_link(&row)?;
         }
-        Ok(index)
+        Ok(Some(index))
+    }
+
+    /// Bytes the index holds: measured at its load, then raised by every row a replay takes
+    /// and never lowered by what a replay drops, so it only overstates. What the engine's
+    /// memory budget is checked against after a replay (a reload measures it again).
+    pub(crate) fn approx_bytes(&self) -> u64 {
+        self.approx_bytes
     }
 
     /// Re-reads, in the reader's current transaction, everything the index holds about nodes
@@ -363,6 +420,7 @@ impl GraphIndex {
     /// A node row selected with [`NODE_COLUMNS`].
     fn take_node(&mut self, row: &Row) -> Result<()> {
         let (id, node) = node_from_row(row, 0)?;
+        self.approx_bytes += estimated_node_bytes(&node);
         if let Some(path) = &node.file_path {
             self.by_file.entry(path.clone()).or_default().push(id);
         }
@@ -395,6 +453,8 @@ impl GraphIndex {
             layer,
             outgoing,
         };
+        let ends_taken = if matches!(ends, EdgeEnds::Both) { 2 } else { 1 };
+        self.approx_bytes += ends_taken * EDGE_END_BYTES;
         if matches!(ends, EdgeEnds::Both | EdgeEnds::From) {
             self.edges.entry(from).or_default().push(end(to, true));
         }
@@ -418,6 +478,7 @@ impl GraphIndex {
             depth: u8::try_from(row.get::<u32>(2).ctx("closure row")?).map_err(|_| too_large())?,
         };
         let descendant: NodeId = row.get(0).ctx("closure row")?;
+        self.approx_bytes += REACH_BYTES + u64::from(reach.path_len) * NODE_ID_BYTES;
         // One row per (ancestor, descendant) pair: the closure keeps one shortest path.
         self.reached_from
             .entry(reach.ancestor)
@@ -430,10 +491,11 @@ impl GraphIndex {
     /// A memory link row: node key, memory seq, role.
     fn take_link(&mut self, row: &Row) -> Result<()> {
         let key: String = row.get(0).ctx("memory link")?;
-        let link = (
+        let link: (i64, String) = (
             row.get(1).ctx("memory link")?,
             row.get(2).ctx("memory link")?,
         );
+        self.approx_bytes += (key.len() + link.1.len()) as u64 + LINK_BYTES;
         self.links.entry(key).or_default().push(link);
         Ok(())
     }
@@ -1020,5 +1082,81 @@ mod plan_tests {
             assert!(list_drives(&plan), "{sql}\n{plan:#?}");
             assert!(scans_only_the_list(&plan), "{sql}\n{plan:#?}");
         }
+    }
+}
+
+/// The memory budget: the rows' estimate against the measured size.
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    /// A code-like graph of `files` files of 9 symbols each (`contains` edges, calls to the
+    /// next file's symbols, closure rows two deep, memory links on files), written with SQL.
+    async fn generated_graph(files: i64) -> (tempfile::TempDir, crate::store::Store) {
+        use crate::store::{Store, StoreOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db"), &StoreOptions::default())
+            .await
+            .unwrap();
+        let writer = store.writer().await;
+        for sql in [
+            "WITH RECURSIVE f(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM f WHERE i < ?1 - 1)
+             INSERT INTO graph_nodes (id, project_id, key, layer, kind, label, file_path,
+               source, metadata, created_at, updated_at)
+             SELECT i * 10 + 1, 'p', 'src/module_' || i || '/component.ts', 1, 'file',
+               'component.ts', 'src/module_' || i || '/component.ts', 'ast', '{}', 0, 0 FROM f",
+            "WITH RECURSIVE f(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM f WHERE i < ?1 - 1),
+               s(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM s WHERE j < 9)
+             INSERT INTO graph_nodes (id, project_id, key, layer, kind, label, file_path,
+               start_line, end_line, source, content_hash, metadata, created_at, updated_at)
+             SELECT i * 10 + 1 + j, 'p',
+               'src/module_' || i || '/component.ts:Component' || i || '.method' || j, 1,
+               'method', 'method' || j, 'src/module_' || i || '/component.ts', j * 10,
+               j * 10 + 8, 'ast', 'a1b2c3d4e5f60718', '{}', 0, 0 FROM f, s",
+            "WITH RECURSIVE f(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM f WHERE i < ?1 - 1),
+               s(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM s WHERE j < 9)
+             INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, source,
+               created_at, updated_at)
+             SELECT 'p', i * 10 + 1, i * 10 + 1 + j, 'contains', 1, 'ast', 0, 0 FROM f, s
+             UNION ALL
+             SELECT 'p', i * 10 + 1 + j, (i + 1) * 10 + 1 + j, 'calls', 1, 'ast', 0, 0
+             FROM f, s WHERE i < ?1 - 1",
+            "INSERT INTO graph_closure (ancestor_id, descendant_id, depth, weight, path)
+             SELECT from_id, to_id, 1, 1.0, '[]' FROM graph_edges WHERE kind = 'calls'
+             UNION ALL
+             SELECT a.from_id, b.to_id, 2, 2.0, '[' || a.to_id || ']'
+             FROM graph_edges a JOIN graph_edges b ON b.from_id = a.to_id
+             WHERE a.kind = 'calls' AND b.kind = 'calls'",
+        ] {
+            writer.execute(sql, [files]).await.unwrap();
+        }
+        drop(writer);
+        (dir, store)
+    }
+
+    /// The rows' estimate stays within a quarter of the measured size, and a budget decides
+    /// whether the index loads: under the graph's size it does not, above it it does.
+    #[tokio::test]
+    async fn the_estimate_follows_the_size_and_the_budget_holds() {
+        let (_dir, store) = generated_graph(1_000).await;
+        let reader = store.reader().await;
+        let index = GraphIndex::read_rows(&reader, "p", &|| true, u64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
+        let measured = index.size().bytes as f64;
+        let ratio = index.approx_bytes as f64 / measured;
+        assert!(
+            (0.8..=1.25).contains(&ratio),
+            "estimate {} against {measured} bytes",
+            index.approx_bytes
+        );
+        assert!(index.size().closure_rows > 10_000, "{:?}", index.size());
+        let budget = |share: f64| (measured * share) as u64;
+        let over = GraphIndex::read(&reader, "p", &|| true, budget(0.8)).await;
+        assert!(over.unwrap().is_none());
+        let within = GraphIndex::read(&reader, "p", &|| true, budget(1.4)).await;
+        let within = within.unwrap().expect("loads within its budget");
+        assert_eq!(within.approx_bytes(), within.size().bytes as u64);
     }
 }

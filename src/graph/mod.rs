@@ -235,7 +235,7 @@ async fn index_is_current(
             start_load();
             false
         }
-        Ok(served::Refreshed::Loading) => false,
+        Ok(served::Refreshed::Loading | served::Refreshed::Off) => false,
         // The tables answer; the index is reloaded on a later call.
         Err(error) => {
             tracing::warn!(code = error.code(), "graph index refresh failed: {error}");

@@ -9,6 +9,11 @@
 //! or must be reloaded (a closure rebuild, a log trimmed past it, a replay too large to be
 //! worth it), callers are answered from the tables and the load runs in the background.
 //!
+//! Memory: each index has a budget (`graphIndexMaxMb`, default 256 MiB). A load stops once
+//! its rows' estimate passes it, and a replay that takes the estimate past it calls for a
+//! reload, which measures; a graph found over budget is answered from the tables for the
+//! engine's lifetime. A budget of 0 turns the index off.
+//!
 //! Locks: `refresh` serialises replays and loads of one index; `state` is read-locked while an
 //! answer is built from it (its memories are read from SQLite meanwhile) and write-locked only
 //! to apply a replay or install a load.
@@ -47,17 +52,34 @@ pub(crate) async fn trim_logs(conn: &libsql::Connection) -> Result<()> {
     Ok(())
 }
 
+/// Default memory budget of one project's index: 256 MiB, about 190,000 nodes of a code graph
+/// like the bench's (1,351 bytes per node with its edges, closure rows and links).
+pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
+
 /// The graph indexes of one engine.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct GraphIndexes {
     slots: Mutex<HashMap<String, Arc<GraphSlot>>>,
+    /// Each project's budget (0: no index, the tables answer everything).
+    max_bytes: u64,
 }
 
 impl GraphIndexes {
+    /// No index yet, each to hold at most `max_bytes`.
+    pub(crate) fn new(max_bytes: u64) -> GraphIndexes {
+        GraphIndexes {
+            slots: Mutex::default(),
+            max_bytes,
+        }
+    }
+
     /// The slot of `project_id`'s index (empty until loaded).
     pub(crate) fn slot(&self, project_id: &str) -> Arc<GraphSlot> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.entry(project_id.to_owned()).or_default().clone()
+        slots
+            .entry(project_id.to_owned())
+            .or_insert_with(|| Arc::new(GraphSlot::new(self.max_bytes)))
+            .clone()
     }
 }
 
@@ -77,7 +99,7 @@ struct LogPosition {
 }
 
 /// One project's index, or none yet.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct GraphSlot {
     refresh: tokio::sync::Mutex<()>,
     state: tokio::sync::RwLock<Option<Served>>,
@@ -85,6 +107,17 @@ pub(crate) struct GraphSlot {
     loading: AtomicBool,
     /// Loads completed (tests tell a replay from a reload with it).
     loads: AtomicU64,
+    /// The index's memory budget (0: never loaded).
+    max_bytes: u64,
+    /// A load found the graph over budget: the tables answer for the engine's lifetime (a
+    /// graph that large rarely shrinks, and each attempt reads until the budget is spent).
+    over_budget: AtomicBool,
+}
+
+impl Default for GraphSlot {
+    fn default() -> Self {
+        GraphSlot::new(DEFAULT_MAX_BYTES)
+    }
 }
 
 /// What [`GraphSlot::refresh`] found.
@@ -97,6 +130,8 @@ pub(crate) enum Refreshed {
     /// The index must be loaded, and the caller claimed the load: it runs
     /// [`GraphSlot::load`] (in the background).
     LoadClaimed,
+    /// No index: its budget is 0, or the graph was found over it.
+    Off,
 }
 
 /// The bounds of both logs, read in one statement.
@@ -116,9 +151,29 @@ const LOGGED_KEYS: &str = "SELECT DISTINCT node_key FROM memory_link_log
 type Bounds = [(i64, i64); 2];
 
 impl GraphSlot {
+    /// No index yet, to hold at most `max_bytes` (0: never loaded).
+    pub(crate) fn new(max_bytes: u64) -> GraphSlot {
+        GraphSlot {
+            refresh: tokio::sync::Mutex::default(),
+            state: tokio::sync::RwLock::default(),
+            loading: AtomicBool::default(),
+            loads: AtomicU64::default(),
+            max_bytes,
+            over_budget: AtomicBool::default(),
+        }
+    }
+
+    /// Whether the index is off: a budget of 0, or a graph found over it.
+    pub(crate) fn is_off(&self) -> bool {
+        self.max_bytes == 0 || self.over_budget.load(Ordering::Acquire)
+    }
+
     /// Brings the index up to date with every graph write committed before this call, or says
     /// why it cannot answer yet.
     pub(crate) async fn refresh(&self, store: &Store, project_id: &str) -> Result<Refreshed> {
+        if self.is_off() {
+            return Ok(Refreshed::Off);
+        }
         if self.loading.load(Ordering::Acquire) {
             return Ok(Refreshed::Loading);
         }
@@ -199,7 +254,8 @@ impl GraphSlot {
             graph: graph.1,
             links: links.1,
         };
-        Ok(true)
+        // Grown past the budget by the estimate (which only overstates): a reload measures.
+        Ok(served.index.approx_bytes() <= self.max_bytes)
     }
 
     /// Claims the load unless another caller did.
@@ -228,18 +284,30 @@ impl GraphSlot {
             begin_read(&reader).await?;
             let read = async {
                 let [graph, links] = log_bounds(&mut reader).await?;
-                let index = GraphIndex::read(&reader, project_id, keep_going).await?;
-                Ok::<_, crate::error::Error>(Served {
+                let index =
+                    GraphIndex::read(&reader, project_id, keep_going, self.max_bytes).await?;
+                Ok::<_, crate::error::Error>(index.map(|index| Served {
                     index,
                     position: LogPosition {
                         graph: graph.1,
                         links: links.1,
                     },
-                })
+                }))
             }
             .await;
             end_read(&reader, read.is_ok()).await?;
-            *self.state.write().await = Some(read?);
+            let Some(served) = read? else {
+                self.over_budget.store(true, Ordering::Release);
+                *self.state.write().await = None;
+                tracing::info!(
+                    project = project_id,
+                    max_bytes = self.max_bytes,
+                    "the graph is larger than the graph index's budget: graph reads answer \
+                     from the tables (raise graphIndexMaxMb to serve them from memory)"
+                );
+                return Ok(());
+            };
+            *self.state.write().await = Some(served);
             self.loads.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }

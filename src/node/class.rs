@@ -122,6 +122,9 @@ fn core_open_options(o: OpenOptions) -> std::result::Result<crate::OpenOptions, 
     if let Some(depth) = o.closure_depth {
         options.engine.closure_depth = depth.get();
     }
+    if let Some(mb) = o.graph_index_max_mb {
+        options.engine.graph_index_max_bytes = u64::from(mb.get()) << 20;
+    }
     if let Some(n) = o.read_connections {
         if n.get() == 0 || n.get() > 64 {
             return Err(CoreError::invalid(

@@ -744,7 +744,7 @@ shallow!(
 strict_objects! {
     OpenOptions {
         path, project_root, project_id, busy_timeout_ms, read_connections, max_content_bytes,
-        closure_depth, embeddings, reranker, sync,
+        closure_depth, graph_index_max_mb, embeddings, reranker, sync,
     }
     EmbeddingsOptions {
         provider, model, base_url, api_key, dimensions, batch_size, max_text_bytes, timeout_ms,

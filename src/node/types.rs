@@ -174,6 +174,12 @@ pub struct OpenOptions {
     /// the closure at the next graph write.
     #[napi(ts_type = "number")]
     pub closure_depth: Option<Count>,
+    /// Memory budget of the in-process graph index that serves `impact()`, `ancestors()`,
+    /// `descendants()`, `neighbours()` and recall's graph path, in MiB per project (default
+    /// 256, about 190,000 nodes of a code graph). A larger graph is answered from the
+    /// database, as every graph read is with 0 (slower, same answers).
+    #[napi(ts_type = "number")]
+    pub graph_index_max_mb: Option<Count>,
     /// The embedder (default: the built-in local model, loaded on first `embed()`).
     pub embeddings: Option<super::embed_options::EmbeddingsOptions>,
     /// Stage 3 of `recall()`: a rerank server or your own function (default none).
