@@ -741,3 +741,54 @@ async fn the_served_index_keeps_to_its_memory_budget() {
         e.close().wait().await;
     }
 }
+
+/// The memory rows the served `impact()` keeps follow every write to a memory: after each,
+/// the served answer on every node equals the tables' (which read the rows afresh).
+#[tokio::test]
+async fn the_served_memory_rows_follow_every_memory_write() {
+    let (_dir, e, keys) = indexed_with_memories("py").await;
+    assert!(e.warm_graph_index().await.unwrap());
+    let options = ImpactOptions::default();
+    let all_answer_as_the_tables_do = |step: &'static str| {
+        let (e, keys, options) = (&e, &keys, &options);
+        async move {
+            let mut memories = 0;
+            for key in keys {
+                let served = e.impact(key, options).await.unwrap();
+                assert_eq!(
+                    served,
+                    e.impact_from_tables(key, options).await.unwrap(),
+                    "{step}: {key}"
+                );
+                memories += served.memories.len();
+            }
+            memories
+        }
+    };
+    // Filled by these answers; then each kind of write to memories they hold.
+    assert!(all_answer_as_the_tables_do("filled").await > 0);
+    let on_first = e.impact(&keys[0], &options).await.unwrap().memories;
+    let id = on_first[0].memory.id.clone();
+    let patch = MemoryPatch {
+        content: Some("the note, corrected".into()),
+        confidence: Some(0.31),
+        ..MemoryPatch::default()
+    };
+    e.update(&id, patch).await.unwrap();
+    all_answer_as_the_tables_do("content and confidence").await;
+    e.rollback(&id, 1).await.unwrap();
+    all_answer_as_the_tables_do("rollback").await;
+    e.forget(&id, Some("wrong".into())).await.unwrap();
+    all_answer_as_the_tables_do("forgotten").await;
+    let mut input = RememberInput::new(MemoryType::Decision, "a new note on the first node");
+    input.target_node_id = Some(keys[0].clone());
+    e.remember(input).await.unwrap();
+    all_answer_as_the_tables_do("remembered").await;
+    assert!(e.delete_all().await.unwrap() > 0);
+    assert_eq!(all_answer_as_the_tables_do("deleted").await, 0);
+    assert_eq!(
+        e.served_graph_loads(),
+        1,
+        "followed by replays, not reloads"
+    );
+}

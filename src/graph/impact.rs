@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use serde::Serialize;
 
 use super::closure::{parse_path, NodeId};
+use super::memory_rows::MemoryRows;
 use super::read::{json_filter, node_from_row, ReachedNode, NODES_BY_ID, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
@@ -271,7 +272,7 @@ pub(crate) async fn impact(
             },
         )
         .await?;
-    let memories = attached_memories(reader, links, &depth_of, options.memory_limit).await?;
+    let memories = attached_memories(reader, links, &depth_of, options.memory_limit, None).await?;
     Ok(Impact {
         target: target_node,
         affected,
@@ -408,12 +409,13 @@ pub(crate) fn attachment_depths<'a>(
 
 /// The memories of `links` (memory seq, node key, role) not forgotten, nearest first, each
 /// once, at most `limit`. The links are ranked first, so only the memories returned are read
-/// in full.
+/// in full: from `cache` when given (the served index's), else from SQLite.
 pub(crate) async fn attached_memories(
     reader: &mut Reader<'_>,
     links: Vec<(i64, String, String)>,
     depth_of: &HashMap<&str, u32>,
     limit: u32,
+    cache: Option<&MemoryRows>,
 ) -> Result<Vec<AttachedMemory>> {
     // Nearest attachment first (then target before impacted before file, then oldest); a
     // memory on several nodes is listed once, at its nearest.
@@ -435,15 +437,18 @@ pub(crate) async fn attached_memories(
     while out.len() < limit && ranked.peek().is_some() {
         let chunk: Vec<_> = ranked.by_ref().take(limit - out.len()).collect();
         let seqs: Vec<i64> = chunk.iter().map(|r| r.2).collect();
-        let mut by_seq: HashMap<i64, Memory> = reader
-            .query_cached(
-                &MEMORIES_BY_SEQ,
-                [serde_json::to_string(&seqs).unwrap_or_default()],
-                |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
-            )
-            .await?
-            .into_iter()
-            .collect();
+        let mut by_seq: HashMap<i64, Memory> = match cache {
+            Some(cache) => cache.read(reader, &seqs).await?,
+            None => reader
+                .query_cached(
+                    &MEMORIES_BY_SEQ,
+                    [serde_json::to_string(&seqs).unwrap_or_default()],
+                    |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
+                )
+                .await?
+                .into_iter()
+                .collect(),
+        };
         out.extend(
             chunk
                 .into_iter()

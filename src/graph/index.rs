@@ -7,8 +7,8 @@
 //! Why: a file target's answer touches hundreds of rows at random (its seeds' closure rows,
 //! then each affected node and its key's memory links), ~12 us each through SQLite on the
 //! 50k-node bench graph, so a 500-node answer took ~10 ms across JS. Here those are hash
-//! lookups; only the memories returned are still read from SQLite (they are the large rows,
-//! and their confidence decays with time).
+//! lookups; only the memories returned are read from SQLite (they are the large rows), or,
+//! for the engine's served index, from the rows earlier answers read (`memory_rows.rs`).
 //!
 //! The answer is built by the same functions as the SQL path's (`impact.rs`: the nearest row
 //! per node, the order, the paths, the memory ranking), from the same rows, so the two agree
@@ -31,6 +31,7 @@ use super::impact::{
     affected_nodes, attached_memories, attachment_depths, choose_nearest, target_keys, Impact,
     ImpactOptions, IntoSeed, PathRef, MAX_SEEDS,
 };
+use super::memory_rows::MemoryRows;
 use super::model::Direction;
 use super::rank::{rank_links, Link, Neighbour, NeighbourOptions, MAX_EXPANDED};
 use super::read::{check_limit, node_from_row, ReachedNode, Side, Subgraph, NODE_COLUMNS};
@@ -632,10 +633,12 @@ impl GraphIndex {
     }
 
     /// What depends on `target` within `depth` hops, and the memories on any of it: the
-    /// answer of the SQL path for the same graph. The memories are read through `reader`.
+    /// answer of the SQL path for the same graph. The memories are read through `reader`, or
+    /// from `memories` where it holds them.
     pub(crate) async fn impact(
         &self,
         reader: &mut Reader<'_>,
+        memories: Option<&MemoryRows>,
         root: Option<&std::path::Path>,
         target: &str,
         depth: u32,
@@ -685,7 +688,8 @@ impl GraphIndex {
                     .map(|(seq, role)| (*seq, (*key).to_owned(), role.clone()))
             })
             .collect();
-        let memories = attached_memories(reader, links, &depth_of, options.memory_limit).await?;
+        let memories =
+            attached_memories(reader, links, &depth_of, options.memory_limit, memories).await?;
         Ok(Impact {
             target: target_node,
             affected,

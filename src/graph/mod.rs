@@ -23,7 +23,9 @@
 //! - `graph_log(seq, project_id, node_id)`: the nodes whose row, edges or closure rows a
 //!   write changed (NULL: the whole project), replayed by the in-process indexes
 //!   (`served.rs`, which answer `impact()`, `reach()`, `neighbours()` and the file
-//!   neighbourhood once loaded); trimmed after index runs.
+//!   neighbourhood once loaded); trimmed after index runs. The memory rows their `impact()`
+//!   answers carry are cached beside them (`memory_rows.rs`), dropped as `memory_row_log`
+//!   (main home) names them.
 
 pub mod closure;
 pub mod code_layer;
@@ -31,6 +33,7 @@ pub mod impact;
 #[doc(hidden)]
 pub mod index;
 pub(crate) mod knowledge;
+pub(crate) mod memory_rows;
 pub mod model;
 pub mod module_layer;
 pub mod rank;
@@ -276,7 +279,14 @@ pub(crate) async fn impact_served(
         if let Some(served) = served.as_ref() {
             return served
                 .index
-                .impact(&mut reader, ctx.project_root, target, depth, options)
+                .impact(
+                    &mut reader,
+                    Some(&served.memories),
+                    ctx.project_root,
+                    target,
+                    depth,
+                    options,
+                )
                 .await;
         }
     }
@@ -320,7 +330,7 @@ pub(crate) async fn impact_through(
     read::check_limit(options.limit)?;
     let mut reader = ctx.store.reader().await;
     index
-        .impact(&mut reader, ctx.project_root, target, depth, options)
+        .impact(&mut reader, None, ctx.project_root, target, depth, options)
         .await
 }
 

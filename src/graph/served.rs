@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use super::closure::NodeId;
 use super::index::GraphIndex;
+use super::memory_rows::MemoryRows;
 use crate::error::{DbContext, Result};
 use crate::store::{Reader, Store};
 
@@ -83,11 +84,14 @@ impl GraphIndexes {
     }
 }
 
-/// One project's index and where it is in the logs.
+/// One project's index, the memory rows its `impact()` answers read, and where both are in
+/// the logs.
 #[derive(Debug)]
 pub(crate) struct Served {
     /// The index.
     pub index: GraphIndex,
+    /// Memory rows read by answers, kept until `memory_row_log` names them.
+    pub memories: MemoryRows,
     position: LogPosition,
 }
 
@@ -96,6 +100,7 @@ pub(crate) struct Served {
 struct LogPosition {
     graph: i64,
     links: i64,
+    memories: i64,
 }
 
 /// One project's index, or none yet.
@@ -134,10 +139,11 @@ pub(crate) enum Refreshed {
     Off,
 }
 
-/// The bounds of both logs, read in one statement.
+/// The bounds of the three logs, read in one statement.
 const LOG_BOUNDS: &str =
     "SELECT (SELECT min(seq) FROM graph_log), (SELECT max(seq) FROM graph_log),
-    (SELECT min(seq) FROM memory_link_log), (SELECT max(seq) FROM memory_link_log)";
+    (SELECT min(seq) FROM memory_link_log), (SELECT max(seq) FROM memory_link_log),
+    (SELECT min(seq) FROM memory_row_log), (SELECT max(seq) FROM memory_row_log)";
 
 /// The nodes project `?3`'s graph log names after seq `?1` up to `?2` (NULL: all of them).
 const LOGGED_NODES: &str = "SELECT DISTINCT node_id FROM graph_log
@@ -147,8 +153,17 @@ const LOGGED_NODES: &str = "SELECT DISTINCT node_id FROM graph_log
 const LOGGED_KEYS: &str = "SELECT DISTINCT node_key FROM memory_link_log
     WHERE seq > ?1 AND seq <= ?2 AND project_id = ?3";
 
-/// Both logs' (min, max) seqs, `(0, 0)` for an empty log.
-type Bounds = [(i64, i64); 2];
+/// The memories the row log names after seq `?1` up to `?2` (any project: seqs are unique in
+/// the file).
+const LOGGED_MEMORIES: &str = "SELECT DISTINCT memory_seq FROM memory_row_log
+    WHERE seq > ?1 AND seq <= ?2";
+
+/// Most memory-row log entries a replay reads; past it the cached rows are dropped whole
+/// (they are refilled by the answers that need them).
+const MAX_REPLAY_MEMORIES: i64 = 10_000;
+
+/// The logs' (min, max) seqs (graph, links, memory rows), `(0, 0)` for an empty log.
+type Bounds = [(i64, i64); 3];
 
 impl GraphSlot {
     /// No index yet, to hold at most `max_bytes` (0: never loaded).
@@ -209,13 +224,13 @@ impl GraphSlot {
         project_id: &str,
         seen: LogPosition,
     ) -> Result<bool> {
-        let [graph, links] = log_bounds(reader).await?;
+        let [graph, links, rows] = log_bounds(reader).await?;
         // Logs only grow (a trim keeps the newest row): one that went back is not the one
         // the index followed.
-        if graph.1 < seen.graph || links.1 < seen.links {
+        if graph.1 < seen.graph || links.1 < seen.links || rows.1 < seen.memories {
             return Ok(false);
         }
-        if graph.1 == seen.graph && links.1 == seen.links {
+        if graph.1 == seen.graph && links.1 == seen.links && rows.1 == seen.memories {
             return Ok(true);
         }
         // Entries after `seen` were trimmed away: replaying cannot catch up.
@@ -223,25 +238,48 @@ impl GraphSlot {
         if trimmed(graph, seen.graph) || trimmed(links, seen.links) {
             return Ok(false);
         }
-        let ids: Vec<Option<NodeId>> = reader
-            .query_cached(
-                LOGGED_NODES,
-                (seen.graph, graph.1, project_id.to_owned()),
-                |row| row.get::<Option<NodeId>>(0).ctx("graph log"),
+        // The memory rows the log names since `seen`, or None: drop them all.
+        let changed_memories: Option<Vec<i64>> = if rows.1 == seen.memories {
+            Some(Vec::new())
+        } else if trimmed(rows, seen.memories) || rows.1 - seen.memories > MAX_REPLAY_MEMORIES {
+            None
+        } else {
+            Some(
+                reader
+                    .query_cached(LOGGED_MEMORIES, (seen.memories, rows.1), |row| {
+                        row.get::<i64>(0).ctx("memory row log")
+                    })
+                    .await?,
             )
-            .await?;
+        };
+        // (A recall's touches move only the memory row log: no statement for the others.)
+        let ids: Vec<Option<NodeId>> = if graph.1 == seen.graph {
+            Vec::new()
+        } else {
+            reader
+                .query_cached(
+                    LOGGED_NODES,
+                    (seen.graph, graph.1, project_id.to_owned()),
+                    |row| row.get::<Option<NodeId>>(0).ctx("graph log"),
+                )
+                .await?
+        };
         // A NULL row is a closure rebuild: everything changed.
         let ids: Option<Vec<NodeId>> = ids.into_iter().collect();
         let Some(ids) = ids.filter(|ids| ids.len() <= MAX_REPLAY_NODES) else {
             return Ok(false);
         };
-        let keys: Vec<String> = reader
-            .query_cached(
-                LOGGED_KEYS,
-                (seen.links, links.1, project_id.to_owned()),
-                |row| row.get::<String>(0).ctx("memory link log"),
-            )
-            .await?;
+        let keys: Vec<String> = if links.1 == seen.links {
+            Vec::new()
+        } else {
+            reader
+                .query_cached(
+                    LOGGED_KEYS,
+                    (seen.links, links.1, project_id.to_owned()),
+                    |row| row.get::<String>(0).ctx("memory link log"),
+                )
+                .await?
+        };
         if keys.len() > MAX_REPLAY_KEYS {
             return Ok(false);
         }
@@ -250,9 +288,14 @@ impl GraphSlot {
             return Ok(false);
         };
         served.index.replay(reader, project_id, &ids, &keys).await?;
+        match changed_memories {
+            Some(seqs) => served.memories.forget(&seqs),
+            None => served.memories.clear(),
+        }
         served.position = LogPosition {
             graph: graph.1,
             links: links.1,
+            memories: rows.1,
         };
         // Grown past the budget by the estimate (which only overstates): a reload measures.
         Ok(served.index.approx_bytes() <= self.max_bytes)
@@ -283,14 +326,16 @@ impl GraphSlot {
             let mut reader = store.reader().await;
             begin_read(&reader).await?;
             let read = async {
-                let [graph, links] = log_bounds(&mut reader).await?;
+                let [graph, links, rows] = log_bounds(&mut reader).await?;
                 let index =
                     GraphIndex::read(&reader, project_id, keep_going, self.max_bytes).await?;
                 Ok::<_, crate::error::Error>(index.map(|index| Served {
                     index,
+                    memories: MemoryRows::default(),
                     position: LogPosition {
                         graph: graph.1,
                         links: links.1,
+                        memories: rows.1,
                     },
                 }))
             }
@@ -331,7 +376,7 @@ impl GraphSlot {
 async fn log_bounds(reader: &mut Reader<'_>) -> Result<Bounds> {
     let rows = reader
         .query_cached(LOG_BOUNDS, (), |row| {
-            let mut values = [0i64; 4];
+            let mut values = [0i64; 6];
             for (i, value) in values.iter_mut().enumerate() {
                 *value = row
                     .get::<Option<i64>>(i as i32)
@@ -342,7 +387,7 @@ async fn log_bounds(reader: &mut Reader<'_>) -> Result<Bounds> {
         })
         .await?;
     let v = rows.into_iter().next().unwrap_or_default();
-    Ok([(v[0], v[1]), (v[2], v[3])])
+    Ok([(v[0], v[1]), (v[2], v[3]), (v[4], v[5])])
 }
 
 /// Starts a read transaction: the log bounds and the rows they cover are one snapshot.

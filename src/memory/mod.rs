@@ -29,7 +29,9 @@
 //!   one insert trigger per column, each guarded by a WHEN, so a memory with empty lists costs
 //!   nothing (one compound `json_each` query per insert cost ~30 us). Each link inserted or
 //!   deleted logs its key to `memory_link_log` (by trigger), which the in-process graph
-//!   indexes replay (`graph::served`).
+//!   indexes replay (`graph::served`); every update or delete of a memory logs its seq to
+//!   `memory_row_log` (by trigger, keeping its last 100,000 rows), which drops the row from the
+//!   memory rows those indexes keep for `impact()` (`graph::memory_rows`).
 //!
 //! `review` raises review flags for memories on files edited long after them (for the indexer).
 //!

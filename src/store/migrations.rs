@@ -142,6 +142,11 @@ const MAIN: &[Migration] = &[
         name: "memory_link_log",
         sql: include_str!("sql/main/016_memory_link_log.sql"),
     },
+    Migration {
+        version: 17,
+        name: "memory_row_log",
+        sql: include_str!("sql/main/017_memory_row_log.sql"),
+    },
 ];
 
 const CODE: &[Migration] = &[
