@@ -11,12 +11,12 @@ use std::sync::LazyLock;
 use serde::Serialize;
 
 use super::closure::{parse_path, NodeId};
-use super::memory_rows::MemoryRows;
+use super::memory_rows::{memories_by_seq, MemoryRows};
 use super::read::{json_filter, node_from_row, ReachedNode, NODES_BY_ID, NODE_COLUMNS};
 use super::GraphNode;
 use crate::error::{DbContext, Error, Result};
 use crate::memory::input::confine_path;
-use crate::memory::rows::{from_row, COLUMN_COUNT, SELECT_M};
+use crate::memory::rows::SELECT_M;
 use crate::memory::Memory;
 use crate::store::Reader;
 
@@ -439,15 +439,7 @@ pub(crate) async fn attached_memories(
         let seqs: Vec<i64> = chunk.iter().map(|r| r.2).collect();
         let mut by_seq: HashMap<i64, Memory> = match cache {
             Some(cache) => cache.read(reader, &seqs).await?,
-            None => reader
-                .query_cached(
-                    &MEMORIES_BY_SEQ,
-                    [serde_json::to_string(&seqs).unwrap_or_default()],
-                    |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
-                )
-                .await?
-                .into_iter()
-                .collect(),
+            None => memories_by_seq(reader, MEMORIES_BY_SEQ.as_str(), &seqs).await?,
         };
         out.extend(
             chunk

@@ -35,6 +35,23 @@ static MEMORIES_BY_SEQ_ANY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The memories `sql` selects (with [`SELECT_M`]'s columns, then the seq) for seqs `?1`
+/// (given as JSON), by seq.
+pub(crate) async fn memories_by_seq(
+    reader: &mut Reader<'_>,
+    sql: &'static str,
+    seqs: &[i64],
+) -> Result<HashMap<i64, Memory>> {
+    let rows = reader
+        .query_cached(
+            sql,
+            [serde_json::to_string(seqs).unwrap_or_default()],
+            |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
+        )
+        .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// Cached memory rows by seq: `None` for a seq with no memory or a forgotten one.
 #[derive(Debug, Default)]
 pub(crate) struct MemoryRows {
@@ -72,15 +89,7 @@ impl MemoryRows {
         if missing.is_empty() {
             return Ok(found);
         }
-        let read: HashMap<i64, Memory> = reader
-            .query_cached(
-                &MEMORIES_BY_SEQ_ANY,
-                [serde_json::to_string(&missing).unwrap_or_default()],
-                |row| Ok((row.get::<i64>(COLUMN_COUNT).ctx("memory")?, from_row(row)?)),
-            )
-            .await?
-            .into_iter()
-            .collect();
+        let read = memories_by_seq(reader, MEMORIES_BY_SEQ_ANY.as_str(), &missing).await?;
         let mut cached = self.lock();
         for seq in missing {
             let memory = read.get(&seq).filter(|m| !m.deprecated).cloned();
