@@ -504,10 +504,10 @@ async fn run(
         let ids: Vec<i64> = removed.iter().map(|(id, _)| *id).collect();
         let writer = ctx.store.writer().await;
         let tx = begin_write(&writer).await?;
-        touched.add_replaced(store::symbol_names_of(&tx, &ids).await?);
-        touched
-            .paths
-            .extend(removed.iter().map(|(_, path)| path.clone()));
+        if !touched.wide {
+            touched.add_replaced(store::symbol_names_of(&tx, &ids).await?);
+        }
+        touched.add_paths(removed.iter().map(|(_, path)| path.clone()));
         store::remove_files(&tx, &ids).await?;
         touched.files_came_or_went = true;
         touched
@@ -593,10 +593,17 @@ struct Touched {
     project: Option<Arc<ProjectFiles>>,
     /// Files removed (still in `project`, which was made before the removals).
     removed: Vec<String>,
+    /// More than [`MAX_FILTER_NAMES`] files written: resolution and the graph sync will cover
+    /// the whole project, so `names` and `definitions` are no longer needed nor collected
+    /// (through a cold index of 6.5M lines they grew to ~90 MB).
+    wide: bool,
 }
 
 impl Touched {
     fn add_analysis(&mut self, path: &str, analysis: &crate::code::analyze::FileAnalysis) {
+        if self.wide {
+            return;
+        }
         self.names.extend(store::names_defined_in(analysis));
         for d in &analysis.definitions {
             *self
@@ -607,12 +614,25 @@ impl Touched {
     }
 
     fn add_replaced(&mut self, old: Vec<(String, String, String)>) {
+        if self.wide {
+            return;
+        }
         for (path, name, qualified_name) in old {
             self.names.insert(name.clone());
             *self
                 .definitions
                 .entry((path, name, qualified_name))
                 .or_default() -= 1;
+        }
+    }
+
+    /// Records files written or removed.
+    fn add_paths(&mut self, paths: impl IntoIterator<Item = String>) {
+        self.paths.extend(paths);
+        if self.paths.len() > MAX_FILTER_NAMES && !self.wide {
+            self.wide = true;
+            self.names = HashSet::new();
+            self.definitions = HashMap::new();
         }
     }
 
@@ -707,7 +727,9 @@ async fn write(
         .filter(|f| !f.unchanged)
         .filter_map(|f| f.existing_id)
         .collect();
-    touched.add_replaced(store::symbol_names_of(&tx, &replaced).await?);
+    if !touched.wide {
+        touched.add_replaced(store::symbol_names_of(&tx, &replaced).await?);
+    }
     let written = store::write_batch(&tx, ctx.project_id, batch, now).await?;
     // Files whose content changed since their last index (skipped ones have no content to
     // compare, files read again for a schema upgrade none known): memories on them written
@@ -727,11 +749,33 @@ async fn write(
     summary.references += written.references;
     for file in batch.iter().filter(|f| !f.unchanged) {
         touched.files_came_or_went |= file.existing_id.is_none();
-        touched.paths.push(file.path.clone());
+        touched.add_paths([file.path.clone()]);
         if summary.indexed_paths.len() < MAX_LISTED {
             summary.indexed_paths.push(file.path.clone());
         }
     }
     batch.clear();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Touched, MAX_FILTER_NAMES};
+
+    /// Past [`MAX_FILTER_NAMES`] files a run resolves and syncs everything, so it stops
+    /// holding the names and definitions that would have narrowed that work.
+    #[test]
+    fn a_wide_run_stops_collecting_names() {
+        let mut touched = Touched::default();
+        let definition = || vec![("a.py".to_owned(), "f".to_owned(), "f".to_owned())];
+        touched.add_replaced(definition());
+        touched.add_paths((0..MAX_FILTER_NAMES).map(|i| format!("{i}.py")));
+        assert!(!touched.wide);
+        assert_eq!(touched.changed_definitions(), vec!["f".to_owned()]);
+        touched.add_paths(["last.py".to_owned()]);
+        assert!(touched.wide);
+        touched.add_replaced(definition());
+        assert!(touched.names.is_empty() && touched.definitions.is_empty());
+        assert_eq!(touched.paths.len(), MAX_FILTER_NAMES + 1);
+    }
 }

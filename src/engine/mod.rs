@@ -10,6 +10,8 @@
 //! (`Engram`), so the engine never imports `lifecycle` (`tests/layering.rs`).
 
 pub(crate) mod after_write;
+#[cfg(test)]
+mod graph_sync_parts_tests;
 pub(crate) mod lifetime;
 mod registry;
 #[cfg(test)]

@@ -5,7 +5,10 @@
 //! agent edges hang on them), an edit that leaves a file's edges alone touches no edge, and
 //! only hops that really changed reach the closure. Its scope after an incremental run is the
 //! changed files plus the references elsewhere to names those files define or defined (their
-//! resolution may have moved); a full run or a very wide change syncs everything.
+//! resolution may have moved); a full run or a very wide change syncs everything, a few
+//! hundred files at a time (every part's nodes, then every part's edges, then the nodes of
+//! files that left the index), so that what it holds in memory does not grow with the
+//! project.
 //!
 //! Symbols are keyed `path:Qualified.name`; definitions sharing a qualified name in one file
 //! (overloads, redefinitions) are one node. A symbol whose text hash changed, or that
@@ -76,6 +79,11 @@ pub fn symbol_key(path: &str, qualified_name: &str) -> String {
     format!("{path}:{qualified_name}")
 }
 
+/// Files per part of a whole-project sync. A part's nodes, keys and edges are all the sync
+/// holds in memory at once, so this, not the project's size, bounds it: syncing 225k nodes
+/// and 330k edges in one piece took ~230 MB on top of the index run (PERFORMANCE.md).
+const PART_FILES: usize = 512;
+
 /// Brings layer 1 up to date with the code index for `scope`, in the caller's transaction.
 pub(crate) async fn sync(
     conn: &Connection,
@@ -84,284 +92,406 @@ pub(crate) async fn sync(
     now: i64,
     scope: SyncScope<'_>,
 ) -> Result<GraphSyncSummary> {
+    sync_in_parts(conn, project_id, cap, now, scope, PART_FILES).await
+}
+
+/// [`sync`], a whole project `part_files` files at a time.
+pub(crate) async fn sync_in_parts(
+    conn: &Connection,
+    project_id: &str,
+    cap: u32,
+    now: i64,
+    scope: SyncScope<'_>,
+    part_files: usize,
+) -> Result<GraphSyncSummary> {
     ensure_cap(conn, project_id, cap, now).await?;
-    let mut summary = GraphSyncSummary::default();
-    let mut hops = HopLog::default();
-    let paths_json = match scope {
-        SyncScope::All => None,
-        SyncScope::Files { paths, .. } => Some(serde_json::to_string(paths).unwrap_or_default()),
+    let mut run = LayerSync {
+        conn,
+        project_id,
+        now,
+        summary: GraphSyncSummary::default(),
+        hops: HopLog::default(),
+        modules: BTreeSet::new(),
+        stale_keys: Vec::new(),
+        removed_keys: Vec::new(),
     };
-
-    // Nodes of the files in scope.
-    let desired = desired_nodes(conn, project_id, paths_json.as_deref()).await?;
-    let existing = existing_nodes(conn, project_id, paths_json.as_deref()).await?;
-    let mut ids: HashMap<String, NodeId> = HashMap::with_capacity(desired.len());
-    let mut stale_keys = Vec::new();
-    let mut removed_keys = Vec::new();
-    let mut removed_ids = Vec::new();
-    // Prepared once: an edit can change every symbol of a file.
-    let update = conn
-        .prepare(
-            "UPDATE graph_nodes SET kind = ?2, label = ?3, start_line = ?4, end_line = ?5,
-               content_hash = ?6, updated_at = ?7, stale_at = NULL
-             WHERE id = ?1",
-        )
-        .await
-        .ctx("preparing layer-1 node update")?;
-    for (key, (id, row)) in &existing {
-        match desired.get(key) {
-            None => {
-                removed_ids.push(*id);
-                stale_keys.push(key.clone());
-                removed_keys.push(key.clone());
+    match scope {
+        SyncScope::Files {
+            paths,
+            defined_names,
+        } => {
+            let part = Part::Files {
+                paths_json: serde_json::to_string(paths).unwrap_or_default(),
+                defined_names,
+            };
+            run.nodes(&part).await?;
+            run.edges(&part).await?;
+        }
+        SyncScope::All => {
+            let paths = indexed_paths(conn, project_id).await?;
+            let parts: Vec<Part<'_>> = paths
+                .chunks(part_files.max(1))
+                .map(|chunk| Part::Files {
+                    paths_json: serde_json::to_string(chunk).unwrap_or_default(),
+                    defined_names: &[],
+                })
+                .collect();
+            drop(paths);
+            // Every part's nodes before any part's edges: an edge may end in another part.
+            for part in parts.iter().chain([&Part::Orphans]) {
+                run.nodes(part).await?;
             }
-            Some(want) => {
-                ids.insert(key.clone(), *id);
-                if want != row {
-                    if row.content_hash.is_some() && want.content_hash != row.content_hash {
-                        stale_keys.push(key.clone());
+            for part in &parts {
+                run.edges(part).await?;
+            }
+        }
+    }
+    run.finish(cap).await
+}
+
+/// A piece of a sync's scope, synced at once.
+enum Part<'a> {
+    /// These files (`paths_json`, a JSON array), and references elsewhere to `defined_names`.
+    Files {
+        paths_json: String,
+        defined_names: &'a [String],
+    },
+    /// Nodes stored for files that are no longer indexed (a whole-project sync's last part).
+    Orphans,
+}
+
+/// The state of one sync across its parts.
+struct LayerSync<'c> {
+    conn: &'c Connection,
+    project_id: &'c str,
+    now: i64,
+    summary: GraphSyncSummary,
+    hops: HopLog,
+    /// Modules whose aggregated imports may change: those of the files synced, and those of
+    /// files importing a file that went away.
+    modules: BTreeSet<String>,
+    /// Symbols whose text changed or that went away: their memories go stale.
+    stale_keys: Vec<String>,
+    /// Nodes that went away: memories about those files go stale.
+    removed_keys: Vec<String>,
+}
+
+impl LayerSync<'_> {
+    /// Updates, removes and creates the part's nodes.
+    async fn nodes(&mut self, part: &Part<'_>) -> Result<()> {
+        let (conn, project_id, now) = (self.conn, self.project_id, self.now);
+        let desired = match part {
+            Part::Files { paths_json, .. } => desired_nodes(conn, project_id, paths_json).await?,
+            Part::Orphans => BTreeMap::new(),
+        };
+        let existing = existing_nodes(conn, project_id, part).await?;
+        let mut stale_keys = Vec::new();
+        let mut removed_ids = Vec::new();
+        // Prepared once: an edit can change every symbol of a file.
+        let update = conn
+            .prepare(
+                "UPDATE graph_nodes SET kind = ?2, label = ?3, start_line = ?4, end_line = ?5,
+                   content_hash = ?6, updated_at = ?7, stale_at = NULL
+                 WHERE id = ?1",
+            )
+            .await
+            .ctx("preparing layer-1 node update")?;
+        for (key, (id, row)) in &existing {
+            match desired.get(key) {
+                None => {
+                    removed_ids.push(*id);
+                    stale_keys.push(key.clone());
+                    self.removed_keys.push(key.clone());
+                }
+                Some(want) => {
+                    if want != row {
+                        if row.content_hash.is_some() && want.content_hash != row.content_hash {
+                            stale_keys.push(key.clone());
+                        }
+                        self.hops.node(*id);
+                        update.reset();
+                        update
+                            .execute(libsql::params![
+                                *id,
+                                want.kind.as_str(),
+                                want.label.as_str(),
+                                want.start_line,
+                                want.end_line,
+                                want.content_hash.as_deref(),
+                                now
+                            ])
+                            .await
+                            .ctx("updating a layer-1 node")?;
+                        self.summary.nodes_written += 1;
                     }
-                    hops.node(*id);
-                    update.reset();
-                    update
-                        .execute(libsql::params![
-                            *id,
-                            want.kind.as_str(),
-                            want.label.as_str(),
-                            want.start_line,
-                            want.end_line,
-                            want.content_hash.as_deref(),
-                            now
-                        ])
-                        .await
-                        .ctx("updating a layer-1 node")?;
-                    summary.nodes_written += 1;
                 }
             }
         }
-    }
-    // Modules whose aggregated imports may change: those of the files in scope, and those of
-    // files importing a file that goes away.
-    let mut modules: BTreeSet<String> = desired
-        .iter()
-        .chain(existing.iter().map(|(k, (_, row))| (k, row)))
-        .filter(|(_, row)| row.kind == "file")
-        .filter_map(|(key, _)| module_of(key))
-        .collect();
-    // Knowledge written about changed or removed code (agent, user and LLM nodes with an edge
-    // to or from it) may be outdated now: flag it before removed nodes lose their edges.
-    let changed_ids: Vec<NodeId> = stale_keys
-        .iter()
-        .filter_map(|k| existing.get(k).map(|(id, _)| *id))
-        .collect();
-    summary.graph_nodes_marked_stale =
-        mark_neighbours_stale(conn, project_id, &mut hops, &changed_ids, now).await?;
-    if !removed_ids.is_empty() {
-        modules.extend(importer_modules(conn, &removed_ids).await?);
-        detach(conn, &mut hops, &removed_ids).await?;
-        removed_ids.iter().for_each(|id| hops.node(*id));
-        conn.execute(
-            "DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?1))",
-            [serde_json::to_string(&removed_ids).unwrap_or_default()],
-        )
-        .await
-        .ctx("deleting layer-1 nodes")?;
-        summary.nodes_removed = removed_ids.len() as u64;
-        for (key, (_, row)) in &existing {
-            if row.kind == "file" && !desired.contains_key(key) {
-                if let Some(module) = module_of(key) {
-                    module_layer::prune(conn, project_id, &mut hops, &module).await?;
-                }
-            }
-        }
-    }
-    let insert = conn
-        .prepare(
-            "INSERT INTO graph_nodes (project_id, key, layer, kind, label, file_path, start_line,
-               end_line, source, confidence, content_hash, created_at, updated_at)
-             VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, 'ast', 1.0, ?8, ?9, ?9)
-             RETURNING id",
-        )
-        .await
-        .ctx("preparing layer-1 node insert")?;
-    for (key, row) in &desired {
-        if existing.contains_key(key) {
-            continue;
-        }
-        insert.reset();
-        let mut rows = insert
-            .query(libsql::params![
-                project_id,
-                key.as_str(),
-                row.kind.as_str(),
-                row.label.as_str(),
-                row.file_path.as_str(),
-                row.start_line,
-                row.end_line,
-                row.content_hash.as_deref(),
-                now,
-            ])
+        self.modules.extend(
+            desired
+                .iter()
+                .chain(existing.iter().map(|(k, (_, row))| (k, row)))
+                .filter(|(_, row)| row.kind == "file")
+                .filter_map(|(key, _)| module_of(key)),
+        );
+        // Knowledge written about changed or removed code (agent, user and LLM nodes with an
+        // edge to or from it) may be outdated now: flag it before removed nodes lose their
+        // edges.
+        let changed_ids: Vec<NodeId> = stale_keys
+            .iter()
+            .filter_map(|k| existing.get(k).map(|(id, _)| *id))
+            .collect();
+        self.summary.graph_nodes_marked_stale +=
+            mark_neighbours_stale(conn, project_id, &mut self.hops, &changed_ids, now).await?;
+        self.stale_keys.append(&mut stale_keys);
+        if !removed_ids.is_empty() {
+            self.modules
+                .extend(importer_modules(conn, &removed_ids).await?);
+            detach(conn, &mut self.hops, &removed_ids).await?;
+            removed_ids.iter().for_each(|id| self.hops.node(*id));
+            conn.execute(
+                "DELETE FROM graph_nodes WHERE id IN (SELECT value FROM json_each(?1))",
+                [serde_json::to_string(&removed_ids).unwrap_or_default()],
+            )
             .await
-            .ctx("writing a layer-1 node")?;
-        let id: NodeId = match rows.next().await.ctx("writing a layer-1 node")? {
-            Some(row) => row.get(0).ctx("layer-1 node")?,
-            None => continue,
-        };
-        ids.insert(key.clone(), id);
-        hops.node(id);
-        summary.nodes_written += 1;
-        if row.kind == "file" {
-            module_layer::add_file(conn, project_id, now, &mut hops, (key, id)).await?;
-        }
-    }
-
-    // Edges out of the scope's nodes, and the references elsewhere whose resolution may move.
-    let wanted = desired_edges(conn, project_id, scope, paths_json.as_deref(), &desired).await?;
-    let have = existing_edges(conn, project_id, scope, paths_json.as_deref()).await?;
-    // Imports of a directory (Go packages) point at its module node.
-    let package_keys: Vec<String> = wanted
-        .keys()
-        .filter(|(_, to, kind)| kind == "imports" && !ids.contains_key(to))
-        .map(|(_, to, _)| format!("{to}/"))
-        .collect();
-    let mut missing_keys: Vec<&str> = wanted
-        .keys()
-        .flat_map(|(from, to, _)| [from.as_str(), to.as_str()])
-        .chain(package_keys.iter().map(String::as_str))
-        .filter(|k| !ids.contains_key(*k))
-        .collect();
-    missing_keys.sort_unstable();
-    missing_keys.dedup();
-    ids.extend(ids_of(conn, project_id, &missing_keys).await?);
-
-    let mut wanted_by_id: BTreeMap<(NodeId, NodeId, String), f64> = BTreeMap::new();
-    for ((from, to, kind), weight) in wanted {
-        let to_id = match ids.get(&to) {
-            Some(id) => Some(id),
-            None if kind == "imports" => ids.get(&format!("{to}/")),
-            None => None,
-        };
-        if let (Some(&f), Some(&t)) = (ids.get(&from), to_id) {
-            if f != t {
-                wanted_by_id.insert((f, t, kind), weight);
-            }
-        }
-    }
-    let delete = conn
-        .prepare("DELETE FROM graph_edges WHERE from_id = ?1 AND to_id = ?2 AND kind = ?3")
-        .await
-        .ctx("preparing layer-1 edge delete")?;
-    for ((from, to, kind), weight) in &have {
-        match wanted_by_id.get(&(*from, *to, kind.clone())) {
-            Some(w) if w == weight => {}
-            _ => {
-                if super::model::is_transitive(kind) {
-                    hops.touch(conn, *from, *to).await?;
-                }
-                hops.edge(*from, *to);
-                if !wanted_by_id.contains_key(&(*from, *to, kind.clone())) {
-                    delete.reset();
-                    delete
-                        .execute((*from, *to, kind.as_str()))
-                        .await
-                        .ctx("deleting a layer-1 edge")?;
-                    summary.edges_removed += 1;
+            .ctx("deleting layer-1 nodes")?;
+            self.summary.nodes_removed += removed_ids.len() as u64;
+            for (key, (_, row)) in &existing {
+                if row.kind == "file" && !desired.contains_key(key) {
+                    if let Some(module) = module_of(key) {
+                        module_layer::prune(conn, project_id, &mut self.hops, &module).await?;
+                    }
                 }
             }
         }
-    }
-    let upsert = conn
-        .prepare(
-            "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,
-               confidence, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, 1, ?5, 'ast', 1.0, ?6, ?6)
-             ON CONFLICT (from_id, to_id, kind) DO UPDATE SET
-               weight = excluded.weight, updated_at = excluded.updated_at",
-        )
-        .await
-        .ctx("preparing layer-1 edge upsert")?;
-    for ((from, to, kind), weight) in &wanted_by_id {
-        if have.get(&(*from, *to, kind.clone())) == Some(weight) {
-            continue;
-        }
-        if super::model::is_transitive(kind) {
-            hops.touch(conn, *from, *to).await?;
-        }
-        hops.edge(*from, *to);
-        upsert.reset();
-        upsert
-            .execute(libsql::params![
-                project_id,
-                *from,
-                *to,
-                kind.as_str(),
-                *weight,
-                now
-            ])
+        let insert = conn
+            .prepare(
+                "INSERT INTO graph_nodes (project_id, key, layer, kind, label, file_path,
+                   start_line, end_line, source, confidence, content_hash, created_at, updated_at)
+                 VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, 'ast', 1.0, ?8, ?9, ?9)
+                 RETURNING id",
+            )
             .await
-            .ctx("writing a layer-1 edge")?;
-        summary.edges_written += 1;
+            .ctx("preparing layer-1 node insert")?;
+        for (key, row) in &desired {
+            if existing.contains_key(key) {
+                continue;
+            }
+            insert.reset();
+            let mut rows = insert
+                .query(libsql::params![
+                    project_id,
+                    key.as_str(),
+                    row.kind.as_str(),
+                    row.label.as_str(),
+                    row.file_path.as_str(),
+                    row.start_line,
+                    row.end_line,
+                    row.content_hash.as_deref(),
+                    now,
+                ])
+                .await
+                .ctx("writing a layer-1 node")?;
+            let id: NodeId = match rows.next().await.ctx("writing a layer-1 node")? {
+                Some(row) => row.get(0).ctx("layer-1 node")?,
+                None => continue,
+            };
+            self.hops.node(id);
+            self.summary.nodes_written += 1;
+            if row.kind == "file" {
+                module_layer::add_file(conn, project_id, now, &mut self.hops, (key, id)).await?;
+            }
+        }
+        Ok(())
     }
-    summary.edges_written +=
-        module_layer::aggregate_imports(conn, project_id, now, &mut hops, &modules).await?;
-    summary.modules_changed = existing_keys(conn, project_id, &modules).await?;
-    // What the app's LLM said about a changed module is stale until it is derived again.
-    summary.edges_marked_stale = conn
-        .execute(
-            "UPDATE graph_edges SET stale_at = ?3
-             WHERE source = 'llm' AND stale_at IS NULL
-               AND (from_id IN (SELECT id FROM graph_nodes WHERE project_id = ?1
-                                  AND key IN (SELECT value FROM json_each(?2)))
-                    OR to_id IN (SELECT id FROM graph_nodes WHERE project_id = ?1
-                                   AND key IN (SELECT value FROM json_each(?2))))",
-            libsql::params![
-                project_id,
-                serde_json::to_string(&summary.modules_changed).unwrap_or_default(),
-                now
-            ],
-        )
-        .await
-        .ctx("marking derived relations stale")?;
-    hops.apply(conn, project_id, cap).await?;
 
-    if !stale_keys.is_empty() {
-        summary.memories_marked_stale = conn
+    /// Brings the edges out of the part's nodes, and the references elsewhere whose
+    /// resolution may move, up to date. Every node they may end at exists by now.
+    async fn edges(&mut self, part: &Part<'_>) -> Result<()> {
+        let Part::Files {
+            paths_json,
+            defined_names,
+        } = part
+        else {
+            return Ok(());
+        };
+        let (conn, project_id, now) = (self.conn, self.project_id, self.now);
+        let wanted = {
+            let nodes = desired_nodes(conn, project_id, paths_json).await?;
+            desired_edges(conn, project_id, paths_json, defined_names, &nodes).await?
+        };
+        let have = existing_edges(conn, project_id, paths_json, defined_names).await?;
+        // Imports of a directory (Go packages) point at its module node, `dir/`.
+        let package_keys: Vec<String> = wanted
+            .keys()
+            .filter(|(_, _, kind)| kind == "imports")
+            .map(|(_, to, _)| format!("{to}/"))
+            .collect();
+        let mut keys: Vec<&str> = wanted
+            .keys()
+            .flat_map(|(from, to, _)| [from.as_str(), to.as_str()])
+            .chain(package_keys.iter().map(String::as_str))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let ids = ids_of(conn, project_id, &keys).await?;
+        drop(keys);
+
+        let mut wanted_by_id: BTreeMap<(NodeId, NodeId, String), f64> = BTreeMap::new();
+        for ((from, to, kind), weight) in wanted {
+            let to_id = match ids.get(&to) {
+                Some(id) => Some(id),
+                None if kind == "imports" => ids.get(&format!("{to}/")),
+                None => None,
+            };
+            if let (Some(&f), Some(&t)) = (ids.get(&from), to_id) {
+                if f != t {
+                    wanted_by_id.insert((f, t, kind), weight);
+                }
+            }
+        }
+        let delete = conn
+            .prepare("DELETE FROM graph_edges WHERE from_id = ?1 AND to_id = ?2 AND kind = ?3")
+            .await
+            .ctx("preparing layer-1 edge delete")?;
+        for ((from, to, kind), weight) in &have {
+            match wanted_by_id.get(&(*from, *to, kind.clone())) {
+                Some(w) if w == weight => {}
+                _ => {
+                    if super::model::is_transitive(kind) {
+                        self.hops.touch(conn, *from, *to).await?;
+                    }
+                    self.hops.edge(*from, *to);
+                    if !wanted_by_id.contains_key(&(*from, *to, kind.clone())) {
+                        delete.reset();
+                        delete
+                            .execute((*from, *to, kind.as_str()))
+                            .await
+                            .ctx("deleting a layer-1 edge")?;
+                        self.summary.edges_removed += 1;
+                    }
+                }
+            }
+        }
+        let upsert = conn
+            .prepare(
+                "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,
+                   confidence, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, 1, ?5, 'ast', 1.0, ?6, ?6)
+                 ON CONFLICT (from_id, to_id, kind) DO UPDATE SET
+                   weight = excluded.weight, updated_at = excluded.updated_at",
+            )
+            .await
+            .ctx("preparing layer-1 edge upsert")?;
+        for ((from, to, kind), weight) in &wanted_by_id {
+            if have.get(&(*from, *to, kind.clone())) == Some(weight) {
+                continue;
+            }
+            if super::model::is_transitive(kind) {
+                self.hops.touch(conn, *from, *to).await?;
+            }
+            self.hops.edge(*from, *to);
+            upsert.reset();
+            upsert
+                .execute(libsql::params![
+                    project_id,
+                    *from,
+                    *to,
+                    kind.as_str(),
+                    *weight,
+                    now
+                ])
+                .await
+                .ctx("writing a layer-1 edge")?;
+            self.summary.edges_written += 1;
+        }
+        Ok(())
+    }
+
+    /// What follows the parts: module imports, staleness, the closure.
+    async fn finish(mut self, cap: u32) -> Result<GraphSyncSummary> {
+        let (conn, project_id, now) = (self.conn, self.project_id, self.now);
+        let mut summary = self.summary;
+        summary.edges_written +=
+            module_layer::aggregate_imports(conn, project_id, now, &mut self.hops, &self.modules)
+                .await?;
+        summary.modules_changed = existing_keys(conn, project_id, &self.modules).await?;
+        // What the app's LLM said about a changed module is stale until it is derived again.
+        summary.edges_marked_stale = conn
             .execute(
-                "UPDATE memories SET stale_at = ?3, needs_review = 1
-                 WHERE seq IN (SELECT memory_seq FROM memory_links
-                               WHERE project_id = ?1 AND role IN ('target', 'impacted')
-                                 AND node_key IN (SELECT value FROM json_each(?2)))
-                   AND deprecated = 0 AND stale_at IS NULL",
+                "UPDATE graph_edges SET stale_at = ?3
+                 WHERE source = 'llm' AND stale_at IS NULL
+                   AND (from_id IN (SELECT id FROM graph_nodes WHERE project_id = ?1
+                                      AND key IN (SELECT value FROM json_each(?2)))
+                        OR to_id IN (SELECT id FROM graph_nodes WHERE project_id = ?1
+                                       AND key IN (SELECT value FROM json_each(?2))))",
                 libsql::params![
                     project_id,
-                    serde_json::to_string(&stale_keys).unwrap_or_default(),
+                    serde_json::to_string(&summary.modules_changed).unwrap_or_default(),
                     now
                 ],
             )
             .await
-            .ctx("marking memories on changed symbols stale")?;
+            .ctx("marking derived relations stale")?;
+        self.hops.apply(conn, project_id, cap).await?;
+
+        if !self.stale_keys.is_empty() {
+            summary.memories_marked_stale = conn
+                .execute(
+                    "UPDATE memories SET stale_at = ?3, needs_review = 1
+                     WHERE seq IN (SELECT memory_seq FROM memory_links
+                                   WHERE project_id = ?1 AND role IN ('target', 'impacted')
+                                     AND node_key IN (SELECT value FROM json_each(?2)))
+                       AND deprecated = 0 AND stale_at IS NULL",
+                    libsql::params![
+                        project_id,
+                        serde_json::to_string(&self.stale_keys).unwrap_or_default(),
+                        now
+                    ],
+                )
+                .await
+                .ctx("marking memories on changed symbols stale")?;
+        }
+        // A memory about a file that left the index (deleted, or ignored now) describes code
+        // that is gone: stale, for review. Only on removal: an edit of a file leaves what is
+        // known about it standing (its symbols' memories above go stale when those symbols
+        // change).
+        if !self.removed_keys.is_empty() {
+            summary.memories_marked_stale += conn
+                .execute(
+                    "UPDATE memories SET stale_at = ?3, needs_review = 1
+                     WHERE seq IN (SELECT memory_seq FROM memory_links
+                                   WHERE project_id = ?1 AND role = 'file'
+                                     AND node_key IN (SELECT value FROM json_each(?2)))
+                       AND deprecated = 0 AND stale_at IS NULL",
+                    libsql::params![
+                        project_id,
+                        serde_json::to_string(&self.removed_keys).unwrap_or_default(),
+                        now
+                    ],
+                )
+                .await
+                .ctx("marking memories on removed files stale")?;
+        }
+        Ok(summary)
     }
-    // A memory about a file that left the index (deleted, or ignored now) describes code that
-    // is gone: stale, for review. Only on removal: an edit of a file leaves what is known
-    // about it standing (its symbols' memories above go stale when those symbols change).
-    if !removed_keys.is_empty() {
-        summary.memories_marked_stale += conn
-            .execute(
-                "UPDATE memories SET stale_at = ?3, needs_review = 1
-                 WHERE seq IN (SELECT memory_seq FROM memory_links
-                               WHERE project_id = ?1 AND role = 'file'
-                                 AND node_key IN (SELECT value FROM json_each(?2)))
-                   AND deprecated = 0 AND stale_at IS NULL",
-                libsql::params![
-                    project_id,
-                    serde_json::to_string(&removed_keys).unwrap_or_default(),
-                    now
-                ],
-            )
-            .await
-            .ctx("marking memories on removed files stale")?;
+}
+
+/// Paths of the project's indexed files, in order (neighbouring files share a part).
+async fn indexed_paths(conn: &Connection, project_id: &str) -> Result<Vec<String>> {
+    let mut rows = conn
+        .query(
+            "SELECT path FROM code_files
+             WHERE project_id = ?1 AND content_hash IS NOT NULL ORDER BY path",
+            [project_id],
+        )
+        .await
+        .ctx("reading indexed files")?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().await.ctx("reading indexed files")? {
+        out.push(row.get(0).ctx("indexed file")?);
     }
-    Ok(summary)
+    Ok(out)
 }
 
 /// Sets `stale_at` `?3` on the non-code nodes of project `?1` with an edge to or from any of
@@ -431,17 +561,13 @@ async fn existing_keys(
     Ok(out)
 }
 
-/// File and symbol nodes the index implies for the files in scope (`paths_json`: all if None).
+/// File and symbol nodes the index implies for the files `paths_json` (a JSON array).
 async fn desired_nodes(
     conn: &Connection,
     project_id: &str,
-    paths_json: Option<&str>,
+    paths_json: &str,
 ) -> Result<BTreeMap<String, NodeRow>> {
-    let filter = if paths_json.is_some() {
-        "AND f.path IN (SELECT value FROM json_each(?2))"
-    } else {
-        "AND ?2 IS NULL"
-    };
+    let filter = "AND f.path IN (SELECT value FROM json_each(?2))";
     let mut out = BTreeMap::new();
     let sql = format!(
         "SELECT f.path, f.line_count FROM code_files f
@@ -520,10 +646,12 @@ macro_rules! layer_one_node_columns {
     };
 }
 
-/// Layer-1 nodes of project `?1` (`?2` NULL).
-const NODES_OF_PROJECT: &str = concat!(
+/// Layer-1 nodes of project `?1` whose files are no longer indexed.
+const NODES_OF_LOST_FILES: &str = concat!(
     layer_one_node_columns!(),
-    " WHERE project_id = ?1 AND layer = 1 AND source = 'ast' AND ?2 IS NULL"
+    " WHERE project_id = ?1 AND layer = 1 AND source = 'ast'
+       AND (file_path IS NULL OR file_path NOT IN
+              (SELECT path FROM code_files WHERE project_id = ?1 AND content_hash IS NOT NULL))"
 );
 
 /// Layer-1 nodes of project `?1` in the files `?2` (JSON paths), found through the file index:
@@ -535,20 +663,23 @@ const NODES_OF_FILES: &str = concat!(
        AND file_path IS NOT NULL AND file_path IN (SELECT value FROM json_each(?2))"
 );
 
-/// Layer-1 nodes stored for the files in scope.
+/// Layer-1 nodes stored for the part's files.
 async fn existing_nodes(
     conn: &Connection,
     project_id: &str,
-    paths_json: Option<&str>,
+    part: &Part<'_>,
 ) -> Result<BTreeMap<String, (NodeId, NodeRow)>> {
-    let sql = match paths_json {
-        Some(_) => NODES_OF_FILES,
-        None => NODES_OF_PROJECT,
+    let (sql, params) = match part {
+        Part::Files { paths_json, .. } => (
+            NODES_OF_FILES,
+            libsql::params::Params::Positional(vec![project_id.into(), paths_json.as_str().into()]),
+        ),
+        Part::Orphans => (
+            NODES_OF_LOST_FILES,
+            libsql::params::Params::Positional(vec![project_id.into()]),
+        ),
     };
-    let mut rows = conn
-        .query(sql, libsql::params![project_id, paths_json])
-        .await
-        .ctx("reading layer-1 nodes")?;
+    let mut rows = conn.query(sql, params).await.ctx("reading layer-1 nodes")?;
     let mut out = BTreeMap::new();
     while let Some(row) = rows.next().await.ctx("reading layer-1 nodes")? {
         out.insert(
@@ -574,13 +705,14 @@ async fn existing_nodes(
 
 type EdgeKey = (String, String, String);
 
-/// Edges the index implies: `contains` from each file in scope to its symbols, and every
-/// resolved reference of the files in scope and, elsewhere, to the names in scope.
+/// Edges the index implies: `contains` from each of the files `paths_json` to its symbols
+/// (`nodes`), and every resolved reference of those files and, elsewhere, to
+/// `defined_names`.
 async fn desired_edges(
     conn: &Connection,
     project_id: &str,
-    scope: SyncScope<'_>,
-    paths_json: Option<&str>,
+    paths_json: &str,
+    defined_names: &[String],
     nodes: &BTreeMap<String, NodeRow>,
 ) -> Result<BTreeMap<EdgeKey, f64>> {
     let mut out: BTreeMap<EdgeKey, f64> = BTreeMap::new();
@@ -599,38 +731,28 @@ async fn desired_edges(
          LEFT JOIN code_files tf ON tf.id = ts.file_id";
     const GROUP: &str = "AND (r.resolved_path IS NOT NULL OR r.resolved_symbol_id IS NOT NULL)
          GROUP BY f.path, r.kind, r.from_symbol, r.resolved_path, tf.path, ts.qualified_name";
-    let mut queries: Vec<(String, libsql::params::Params)> = Vec::new();
-    match scope {
-        SyncScope::All => queries.push((
-            format!("{SELECT} WHERE r.project_id = ?1 {GROUP}"),
-            libsql::params::Params::Positional(vec![project_id.into()]),
-        )),
-        SyncScope::Files { defined_names, .. } => {
-            let paths = paths_json.unwrap_or("[]").to_owned();
-            queries.push((
-                format!(
-                    "{SELECT} WHERE f.project_id = ?1
-                       AND f.path IN (SELECT value FROM json_each(?2)) {GROUP}"
-                ),
-                libsql::params::Params::Positional(vec![project_id.into(), paths.clone().into()]),
-            ));
-            if !defined_names.is_empty() {
-                queries.push((
-                    format!(
-                        "{SELECT} WHERE r.project_id = ?1 AND r.kind <> 'imports'
-                           AND r.target IN (SELECT value FROM json_each(?3))
-                           AND f.path NOT IN (SELECT value FROM json_each(?2)) {GROUP}"
-                    ),
-                    libsql::params::Params::Positional(vec![
-                        project_id.into(),
-                        paths.into(),
-                        serde_json::to_string(defined_names)
-                            .unwrap_or_default()
-                            .into(),
-                    ]),
-                ));
-            }
-        }
+    let mut queries: Vec<(String, libsql::params::Params)> = vec![(
+        format!(
+            "{SELECT} WHERE f.project_id = ?1
+               AND f.path IN (SELECT value FROM json_each(?2)) {GROUP}"
+        ),
+        libsql::params::Params::Positional(vec![project_id.into(), paths_json.into()]),
+    )];
+    if !defined_names.is_empty() {
+        queries.push((
+            format!(
+                "{SELECT} WHERE r.project_id = ?1 AND r.kind <> 'imports'
+                   AND r.target IN (SELECT value FROM json_each(?3))
+                   AND f.path NOT IN (SELECT value FROM json_each(?2)) {GROUP}"
+            ),
+            libsql::params::Params::Positional(vec![
+                project_id.into(),
+                paths_json.into(),
+                serde_json::to_string(defined_names)
+                    .unwrap_or_default()
+                    .into(),
+            ]),
+        ));
     }
     for (sql, params) in queries {
         let mut rows = conn.query(&sql, params).await.ctx("reading references")?;
@@ -670,12 +792,6 @@ macro_rules! layer_one_edge_select {
     };
 }
 
-/// Layer-1 edges of project `?1`.
-const EDGES_OF_PROJECT: &str = concat!(
-    layer_one_edge_select!(),
-    " WHERE e.project_id = ?1 AND e.layer = 1 AND e.source = 'ast'"
-);
-
 /// Layer-1 edges out of the nodes of the files `?2` (JSON paths) of project `?1`.
 const EDGES_OUT_OF_FILES: &str = concat!(
     layer_one_edge_select!(),
@@ -699,39 +815,29 @@ const EDGES_INTO_NAMES: &str = concat!(
        AND f.file_path NOT IN (SELECT value FROM json_each(?2))"
 );
 
-/// Stored layer-1 edges the sync may change: out of the scope's nodes, and (for a file scope)
-/// the references from elsewhere into symbols named as the scope's definitions.
+/// Stored layer-1 edges the sync may change: out of the nodes of the files `paths_json`,
+/// and the references from elsewhere into symbols named `defined_names`.
 async fn existing_edges(
     conn: &Connection,
     project_id: &str,
-    scope: SyncScope<'_>,
-    paths_json: Option<&str>,
+    paths_json: &str,
+    defined_names: &[String],
 ) -> Result<HashMap<(NodeId, NodeId, String), f64>> {
-    let mut queries: Vec<(&str, libsql::params::Params)> = Vec::new();
-    match scope {
-        SyncScope::All => queries.push((
-            EDGES_OF_PROJECT,
-            libsql::params::Params::Positional(vec![project_id.into()]),
-        )),
-        SyncScope::Files { defined_names, .. } => {
-            let paths = paths_json.unwrap_or("[]").to_owned();
-            queries.push((
-                EDGES_OUT_OF_FILES,
-                libsql::params::Params::Positional(vec![project_id.into(), paths.clone().into()]),
-            ));
-            if !defined_names.is_empty() {
-                queries.push((
-                    EDGES_INTO_NAMES,
-                    libsql::params::Params::Positional(vec![
-                        project_id.into(),
-                        paths.into(),
-                        serde_json::to_string(defined_names)
-                            .unwrap_or_default()
-                            .into(),
-                    ]),
-                ));
-            }
-        }
+    let mut queries: Vec<(&str, libsql::params::Params)> = vec![(
+        EDGES_OUT_OF_FILES,
+        libsql::params::Params::Positional(vec![project_id.into(), paths_json.into()]),
+    )];
+    if !defined_names.is_empty() {
+        queries.push((
+            EDGES_INTO_NAMES,
+            libsql::params::Params::Positional(vec![
+                project_id.into(),
+                paths_json.into(),
+                serde_json::to_string(defined_names)
+                    .unwrap_or_default()
+                    .into(),
+            ]),
+        ));
     }
     let mut out = HashMap::new();
     for (sql, params) in queries {

@@ -201,7 +201,7 @@ impl Store {
         store.checkpointer = Some(checkpointer);
         if options.background_integrity_check {
             let checks = store._db.connect().ctx("connecting the integrity check")?;
-            pragmas::apply_reader(&checks, options.busy_timeout).await?;
+            pragmas::apply_scanner(&checks, options.busy_timeout).await?;
             store.integrity_check = Some(
                 integrity::Background::start(checks, Arc::clone(&store.damage))
                     .map_err(|e| Error::io("starting the integrity check thread", e))?,

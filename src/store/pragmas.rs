@@ -57,6 +57,16 @@ pub(crate) async fn apply_checkpointer(conn: &Connection, busy_timeout: Duration
     pragma(conn, "PRAGMA cache_size = -256").await
 }
 
+/// Settings of the connection of the background integrity check, which reads every page
+/// once: through `pread` into a small cache, not a memory map. Mapped, the pages it walks
+/// count in the process's resident set (the whole file, 95 MB of a 286 MB peak five seconds
+/// into a cold index of 4.2M lines); read, they stay in the OS page cache.
+pub(crate) async fn apply_scanner(conn: &Connection, busy_timeout: Duration) -> Result<()> {
+    common(conn, busy_timeout).await?;
+    pragma(conn, "PRAGMA cache_size = -256").await?;
+    pragma(conn, "PRAGMA mmap_size = 0").await
+}
+
 /// Settings of a pooled reader connection.
 pub(crate) async fn apply_reader(conn: &Connection, busy_timeout: Duration) -> Result<()> {
     common(conn, busy_timeout).await?;
@@ -67,4 +77,32 @@ pub(crate) async fn apply_reader(conn: &Connection, busy_timeout: Duration) -> R
     // hundreds of MB, and the syscalls and copies were ~8% of its CPU. Mapping costs address
     // space, not memory (the pages are the OS page cache's); writes still go through the WAL.
     pragma(conn, "PRAGMA mmap_size = 1073741824").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn mmap_size(conn: &Connection) -> i64 {
+        let mut rows = conn.query("PRAGMA mmap_size", ()).await.unwrap();
+        rows.next().await.unwrap().unwrap().get(0).unwrap()
+    }
+
+    /// The integrity check's whole-file read must not map the file (see [`apply_scanner`]),
+    /// while readers keep their map.
+    #[tokio::test]
+    async fn the_whole_file_scan_reads_pages_without_a_memory_map() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::store::process::configure();
+        let db = libsql::Builder::new_local(dir.path().join("x.db"))
+            .build()
+            .await
+            .unwrap();
+        let (reader, scanner) = (db.connect().unwrap(), db.connect().unwrap());
+        let timeout = Duration::from_secs(1);
+        apply_reader(&reader, timeout).await.unwrap();
+        apply_scanner(&scanner, timeout).await.unwrap();
+        assert_eq!(mmap_size(&reader).await, 1 << 30);
+        assert_eq!(mmap_size(&scanner).await, 0);
+    }
 }
