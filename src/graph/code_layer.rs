@@ -149,6 +149,35 @@ pub(crate) async fn sync_in_parts(
     run.finish(cap).await
 }
 
+/// A node to create: key, kind, label, file path, first and last line, content hash.
+type NewNode<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<u32>,
+    Option<u32>,
+    Option<&'a str>,
+);
+
+/// Creates the layer-1 nodes `?2` (a JSON array of [`NewNode`]s) of project `?1` at `?3`;
+/// returns each one's id, key and whether it is a file.
+const INSERT_NODES: &str = "INSERT INTO graph_nodes (project_id, key, layer, kind, label,
+       file_path, start_line, end_line, source, confidence, content_hash, created_at, updated_at)
+     SELECT ?1, n.value ->> 0, 1, n.value ->> 1, n.value ->> 2, n.value ->> 3, n.value ->> 4,
+       n.value ->> 5, 'ast', 1.0, n.value ->> 6, ?3, ?3
+     FROM json_each(?2) n
+     RETURNING id, key, kind = 'file'";
+
+/// Creates or re-weighs the layer-1 edges `?2` (a JSON array of `[from, to, kind, weight]`)
+/// of project `?1` at `?3`. (`WHERE true`: SQLite's parser needs it before an upsert clause.)
+const UPSERT_EDGES: &str = "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer,
+       weight, source, confidence, created_at, updated_at)
+     SELECT ?1, e.value ->> 0, e.value ->> 1, e.value ->> 2, 1, e.value ->> 3, 'ast', 1.0, ?3, ?3
+     FROM json_each(?2) e WHERE true
+     ON CONFLICT (from_id, to_id, kind) DO UPDATE SET
+       weight = excluded.weight, updated_at = excluded.updated_at";
+
 /// A piece of a sync's scope, synced at once.
 enum Part<'a> {
     /// These files (`paths_json`, a JSON array), and references elsewhere to `defined_names`.
@@ -264,23 +293,13 @@ impl LayerSync<'_> {
                 }
             }
         }
-        let insert = conn
-            .prepare(
-                "INSERT INTO graph_nodes (project_id, key, layer, kind, label, file_path,
-                   start_line, end_line, source, confidence, content_hash, created_at, updated_at)
-                 VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, 'ast', 1.0, ?8, ?9, ?9)
-                 RETURNING id",
-            )
-            .await
-            .ctx("preparing layer-1 node insert")?;
-        for (key, row) in &desired {
-            if existing.contains_key(key) {
-                continue;
-            }
-            insert.reset();
-            let mut rows = insert
-                .query(libsql::params![
-                    project_id,
+        // New nodes in one statement: a statement per node spent more on the statement than
+        // on the row (PERFORMANCE.md, "peak RSS of an index run").
+        let new: Vec<NewNode<'_>> = desired
+            .iter()
+            .filter(|(key, _)| !existing.contains_key(*key))
+            .map(|(key, row)| {
+                (
                     key.as_str(),
                     row.kind.as_str(),
                     row.label.as_str(),
@@ -288,19 +307,35 @@ impl LayerSync<'_> {
                     row.start_line,
                     row.end_line,
                     row.content_hash.as_deref(),
-                    now,
-                ])
-                .await
-                .ctx("writing a layer-1 node")?;
-            let id: NodeId = match rows.next().await.ctx("writing a layer-1 node")? {
-                Some(row) => row.get(0).ctx("layer-1 node")?,
-                None => continue,
-            };
+                )
+            })
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let mut rows = conn
+            .query(
+                INSERT_NODES,
+                libsql::params![
+                    project_id,
+                    serde_json::to_string(&new).unwrap_or_default(),
+                    now
+                ],
+            )
+            .await
+            .ctx("writing layer-1 nodes")?;
+        let mut files = Vec::new();
+        while let Some(row) = rows.next().await.ctx("writing layer-1 nodes")? {
+            let id: NodeId = row.get(0).ctx("layer-1 node")?;
             self.hops.node(id);
             self.summary.nodes_written += 1;
-            if row.kind == "file" {
-                module_layer::add_file(conn, project_id, now, &mut self.hops, (key, id)).await?;
+            if row.get::<i64>(2).ctx("layer-1 node")? == 1 {
+                files.push((row.get::<String>(1).ctx("layer-1 node")?, id));
             }
+        }
+        drop(rows);
+        for (key, id) in files {
+            module_layer::add_file(conn, project_id, now, &mut self.hops, (&key, id)).await?;
         }
         Ok(())
     }
@@ -373,16 +408,7 @@ impl LayerSync<'_> {
                 }
             }
         }
-        let upsert = conn
-            .prepare(
-                "INSERT INTO graph_edges (project_id, from_id, to_id, kind, layer, weight, source,
-                   confidence, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, 1, ?5, 'ast', 1.0, ?6, ?6)
-                 ON CONFLICT (from_id, to_id, kind) DO UPDATE SET
-                   weight = excluded.weight, updated_at = excluded.updated_at",
-            )
-            .await
-            .ctx("preparing layer-1 edge upsert")?;
+        let mut upserts: Vec<(NodeId, NodeId, &str, f64)> = Vec::new();
         for ((from, to, kind), weight) in &wanted_by_id {
             if have.get(&(*from, *to, kind.clone())) == Some(weight) {
                 continue;
@@ -391,19 +417,21 @@ impl LayerSync<'_> {
                 self.hops.touch(conn, *from, *to).await?;
             }
             self.hops.edge(*from, *to);
-            upsert.reset();
-            upsert
-                .execute(libsql::params![
+            upserts.push((*from, *to, kind.as_str(), *weight));
+        }
+        if !upserts.is_empty() {
+            // In one statement, as the nodes are.
+            conn.execute(
+                UPSERT_EDGES,
+                libsql::params![
                     project_id,
-                    *from,
-                    *to,
-                    kind.as_str(),
-                    *weight,
+                    serde_json::to_string(&upserts).unwrap_or_default(),
                     now
-                ])
-                .await
-                .ctx("writing a layer-1 edge")?;
-            self.summary.edges_written += 1;
+                ],
+            )
+            .await
+            .ctx("writing layer-1 edges")?;
+            self.summary.edges_written += upserts.len() as u64;
         }
         Ok(())
     }
