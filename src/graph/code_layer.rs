@@ -463,46 +463,54 @@ impl LayerSync<'_> {
             .ctx("marking derived relations stale")?;
         self.hops.apply(conn, project_id, cap).await?;
 
-        if !self.stale_keys.is_empty() {
-            summary.memories_marked_stale = conn
-                .execute(
-                    "UPDATE memories SET stale_at = ?3, needs_review = 1
-                     WHERE seq IN (SELECT memory_seq FROM memory_links
-                                   WHERE project_id = ?1 AND role IN ('target', 'impacted')
-                                     AND node_key IN (SELECT value FROM json_each(?2)))
-                       AND deprecated = 0 AND stale_at IS NULL",
-                    libsql::params![
-                        project_id,
-                        serde_json::to_string(&self.stale_keys).unwrap_or_default(),
-                        now
-                    ],
-                )
-                .await
-                .ctx("marking memories on changed symbols stale")?;
-        }
+        summary.memories_marked_stale =
+            mark_memories_stale(conn, project_id, MEMORIES_ON_NODES, &self.stale_keys, now).await?;
         // A memory about a file that left the index (deleted, or ignored now) describes code
         // that is gone: stale, for review. Only on removal: an edit of a file leaves what is
         // known about it standing (its symbols' memories above go stale when those symbols
         // change).
-        if !self.removed_keys.is_empty() {
-            summary.memories_marked_stale += conn
-                .execute(
-                    "UPDATE memories SET stale_at = ?3, needs_review = 1
-                     WHERE seq IN (SELECT memory_seq FROM memory_links
-                                   WHERE project_id = ?1 AND role = 'file'
-                                     AND node_key IN (SELECT value FROM json_each(?2)))
-                       AND deprecated = 0 AND stale_at IS NULL",
-                    libsql::params![
-                        project_id,
-                        serde_json::to_string(&self.removed_keys).unwrap_or_default(),
-                        now
-                    ],
-                )
-                .await
-                .ctx("marking memories on removed files stale")?;
-        }
+        summary.memories_marked_stale +=
+            mark_memories_stale(conn, project_id, MEMORIES_ON_FILES, &self.removed_keys, now)
+                .await?;
         Ok(summary)
     }
+}
+
+/// Memories of project `?1` about (`target`) or affected through (`impacted`) the nodes
+/// keyed `?2` (JSON).
+const MEMORIES_ON_NODES: &str = "SELECT memory_seq FROM memory_links
+     WHERE project_id = ?1 AND role IN ('target', 'impacted')
+       AND node_key IN (SELECT value FROM json_each(?2))";
+
+/// Memories of project `?1` on the files keyed `?2` (JSON).
+const MEMORIES_ON_FILES: &str = "SELECT memory_seq FROM memory_links
+     WHERE project_id = ?1 AND role = 'file' AND node_key IN (SELECT value FROM json_each(?2))";
+
+/// Marks the live memories `links` finds for `keys` stale and in need of review at `now`;
+/// returns how many.
+async fn mark_memories_stale(
+    conn: &Connection,
+    project_id: &str,
+    links: &str,
+    keys: &[String],
+    now: i64,
+) -> Result<u64> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    conn.execute(
+        &format!(
+            "UPDATE memories SET stale_at = ?3, needs_review = 1
+             WHERE seq IN ({links}) AND deprecated = 0 AND stale_at IS NULL"
+        ),
+        libsql::params![
+            project_id,
+            serde_json::to_string(keys).unwrap_or_default(),
+            now
+        ],
+    )
+    .await
+    .ctx("marking memories on changed code stale")
 }
 
 /// Paths of the project's indexed files, in order (neighbouring files share a part).
