@@ -515,17 +515,27 @@ async fn mark_memories_stale(
 
 /// Paths of the project's indexed files, in order (neighbouring files share a part).
 async fn indexed_paths(conn: &Connection, project_id: &str) -> Result<Vec<String>> {
-    let mut rows = conn
-        .query(
-            "SELECT path FROM code_files
-             WHERE project_id = ?1 AND content_hash IS NOT NULL ORDER BY path",
-            [project_id],
-        )
-        .await
-        .ctx("reading indexed files")?;
+    texts(
+        conn,
+        "SELECT path FROM code_files
+         WHERE project_id = ?1 AND content_hash IS NOT NULL ORDER BY path",
+        libsql::params![project_id],
+        "reading indexed files",
+    )
+    .await
+}
+
+/// The first column of `sql`'s rows, as text; `what` names the read in errors.
+async fn texts(
+    conn: &Connection,
+    sql: &str,
+    params: impl libsql::params::IntoParams,
+    what: &'static str,
+) -> Result<Vec<String>> {
+    let mut rows = conn.query(sql, params).await.ctx(what)?;
     let mut out = Vec::new();
-    while let Some(row) = rows.next().await.ctx("reading indexed files")? {
-        out.push(row.get(0).ctx("indexed file")?);
+    while let Some(row) = rows.next().await.ctx(what)? {
+        out.push(row.get(0).ctx(what)?);
     }
     Ok(out)
 }
@@ -582,19 +592,14 @@ async fn existing_keys(
     project_id: &str,
     keys: &BTreeSet<String>,
 ) -> Result<Vec<String>> {
-    let mut rows = conn
-        .query(
-            "SELECT key FROM graph_nodes
-             WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2)) ORDER BY key",
-            (project_id, serde_json::to_string(keys).unwrap_or_default()),
-        )
-        .await
-        .ctx("reading changed modules")?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next().await.ctx("reading changed modules")? {
-        out.push(row.get(0).ctx("module key")?);
-    }
-    Ok(out)
+    texts(
+        conn,
+        "SELECT key FROM graph_nodes
+         WHERE project_id = ?1 AND key IN (SELECT value FROM json_each(?2)) ORDER BY key",
+        libsql::params![project_id, serde_json::to_string(keys).unwrap_or_default()],
+        "reading changed modules",
+    )
+    .await
 }
 
 /// File and symbol nodes the index implies for the files `paths_json` (a JSON array).
