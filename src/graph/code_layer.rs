@@ -777,7 +777,7 @@ async fn desired_edges(
             "{SELECT} WHERE f.project_id = ?1
                AND f.path IN (SELECT value FROM json_each(?2)) {GROUP}"
         ),
-        libsql::params::Params::Positional(vec![project_id.into(), paths_json.into()]),
+        part_params(project_id, paths_json, None),
     )];
     if !defined_names.is_empty() {
         queries.push((
@@ -786,13 +786,7 @@ async fn desired_edges(
                    AND r.target IN (SELECT value FROM json_each(?3))
                    AND f.path NOT IN (SELECT value FROM json_each(?2)) {GROUP}"
             ),
-            libsql::params::Params::Positional(vec![
-                project_id.into(),
-                paths_json.into(),
-                serde_json::to_string(defined_names)
-                    .unwrap_or_default()
-                    .into(),
-            ]),
+            part_params(project_id, paths_json, Some(defined_names)),
         ));
     }
     for (sql, params) in queries {
@@ -824,6 +818,20 @@ async fn desired_edges(
         }
     }
     Ok(out)
+}
+
+/// Parameters of a part's reads: `?1` the project, `?2` its paths (JSON), `?3` the names it
+/// defines (JSON) when given.
+fn part_params(
+    project_id: &str,
+    paths_json: &str,
+    defined_names: Option<&[String]>,
+) -> libsql::params::Params {
+    let mut values: Vec<libsql::Value> = vec![project_id.into(), paths_json.into()];
+    if let Some(names) = defined_names {
+        values.push(serde_json::to_string(names).unwrap_or_default().into());
+    }
+    libsql::params::Params::Positional(values)
 }
 
 /// The columns of the layer-1 edge reads, as a literal for `concat!`.
@@ -866,18 +874,12 @@ async fn existing_edges(
 ) -> Result<HashMap<(NodeId, NodeId, String), f64>> {
     let mut queries: Vec<(&str, libsql::params::Params)> = vec![(
         EDGES_OUT_OF_FILES,
-        libsql::params::Params::Positional(vec![project_id.into(), paths_json.into()]),
+        part_params(project_id, paths_json, None),
     )];
     if !defined_names.is_empty() {
         queries.push((
             EDGES_INTO_NAMES,
-            libsql::params::Params::Positional(vec![
-                project_id.into(),
-                paths_json.into(),
-                serde_json::to_string(defined_names)
-                    .unwrap_or_default()
-                    .into(),
-            ]),
+            part_params(project_id, paths_json, Some(defined_names)),
         ));
     }
     let mut out = HashMap::new();
