@@ -1866,15 +1866,23 @@ export interface Impact {
   memories: Array<AttachedMemory>
   /** True when `limit` cut `affected`. */
   truncated: boolean
+  /** True when `memoryLimit` cut `memories`. */
+  memoriesTruncated: boolean
 }
 
 /** Options of `impact()`. */
 export interface ImpactOptions {
   /** Hops (default and at most: the engine's `closureDepth`). */
   maxDepth?: number
-  /** Most affected nodes (1..10000, default 500). */
+  /**
+   * Most affected nodes, nearest first (1..10000, default 100; `truncated` tells when
+   * there were more).
+   */
   limit?: number
-  /** Most memories (0..10000, default 100). */
+  /**
+   * Most memories, nearest first (0..10000, default 20; `memoriesTruncated` tells when
+   * there were more).
+   */
   memoryLimit?: number
   /** Only affected nodes of these layers (memories still come from all). */
   layers?: Array<number>

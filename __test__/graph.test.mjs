@@ -140,9 +140,22 @@ test('impact() on an indexed project lists dependents and memories; edits mark s
     ['1 src/orders.ts', '1 src/orders.ts:renderOrder', '2 src/api.ts', '2 src/api.ts:handle', '3 src/main.ts'],
   )
   assert.deepEqual(impact.memories.map((m) => [m.memory.id, m.role, m.depth]), [[gotcha.memory.id, 'target', 2]])
+  assert.equal(impact.memoriesTruncated, false)
   assertDeclared('Impact', impact)
   assertDeclared('AttachedMemory', impact.memories[0])
   assertDeclared('Memory', impact.memories[0].memory)
+  // Limits cut the answer nearest first, and say so.
+  const nearer = await memory.remember({ type: 'decision', content: 'formatDate stays pure', relatedFiles: ['src/util.ts'] })
+  const cut = await memory.impact('src/util.ts', { memoryLimit: 1 })
+  assert.deepEqual(cut.memories.map((m) => [m.memory.id, m.role, m.depth]), [[nearer.memory.id, 'file', 0]])
+  assert.deepEqual([cut.truncated, cut.memoriesTruncated], [false, true])
+  // (Memories come from the nodes kept: handle's is at depth 2, past the one affected node.)
+  const one = await memory.impact('src/util.ts', { limit: 1 })
+  assert.deepEqual(one.affected.map((r) => r.depth), [1])
+  assert.deepEqual([one.truncated, one.memories.length, one.memoriesTruncated], [true, 1, false])
+  const wide = await memory.impact('src/util.ts', { limit: 500, memoryLimit: 100 })
+  assert.deepEqual(wide.affected.map((r) => r.node.key), impact.affected.map((r) => r.node.key))
+  assert.equal(wide.memories.length, 2)
 
   // Changing handle's body marks the memory on it stale; the code graph's own nodes refuse
   // agent writes.

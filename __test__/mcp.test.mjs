@@ -235,6 +235,9 @@ test('remember, then recall and impact return the memory', async () => {
   assert.match(impact, /- src\/billing\.ts:computeInvoiceTotal \(function\), depth 1 via src\/money\.ts:roundCents/)
   assert.match(impact, new RegExp(`Memories attached \\(1\\):\\n- ${memoryId} · gotcha`))
   assert.match(impact, /attached to src\/money\.ts as file, depth 0/)
+  const noMemories = await call('impact', { target: 'src/money.ts', memoryLimit: 0 })
+  assert.match(noMemories, /Memories attached \(0, nearest first; more are attached: raise memoryLimit to list them\):/, noMemories)
+  assert.doesNotMatch(noMemories, /- none/)
   // The session-start context: the memory, reinforced to 0.85, is above a new project's trust
   // threshold (0.80), so it is there for the module named, with its id.
   const start = await call('session_context', { modules: ['src/'], budgetTokens: 800 })

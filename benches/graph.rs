@@ -183,7 +183,13 @@ fn impact_of(
     source: Source<'_>,
     target: &str,
 ) -> engram::graph::Impact {
-    let options = ImpactOptions::default();
+    // The answer size of the first measurements (the defaults until 2026-11-29),
+    // kept so that figures compare across days; today's defaults answer less.
+    let options = ImpactOptions {
+        limit: 500,
+        memory_limit: 100,
+        ..ImpactOptions::default()
+    };
     match source {
         Source::Tables => rt.block_on(engram.impact_from_tables(target, &options)),
         Source::Index(index) => rt.block_on(engram.impact_through(index, target, &options)),
@@ -700,10 +706,13 @@ fn most_depended_on(
     files: &[String],
 ) -> (String, Option<String>) {
     let mut best = (0, files[0].clone());
+    let every_dependent = ImpactOptions {
+        limit: 10_000,
+        memory_limit: 0,
+        ..ImpactOptions::default()
+    };
     for file in files {
-        let impact = rt
-            .block_on(engram.impact(file, &ImpactOptions::default()))
-            .unwrap();
+        let impact = rt.block_on(engram.impact(file, &every_dependent)).unwrap();
         if impact.affected.len() > best.0 {
             best = (impact.affected.len(), file.clone());
         }

@@ -59,9 +59,9 @@ Usage:
                                             .engram/ to dir's .gitignore when the database is in dir
   engram watch [dir] [--ignore a/,b/]       index, then keep the index current until Ctrl-C
   engram search-code <query> [--limit 10]   keyword search over indexed code
-  engram impact <file|file:Symbol> [--depth 4] [--limit 50]
+  engram impact <file|file:Symbol> [--depth 4] [--limit 100] [--memory-limit 20]
                                             what depends on it, and the memories attached to any of
-                                            it (after index)
+                                            it, nearest first (after index)
   engram embed                              give every indexed chunk and memory a vector (resumable)
   engram dense <query> [--limit 10] [--kind chunk|memory] [--type gotcha]
                                             search chunks and memories by meaning (after embed)
@@ -152,6 +152,7 @@ const OPTIONS = {
   'grace-days': { type: 'string' },
   salvage: { type: 'string' },
   depth: { type: 'string' },
+  'memory-limit': { type: 'string' },
   version: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 }
@@ -638,6 +639,7 @@ async function main(argv) {
         const impact = await db.impact(target, {
           maxDepth: number(values.depth, 'depth'),
           limit: number(values.limit, 'limit'),
+          memoryLimit: number(values['memory-limit'], 'memory-limit'),
         })
         if (json) printJson(impact)
         else {
@@ -648,7 +650,7 @@ async function main(argv) {
           else console.log(`${impact.affected.length}${impact.truncated ? '+' : ''} affected, nearest first:`)
           for (const a of impact.affected) console.log(`  ${String(a.depth).padStart(2)}  ${a.node.kind.padEnd(9)} ${a.node.key}`)
           if (!impact.memories.length) console.log('no memories attached')
-          else console.log(`${impact.memories.length} memories attached:`)
+          else console.log(`${impact.memories.length}${impact.memoriesTruncated ? '+' : ''} memories attached, nearest first:`)
           for (const a of impact.memories) {
             console.log(`  ${a.memory.id}  ${a.memory.type}  on ${a.nodeKey} (${a.role}, depth ${a.depth})\n      ${a.memory.content}`)
           }

@@ -139,6 +139,7 @@ const TOOLS = {
         .describe('A file path relative to the project root ("src/auth/login.ts"), a symbol ("src/auth/login.ts:Auth.login"), a module ("src/auth/") or any graph node key.'),
       maxDepth: z.number().int().min(1).max(8).optional().describe('Hops to follow (default: the engine closure depth, 4).'),
       limit: z.number().int().min(1).max(500).optional().describe('Most affected nodes to list (default 100).'),
+      memoryLimit: z.number().int().min(0).max(200).optional().describe('Most attached memories to list, nearest first (default 20).'),
     }),
   },
   feedback: {
@@ -458,7 +459,7 @@ async function runMcpServer(options) {
     },
 
     async impact(a) {
-      const r = await db.impact(a.target, { maxDepth: a.maxDepth, limit: a.limit ?? 100 })
+      const r = await db.impact(a.target, { maxDepth: a.maxDepth, limit: a.limit, memoryLimit: a.memoryLimit })
       const t = r.target
       const lines = [`Impact of a change to ${t.key} (${t.kind}${t.filePath && t.filePath !== t.key ? `, ${t.filePath}` : ''}):`]
       lines.push('', `Affected (${r.affected.length}${r.truncated ? ', truncated' : ''}, nearest first):`)
@@ -468,8 +469,8 @@ async function runMcpServer(options) {
         const where = n.node.filePath && n.node.startLine ? ` at ${n.node.filePath}:${n.node.startLine}` : ''
         lines.push(`- ${n.node.key} (${n.node.kind}), depth ${n.depth}${via}${where}`)
       }
-      lines.push('', `Memories attached (${r.memories.length}):`)
-      if (!r.memories.length) lines.push('- none')
+      lines.push('', `Memories attached (${r.memories.length}${r.memoriesTruncated ? ', nearest first; more are attached: raise memoryLimit to list them' : ''}):`)
+      if (!r.memories.length && !r.memoriesTruncated) lines.push('- none')
       for (const am of r.memories) lines.push(`${memoryLine(am.memory)}\n  (attached to ${am.nodeKey} as ${am.role}, depth ${am.depth})`)
       return text(lines.join('\n') + indexNote())
     },

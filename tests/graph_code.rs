@@ -216,6 +216,7 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
             (on_handle.id.clone(), "target".to_string(), 2),
         ]
     );
+    assert!(!impact.memories_truncated);
     // A forgotten memory is no longer attached.
     e.forget(&on_handle.id, None).await.unwrap();
     let impact = e
@@ -236,6 +237,20 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
         .map(|m| m.memory.id.clone())
         .collect();
     assert_eq!(got, vec![on_orders.id.clone()]);
+    // Only live memories past the limit count as cut: the two further out are forgotten.
+    assert!(!impact.memories_truncated);
+    let mut later = RememberInput::new(MemoryType::Gotcha, "handle() logs every request");
+    later.target_node_id = Some("src/api.ts:handle".into());
+    e.remember(later).await.unwrap();
+    let impact = e.impact("src/util.ts", &room_for_one).await.unwrap();
+    assert_eq!(impact.memories.len(), 1);
+    assert!(impact.memories_truncated);
+    let none = ImpactOptions {
+        memory_limit: 0,
+        ..ImpactOptions::default()
+    };
+    let impact = e.impact("src/util.ts", &none).await.unwrap();
+    assert!(impact.memories.is_empty() && impact.memories_truncated);
     // Unknown targets are a clear error.
     let err = e
         .impact("src/nope.ts", &ImpactOptions::default())

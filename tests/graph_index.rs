@@ -117,7 +117,7 @@ async fn the_index_answers_impact_as_the_graph_tables_do() {
                 ..ImpactOptions::default()
             },
         ];
-        let (mut with_affected, mut with_memories, mut truncated) = (0, 0, 0);
+        let (mut with_affected, mut with_memories, mut truncated, mut memories_cut) = (0, 0, 0, 0);
         for key in &keys {
             let mut targets = vec![key.clone()];
             if !key.contains(':') && !key.ends_with('/') {
@@ -132,12 +132,13 @@ async fn the_index_answers_impact_as_the_graph_tables_do() {
                     with_affected += usize::from(!from_tables.affected.is_empty());
                     with_memories += usize::from(!from_tables.memories.is_empty());
                     truncated += usize::from(from_tables.truncated);
+                    memories_cut += usize::from(from_tables.memories_truncated);
                 }
             }
         }
         // The comparison covered answers with content, not only empty ones.
         assert!(
-            with_affected > 0 && with_memories > 0 && truncated > 0,
+            with_affected > 0 && with_memories > 0 && truncated > 0 && memories_cut > 0,
             "{language}"
         );
         let missing = e
@@ -791,4 +792,53 @@ async fn the_served_memory_rows_follow_every_memory_write() {
         1,
         "followed by replays, not reloads"
     );
+}
+
+/// `impact()` polled once with a waker that does nothing, as a JS thread does first
+/// (`promise_inline_first`): the tables' answer and a replay of graph writes hand themselves
+/// to the runtime (pending after that poll), so the JS thread is never held for them; an
+/// answer from a current served index completes in that one poll. Either way the answer is
+/// the tables'.
+#[tokio::test]
+async fn only_an_answer_from_a_current_index_completes_in_the_first_poll() {
+    use std::future::Future;
+    use std::task::{Context, Poll};
+
+    let (_dir, e, _keys) = indexed_with_memories("ts").await;
+    let options = ImpactOptions::default();
+    let target = "src/util.ts";
+    let tables = e.impact_from_tables(target, &options).await.unwrap();
+    let first_poll = || {
+        let mut call = Box::pin(e.impact(target, &options));
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        match call.as_mut().poll(&mut cx) {
+            Poll::Ready(answer) => Some(answer.unwrap()),
+            Poll::Pending => None,
+        }
+    };
+    // Not loaded yet: the tables answer, on the runtime (the call starts the index's load).
+    assert_eq!(first_poll(), None);
+    assert_eq!(e.impact(target, &options).await.unwrap(), tables);
+    let mut loaded = false;
+    for _ in 0..500 {
+        if e.warm_graph_index().await.unwrap() {
+            loaded = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(loaded, "the served index never loaded");
+    assert_eq!(first_poll(), Some(tables.clone()));
+
+    // A graph write: the next call replays it on the runtime, then answers inline again.
+    let nodes = [NodeInput::new("adr:dates", "decision")];
+    let edges = [EdgeInput::new("adr:dates", target, "governs")];
+    e.inject_graph(&nodes, &edges).await.unwrap();
+    let tables = e.impact_from_tables(target, &options).await.unwrap();
+    assert!(tables.affected.iter().any(|r| r.node.key == "adr:dates"));
+    let loads = e.served_graph_loads();
+    assert_eq!(first_poll(), None);
+    assert_eq!(e.impact(target, &options).await.unwrap(), tables);
+    assert_eq!(e.served_graph_loads(), loads, "replayed, not reloaded");
+    assert_eq!(first_poll(), Some(tables));
 }

@@ -132,6 +132,12 @@ try {
     const r = await db.impact(k)
     return r.affected.length + r.memories.length
   })
+  // The defaults before 2026-11-29 (500 affected, 100 memories): what a caller that asks for
+  // large answers pays.
+  await time('impact_file_500_100', files, async (k) => {
+    const r = await db.impact(k, { limit: 500, memoryLimit: 100 })
+    return r.affected.length + r.memories.length
+  })
   await time('impact_symbol', symbols, async (k) => {
     const r = await db.impact(k)
     return r.affected.length + r.memories.length

@@ -28,20 +28,30 @@ pub(crate) const MAX_SEEDS: u32 = 20_000;
 pub struct ImpactOptions {
     /// Hops (default and at most: the closure depth).
     pub max_depth: Option<u32>,
-    /// Most affected nodes returned, nearest first (default 500).
+    /// Most affected nodes returned, nearest first (default [`DEFAULT_LIMIT`]).
     pub limit: u32,
-    /// Most memories returned (default 100).
+    /// Most memories returned, nearest first (default [`DEFAULT_MEMORY_LIMIT`]).
     pub memory_limit: u32,
     /// Only affected nodes of these layers (None: all; memories still come from all).
     pub layers: Option<Vec<u8>>,
 }
 
+/// Affected nodes an answer holds unless asked for more. An answer crosses to JS as JSON at
+/// a few microseconds per item, so its size is its latency there (docs/PERFORMANCE.md,
+/// "impact()'s answer size"); the nearest hundred is what a screen or an agent's context
+/// takes in, and `truncated` says when there are more.
+pub const DEFAULT_LIMIT: u32 = 100;
+
+/// Memories an answer holds unless asked for more: the nearest twenty (each is a whole
+/// `Memory`, ~600 bytes of JSON); `memories_truncated` says when there are more.
+pub const DEFAULT_MEMORY_LIMIT: u32 = 20;
+
 impl Default for ImpactOptions {
     fn default() -> Self {
         ImpactOptions {
             max_depth: None,
-            limit: 500,
-            memory_limit: 100,
+            limit: DEFAULT_LIMIT,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
             layers: None,
         }
     }
@@ -77,6 +87,8 @@ pub struct Impact {
     pub memories: Vec<AttachedMemory>,
     /// True when `limit` cut `affected`.
     pub truncated: bool,
+    /// True when `memory_limit` cut `memories`.
+    pub memories_truncated: bool,
 }
 
 // A cached statement whose LIMIT is a bare parameter is re-prepared by SQLite at every
@@ -272,12 +284,14 @@ pub(crate) async fn impact(
             },
         )
         .await?;
-    let memories = attached_memories(reader, links, &depth_of, options.memory_limit, None).await?;
+    let (memories, memories_truncated) =
+        attached_memories(reader, links, &depth_of, options.memory_limit, None).await?;
     Ok(Impact {
         target: target_node,
         affected,
         memories,
         truncated,
+        memories_truncated,
     })
 }
 
@@ -416,7 +430,7 @@ pub(crate) async fn attached_memories(
     depth_of: &HashMap<&str, u32>,
     limit: u32,
     cache: Option<&MemoryRows>,
-) -> Result<Vec<AttachedMemory>> {
+) -> Result<(Vec<AttachedMemory>, bool)> {
     // Nearest attachment first (then target before impacted before file, then oldest); a
     // memory on several nodes is listed once, at its nearest.
     let mut ranked: Vec<(u32, u8, i64, String, String)> = links
@@ -429,13 +443,14 @@ pub(crate) async fn attached_memories(
     ranked.sort_unstable();
     let mut seen = HashSet::new();
     ranked.retain(|r| seen.insert(r.2));
-    // Read in rank order, a limit's worth at a time, until the limit holds only memories
-    // that are not forgotten: nearly always one read.
-    let limit = limit as usize;
-    let mut out = Vec::with_capacity(limit.min(ranked.len()));
+    // Read in rank order, a limit's worth (and one more, to tell whether the limit cut the
+    // list) at a time, until that many are memories that are not forgotten: nearly always
+    // one read.
+    let wanted = limit as usize + 1;
+    let mut out = Vec::with_capacity(wanted.min(ranked.len()));
     let mut ranked = ranked.into_iter().peekable();
-    while out.len() < limit && ranked.peek().is_some() {
-        let chunk: Vec<_> = ranked.by_ref().take(limit - out.len()).collect();
+    while out.len() < wanted && ranked.peek().is_some() {
+        let chunk: Vec<_> = ranked.by_ref().take(wanted - out.len()).collect();
         let seqs: Vec<i64> = chunk.iter().map(|r| r.2).collect();
         let mut by_seq: HashMap<i64, Memory> = match cache {
             Some(cache) => cache.read(reader, &seqs).await?,
@@ -454,7 +469,9 @@ pub(crate) async fn attached_memories(
                 }),
         );
     }
-    Ok(out)
+    let cut = out.len() > limit as usize;
+    out.truncate(limit as usize);
+    Ok((out, cut))
 }
 
 fn role_rank(role: &str) -> u8 {

@@ -688,13 +688,14 @@ impl GraphIndex {
                     .map(|(seq, role)| (*seq, (*key).to_owned(), role.clone()))
             })
             .collect();
-        let memories =
+        let (memories, memories_truncated) =
             attached_memories(reader, links, &depth_of, options.memory_limit, memories).await?;
         Ok(Impact {
             target: target_node,
             affected,
             memories,
             truncated,
+            memories_truncated,
         })
     }
 

@@ -43,7 +43,10 @@ pub(crate) mod served;
 pub mod write;
 
 pub use code_layer::GraphSyncSummary;
-pub use impact::{AttachedMemory, Impact, ImpactOptions};
+pub use impact::{
+    AttachedMemory, Impact, ImpactOptions, DEFAULT_LIMIT as DEFAULT_IMPACT_LIMIT,
+    DEFAULT_MEMORY_LIMIT as DEFAULT_IMPACT_MEMORY_LIMIT,
+};
 #[doc(hidden)]
 pub use index::{GraphIndex, GraphIndexSize};
 pub use model::{Direction, EdgeInput, GraphEdge, GraphNode, GraphSource, NodeInput};
@@ -232,7 +235,7 @@ async fn index_is_current(
     slot: &served::GraphSlot,
     start_load: impl FnOnce(),
 ) -> bool {
-    match slot.refresh(ctx.store, ctx.project_id).await {
+    let current = match slot.refresh(ctx.store, ctx.project_id).await {
         Ok(served::Refreshed::Current) => true,
         Ok(served::Refreshed::LoadClaimed) => {
             start_load();
@@ -244,7 +247,13 @@ async fn index_is_current(
             tracing::warn!(code = error.code(), "graph index refresh failed: {error}");
             false
         }
+    };
+    if !current {
+        // The tables' answer takes milliseconds: a caller polling on a JS thread (see
+        // `node::error::promise_inline_first`) hands the rest to the runtime here.
+        tokio::task::yield_now().await;
     }
+    current
 }
 
 /// `answer` from the project's in-process index when it is current, else `None`.

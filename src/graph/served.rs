@@ -200,6 +200,18 @@ impl GraphSlot {
             return Ok(self.claim_load());
         };
         let mut reader = store.reader().await;
+        // One statement outside a transaction first: nothing logged since `seen` (the common
+        // case) needs no snapshot. A replay of graph writes (or of many memory rows) reads
+        // rows for milliseconds, so a caller polling on a JS thread (see
+        // `node::error::promise_inline_first`) hands it to the runtime here, before the read
+        // transaction opens; a recall's few touches replay inline.
+        let [graph, links, rows] = log_bounds(&mut reader).await?;
+        if graph.1 == seen.graph && links.1 == seen.links && rows.1 == seen.memories {
+            return Ok(Refreshed::Current);
+        }
+        if graph.1 != seen.graph || links.1 != seen.links || rows.1 - seen.memories > 1_000 {
+            tokio::task::yield_now().await;
+        }
         begin_read(&reader).await?;
         let replayed = self.replay(&mut reader, project_id, seen).await;
         end_read(&reader, replayed.is_ok()).await?;

@@ -534,10 +534,12 @@ pub struct ImpactOptions {
     /// Hops (default and at most: the engine's `closureDepth`).
     #[napi(ts_type = "number")]
     pub max_depth: Option<Count>,
-    /// Most affected nodes (1..10000, default 500).
+    /// Most affected nodes, nearest first (1..10000, default 100; `truncated` tells when
+    /// there were more).
     #[napi(ts_type = "number")]
     pub limit: Option<Count>,
-    /// Most memories (0..10000, default 100).
+    /// Most memories, nearest first (0..10000, default 20; `memoriesTruncated` tells when
+    /// there were more).
     #[napi(ts_type = "number")]
     pub memory_limit: Option<Count>,
     /// Only affected nodes of these layers (memories still come from all).
@@ -593,6 +595,8 @@ pub struct Impact {
     pub memories: Vec<AttachedMemory>,
     /// True when `limit` cut `affected`.
     pub truncated: bool,
+    /// True when `memoryLimit` cut `memories`.
+    pub memories_truncated: bool,
 }
 
 impl From<core::Impact> for Impact {
@@ -611,6 +615,7 @@ impl From<core::Impact> for Impact {
                 })
                 .collect(),
             truncated: i.truncated,
+            memories_truncated: i.memories_truncated,
         }
     }
 }
