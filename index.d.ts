@@ -1876,7 +1876,7 @@ export interface ImpactOptions {
   maxDepth?: number
   /**
    * Most affected nodes, nearest first (1..10000, default 100; `truncated` tells when
-   * there were more).
+   * there were more). Memories are attached from the nodes kept.
    */
   limit?: number
   /**

@@ -706,13 +706,14 @@ fn most_depended_on(
     files: &[String],
 ) -> (String, Option<String>) {
     let mut best = (0, files[0].clone());
-    let every_dependent = ImpactOptions {
-        limit: 10_000,
+    // Counted up to 500 (the default until 2026-11-29), so the file chosen stays the same.
+    let up_to_500 = ImpactOptions {
+        limit: 500,
         memory_limit: 0,
         ..ImpactOptions::default()
     };
     for file in files {
-        let impact = rt.block_on(engram.impact(file, &every_dependent)).unwrap();
+        let impact = rt.block_on(engram.impact(file, &up_to_500)).unwrap();
         if impact.affected.len() > best.0 {
             best = (impact.affected.len(), file.clone());
         }

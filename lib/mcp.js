@@ -138,7 +138,7 @@ const TOOLS = {
         .min(1)
         .describe('A file path relative to the project root ("src/auth/login.ts"), a symbol ("src/auth/login.ts:Auth.login"), a module ("src/auth/") or any graph node key.'),
       maxDepth: z.number().int().min(1).max(8).optional().describe('Hops to follow (default: the engine closure depth, 4).'),
-      limit: z.number().int().min(1).max(500).optional().describe('Most affected nodes to list (default 100).'),
+      limit: z.number().int().min(1).max(500).optional().describe('Most affected nodes to list (default 100); memories come from the nodes listed.'),
       memoryLimit: z.number().int().min(0).max(200).optional().describe('Most attached memories to list, nearest first (default 20).'),
     }),
   },

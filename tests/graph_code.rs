@@ -237,7 +237,7 @@ async fn impact_lists_the_memories_on_affected_nodes_nearest_first() {
         .map(|m| m.memory.id.clone())
         .collect();
     assert_eq!(got, vec![on_orders.id.clone()]);
-    // Only live memories past the limit count as cut: the two further out are forgotten.
+    // Only live memories past the limit count as cut: the other two are forgotten.
     assert!(!impact.memories_truncated);
     let mut later = RememberInput::new(MemoryType::Gotcha, "handle() logs every request");
     later.target_node_id = Some("src/api.ts:handle".into());

@@ -750,18 +750,26 @@ async fn the_served_memory_rows_follow_every_memory_write() {
     let (_dir, e, keys) = indexed_with_memories("py").await;
     assert!(e.warm_graph_index().await.unwrap());
     let options = ImpactOptions::default();
+    // Also one memory at most: the cut, and whether it cut, read through the cached rows
+    // (every fifth memory of the fixture is forgotten).
+    let one_memory = ImpactOptions {
+        memory_limit: 1,
+        ..ImpactOptions::default()
+    };
     let all_answer_as_the_tables_do = |step: &'static str| {
-        let (e, keys, options) = (&e, &keys, &options);
+        let (e, keys, option_sets) = (&e, &keys, [&options, &one_memory]);
         async move {
             let mut memories = 0;
             for key in keys {
-                let served = e.impact(key, options).await.unwrap();
-                assert_eq!(
-                    served,
-                    e.impact_from_tables(key, options).await.unwrap(),
-                    "{step}: {key}"
-                );
-                memories += served.memories.len();
+                for options in option_sets {
+                    let served = e.impact(key, options).await.unwrap();
+                    assert_eq!(
+                        served,
+                        e.impact_from_tables(key, options).await.unwrap(),
+                        "{step}: {key}"
+                    );
+                    memories += served.memories.len();
+                }
             }
             memories
         }
@@ -808,7 +816,7 @@ async fn only_an_answer_from_a_current_index_completes_in_the_first_poll() {
     let options = ImpactOptions::default();
     let target = "src/util.ts";
     let tables = e.impact_from_tables(target, &options).await.unwrap();
-    let first_poll = || {
+    let first_poll_of = |target: &'static str| {
         let mut call = Box::pin(e.impact(target, &options));
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         match call.as_mut().poll(&mut cx) {
@@ -816,6 +824,7 @@ async fn only_an_answer_from_a_current_index_completes_in_the_first_poll() {
             Poll::Pending => None,
         }
     };
+    let first_poll = || first_poll_of(target);
     // Not loaded yet: the tables answer, on the runtime (the call starts the index's load).
     assert_eq!(first_poll(), None);
     assert_eq!(e.impact(target, &options).await.unwrap(), tables);
@@ -828,6 +837,8 @@ async fn only_an_answer_from_a_current_index_completes_in_the_first_poll() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert!(loaded, "the served index never loaded");
+    // No after-write work (the fixture's memories' contradiction scans) holding a reader.
+    e.settled().await.unwrap();
     assert_eq!(first_poll(), Some(tables.clone()));
 
     // A graph write: the next call replays it on the runtime, then answers inline again.
@@ -841,4 +852,21 @@ async fn only_an_answer_from_a_current_index_completes_in_the_first_poll() {
     assert_eq!(e.impact(target, &options).await.unwrap(), tables);
     assert_eq!(e.served_graph_loads(), loads, "replayed, not reloaded");
     assert_eq!(first_poll(), Some(tables));
+
+    // An answer that walks more closure rows than a JS thread should (a hub that 5,001 nodes
+    // depend on) goes to the runtime even from a current index.
+    let mut hub_nodes = vec![NodeInput::new("hub", "concept")];
+    let mut hub_edges = Vec::new();
+    for i in 0..5_001 {
+        let key = format!("dep:{i}");
+        hub_nodes.push(NodeInput::new(key.as_str(), "concept"));
+        hub_edges.push(EdgeInput::new(key.as_str(), "hub", "uses"));
+    }
+    e.inject_graph(&hub_nodes, &hub_edges).await.unwrap();
+    assert!(e.warm_graph_index().await.unwrap());
+    assert!(first_poll().is_some(), "current, and a small answer");
+    assert_eq!(first_poll_of("hub"), None);
+    let hub = e.impact("hub", &options).await.unwrap();
+    assert_eq!(hub, e.impact_from_tables("hub", &options).await.unwrap());
+    assert!(hub.truncated && hub.affected.len() == 100);
 }

@@ -28,7 +28,8 @@ pub(crate) const MAX_SEEDS: u32 = 20_000;
 pub struct ImpactOptions {
     /// Hops (default and at most: the closure depth).
     pub max_depth: Option<u32>,
-    /// Most affected nodes returned, nearest first (default [`DEFAULT_LIMIT`]).
+    /// Most affected nodes returned, nearest first (default [`DEFAULT_LIMIT`]); memories
+    /// are attached from the nodes kept.
     pub limit: u32,
     /// Most memories returned, nearest first (default [`DEFAULT_MEMORY_LIMIT`]).
     pub memory_limit: u32,

@@ -40,6 +40,10 @@ use crate::error::{DbContext, Error, Result};
 use crate::store::Reader;
 use libsql::Row;
 
+/// Closure rows an `impact()` answer may walk on the calling thread (~0.2 ms of work); past
+/// it, the answer yields to the runtime first.
+pub(crate) const INLINE_CLOSURE_ROWS: usize = 5_000;
+
 /// Every node of project `?1`.
 static PROJECT_NODES: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.project_id = ?1"));
@@ -654,6 +658,16 @@ impl GraphIndex {
             .into_iter()
             .filter_map(|id| Some((id, self.nodes.get(&id)?.key.clone())))
             .collect();
+        // A module's answer, or a much-depended-on file's, walks many closure rows: a caller
+        // polling on a JS thread (see `node::error::promise_inline_first`) hands such an
+        // answer to the runtime here.
+        let rows_to_walk: usize = seeds
+            .iter()
+            .map(|(seed, _)| self.closure.get(seed).map_or(0, Vec::len))
+            .sum();
+        if rows_to_walk > INLINE_CLOSURE_ROWS {
+            tokio::task::yield_now().await;
+        }
         let layer_allowed = |ancestor: NodeId| match &options.layers {
             None => true,
             Some(layers) => self

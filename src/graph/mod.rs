@@ -235,7 +235,7 @@ async fn index_is_current(
     slot: &served::GraphSlot,
     start_load: impl FnOnce(),
 ) -> bool {
-    let current = match slot.refresh(ctx.store, ctx.project_id).await {
+    match slot.refresh(ctx.store, ctx.project_id).await {
         Ok(served::Refreshed::Current) => true,
         Ok(served::Refreshed::LoadClaimed) => {
             start_load();
@@ -247,13 +247,7 @@ async fn index_is_current(
             tracing::warn!(code = error.code(), "graph index refresh failed: {error}");
             false
         }
-    };
-    if !current {
-        // The tables' answer takes milliseconds: a caller polling on a JS thread (see
-        // `node::error::promise_inline_first`) hands the rest to the runtime here.
-        tokio::task::yield_now().await;
     }
-    current
 }
 
 /// `answer` from the project's in-process index when it is current, else `None`.
@@ -299,6 +293,9 @@ pub(crate) async fn impact_served(
                 .await;
         }
     }
+    // The tables' answer takes milliseconds: a caller polling on a JS thread (see
+    // `node::error::promise_inline_first`) hands it to the runtime here.
+    tokio::task::yield_now().await;
     impact(ctx, target, options).await
 }
 

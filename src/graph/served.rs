@@ -201,10 +201,12 @@ impl GraphSlot {
         };
         let mut reader = store.reader().await;
         // One statement outside a transaction first: nothing logged since `seen` (the common
-        // case) needs no snapshot. A replay of graph writes (or of many memory rows) reads
-        // rows for milliseconds, so a caller polling on a JS thread (see
-        // `node::error::promise_inline_first`) hands it to the runtime here, before the read
-        // transaction opens; a recall's few touches replay inline.
+        // case) needs no snapshot. A replay of graph writes or memory links (any project's:
+        // the logs are the file's) or of many memory rows reads rows for milliseconds, so a
+        // caller polling on a JS thread (see `node::error::promise_inline_first`) hands it to
+        // the runtime here, before the read transaction opens; a recall's few touches replay
+        // inline. (A graph write committed between this statement and the transaction's first
+        // is replayed without the yield: a window of microseconds.)
         let [graph, links, rows] = log_bounds(&mut reader).await?;
         if graph.1 == seen.graph && links.1 == seen.links && rows.1 == seen.memories {
             return Ok(Refreshed::Current);

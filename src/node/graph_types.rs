@@ -535,7 +535,7 @@ pub struct ImpactOptions {
     #[napi(ts_type = "number")]
     pub max_depth: Option<Count>,
     /// Most affected nodes, nearest first (1..10000, default 100; `truncated` tells when
-    /// there were more).
+    /// there were more). Memories are attached from the nodes kept.
     #[napi(ts_type = "number")]
     pub limit: Option<Count>,
     /// Most memories, nearest first (0..10000, default 20; `memoriesTruncated` tells when

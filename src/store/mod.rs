@@ -557,6 +557,30 @@ impl Error {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_reader_dropped_inside_a_transaction_is_rolled_back_before_reuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("reuse.db"), &StoreOptions::default())
+            .await
+            .unwrap();
+        let write = |sql: &'static str| {
+            let store = &store;
+            async move { store.writer().await.execute(sql, ()).await.unwrap() }
+        };
+        write("CREATE TABLE seen (n INTEGER)").await;
+        write("INSERT INTO seen VALUES (1)").await;
+        let count = "SELECT count(*) FROM seen";
+        let mut reader = store.reader().await;
+        reader.execute("BEGIN", ()).await.unwrap();
+        assert_eq!(reader.query_integer(count, ()).await.unwrap(), 1);
+        drop(reader); // as a cancelled future drops it: no COMMIT
+        write("INSERT INTO seen VALUES (2)").await;
+        // The pool hands the last returned connection out first.
+        let mut reader = store.reader().await;
+        assert!(reader.is_autocommit());
+        assert_eq!(reader.query_integer(count, ()).await.unwrap(), 2);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_slow_write_and_a_slow_read_are_logged_with_their_caller() {
         let (dispatch, out) = crate::log::testing::capture("engram::store=warn");

@@ -49,6 +49,13 @@ impl ReaderPool {
             .unwrap_or_else(|p| p.into_inner())
             .pop()
             .expect("a permit guarantees a free connection");
+        // A borrower dropped between its BEGIN and its COMMIT (a cancelled future) left the
+        // connection in a read transaction: its snapshot would hide every later write.
+        if !conn.conn.is_autocommit() {
+            if let Err(error) = conn.conn.execute("ROLLBACK", ()).await {
+                tracing::warn!("rolling back a reader left in a transaction: {error}");
+            }
+        }
         Reader {
             conn: Some(conn),
             pool: self,
