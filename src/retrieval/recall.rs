@@ -756,11 +756,13 @@ async fn dense_lists(
     out: &mut PathOutput,
 ) -> Result<()> {
     let filters = &request.filters;
-    for kind in [ItemKind::Chunk, ItemKind::Memory] {
-        if !wants(filters, kind) {
-            continue;
-        }
-        let query = DenseQuery {
+    let kinds: Vec<ItemKind> = [ItemKind::Chunk, ItemKind::Memory]
+        .into_iter()
+        .filter(|kind| wants(filters, *kind))
+        .collect();
+    let queries: Vec<DenseQuery> = kinds
+        .iter()
+        .map(|&kind| DenseQuery {
             limit: CANDIDATES as usize,
             kinds: vec![kind],
             paths: if kind == ItemKind::Chunk {
@@ -777,17 +779,23 @@ async fn dense_lists(
             } else {
                 Vec::new()
             },
-        };
-        let store = &handle.engine().store;
-        let ranked = crate::vector::dense_ranking(
+        })
+        .collect();
+    let store = &handle.engine().store;
+    // Both indexes at once: each scan runs on the blocking pool, so the memories' overlaps the
+    // chunks' instead of waiting for it.
+    let rankings = futures::future::try_join_all(queries.iter().map(|query| {
+        crate::vector::dense_ranking(
             store,
             &handle.engine().vectors,
             handle.project_id(),
             model,
             vector.clone(),
-            &query,
+            query,
         )
-        .await?;
+    }))
+    .await?;
+    for (kind, ranked) in kinds.into_iter().zip(rankings) {
         if keep_similarity && kind == ItemKind::Chunk {
             let mut reader = store.reader().await;
             for ((chunk, _), symbol) in crate::vector::part_symbols(&mut reader, &ranked).await? {
