@@ -236,6 +236,69 @@ async fn a_large_batch_rebuilds_the_closure_exactly() {
     }
 }
 
+/// A rebuild clears only its own project's rows: with another project's graph in the same
+/// database it deletes by node, alone in it the whole table at once. Both projects rebuild in
+/// turn (one id sorts before the other, one after) and both closures stay exact.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebuild_leaves_another_projects_closure_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = 3;
+    let open_project = |id: &'static str| {
+        let mut options = OpenOptions::new(dir.path().join("graph.db"));
+        options.project_id = Some(id.to_owned());
+        options.engine = EngineOptions {
+            closure_depth: cap,
+            ..EngineOptions::default()
+        };
+        Engram::open(options)
+    };
+    let nodes = 300;
+    let mut projects = Vec::new();
+    for (id, seed) in [("alpha", 5u64), ("omega", 11)] {
+        let e = open_project(id).await.expect("open");
+        add_nodes(&e, nodes).await;
+        // A small graph first (incremental maintenance, no rebuild).
+        let (mut rng, mut model) = (Rng(seed), Model::new());
+        e.inject_graph(&[], &random_edges(&mut rng, nodes, &mut model, 40))
+            .await
+            .unwrap();
+        projects.push((id, Some(e), rng, model));
+    }
+    for turn in 0..projects.len() {
+        // More hops than the rebuild threshold (2,000) in one write of this project.
+        let (rebuilt, e, rng, model) = &mut projects[turn];
+        let rebuilt = *rebuilt;
+        let target = model.len() + 2_100;
+        let batch = random_edges(rng, nodes, model, target);
+        let e = e.as_ref().expect("open");
+        e.inject_graph(&[], &batch).await.unwrap();
+        // Reopened: the graph index each handle serves reads from is loaded from the tables
+        // again, so what is checked is what the rebuild left in SQLite.
+        for (_, e, _, _) in &mut projects {
+            e.take().expect("open").close().await;
+        }
+        for (id, e, _, model) in &mut projects {
+            let reopened = e.insert(open_project(id).await.expect("reopen"));
+            let label = format!("{id} after a rebuild of {rebuilt}");
+            check_closure(reopened, model, nodes, cap, &label).await;
+        }
+    }
+}
+
+/// New `calls` edges between random nodes until `model` holds `until` of them.
+fn random_edges(rng: &mut Rng, nodes: u64, model: &mut Model, until: usize) -> Vec<EdgeInput> {
+    let mut batch = Vec::new();
+    while model.len() < until {
+        let (from, to) = (rng.below(nodes), rng.below(nodes));
+        if from == to || model.contains_key(&(key(from), key(to), "calls".into())) {
+            continue;
+        }
+        model.insert((key(from), key(to), "calls".into()), 1.0);
+        batch.push(EdgeInput::new(key(from), key(to), "calls"));
+    }
+    batch
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn inject_is_idempotent_and_reports_what_it_created() {
     let dir = tempfile::tempdir().unwrap();
