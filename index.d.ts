@@ -3033,7 +3033,7 @@ export interface RecallTimings {
 export interface RecallWeights {
   /**
    * For code chunks: keyword-led when a word of the query names a definition among the
-   * keyword path's top hits, even-handed otherwise.
+   * keyword path's top hits, dense-led otherwise.
    */
   chunks: RecallPathWeights
   /** For memories: dense-led. */

@@ -1300,7 +1300,7 @@ async fn fusion_weights_are_read_per_query_from_what_the_paths_found() {
         Some(1)
     );
 
-    // The same meaning without the name: code is even-handed, leaning on the dense path.
+    // The same meaning without the name: code leans on the dense path.
     let unnamed =
         f.e.recall(RecallRequest::new("verify the secret credentials"))
             .await

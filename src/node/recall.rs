@@ -311,7 +311,7 @@ pub struct RecallPathWeights {
 #[derive(serde::Serialize)]
 pub struct RecallWeights {
     /// For code chunks: keyword-led when a word of the query names a definition among the
-    /// keyword path's top hits, even-handed otherwise.
+    /// keyword path's top hits, dense-led otherwise.
     pub chunks: RecallPathWeights,
     /// For memories: dense-led.
     pub memories: RecallPathWeights,

@@ -1,17 +1,32 @@
-//! Stage 2 of recall: weighted reciprocal-rank fusion of the candidate paths, then the graph
-//! neighbourhood boost.
+//! Stage 2 of recall: weighted fusion of the candidate paths, then the graph neighbourhood
+//! boost.
 //!
-//! RRF scores an item `Σ weight / (k + rank)` over the lists that hold it (rank 1-based): ranks,
-//! not raw scores, so BM25, cosine and graph weights need no common scale. The seed's k = 60
-//! flattens the top of each list; on the dev evaluation k = 10 is better in Recall@10 and
-//! MRR@10 for every weighting tried (k = 5 is within noise of it).
+//! Each path gives an item a share in (0, 1], times the path's weight (`weights.rs`), summed
+//! over the paths that found it:
+//! - **ranked paths** (keyword, graph, cascade): `(k + 1) / (k + rank)`, reciprocal-rank fusion
+//!   scaled so that rank 1 counts 1. Ranks, not BM25 scores: the keyword path's lists (all
+//!   terms, then any term) are not on one scale. The seed's k = 60 flattens the top of each
+//!   list; on the dev evaluation k = 10 is better in Recall@10 and MRR@10 for every weighting
+//!   tried (k = 5 is within noise of it).
+//! - **the dense path**, whose cosine similarities are on one scale per list:
+//!   `exp((similarity - best) / T)` with `best` the list's top similarity and
+//!   T = [`DENSE_TEMPERATURE`]. A rank throws away how far apart the hits are: a dense
+//!   second place 0.01 below the first and one 0.15 below it counted the same. Measured on the
+//!   seven dev sets (`docs/BENCHMARK.md`, offline on one run's dumps, then confirmed by the
+//!   eval): MRR@10 rose on every set, most on memories (0.750 -> 0.78), and the margin over
+//!   the best single path went from +0.003 to at least +0.014 on every set. Temperatures
+//!   0.02-0.2 were tried (0.1-0.2 alike; 0.02-0.05 lose on code), and a temperature scaled by
+//!   each query's spread of similarities (top minus tenth) was worse on memories.
+//!
+//! An item in two lists of one path (one per kind, or the query's and a hypothetical's vector)
+//! counts once, at its best share; its reported rank is its best rank.
 //!
 //! The boost lifts candidates ranked 11-50 that sit next to the top 10 in the code (a file one
 //! graph edge away from a top item's file). The seed adds `0.3 × neighbours / 10` to the RRF
-//! score, but RRF scores are at most 1/(k+1), so that would put any boosted item above the whole
-//! top 10. We scale it by the top score instead: `+share × (n / 10) × top`, where n is how many
-//! of the top 10 it neighbours. On the dev evaluation no share helped (0.05 to 0.3, same-file
-//! neighbours or not: Recall@10 equal or lower), so recall leaves it off unless asked.
+//! score, which would put any boosted item above the whole top 10. We scale it by the top
+//! score instead: `+share × (n / 10) × top`, where n is how many of the top 10 it neighbours.
+//! On the dev evaluation no share helped (0.05 to 0.3, same-file neighbours or not: Recall@10
+//! equal or lower), so recall leaves it off unless asked.
 
 use std::collections::HashMap;
 
@@ -46,6 +61,22 @@ pub struct RankedList {
     pub weight: f64,
     /// The items, best first.
     pub items: Vec<ItemRef>,
+    /// Each item's cosine similarity to the query, parallel to `items`, for a dense list (its
+    /// share is then read from the similarity's distance below the list's best); empty for
+    /// paths that only rank.
+    pub similarities: Vec<f32>,
+}
+
+impl RankedList {
+    /// A list from a path that only ranks (keyword, graph, cascade); its weight is set later.
+    pub fn ranked(path: CandidatePath, items: Vec<ItemRef>) -> Self {
+        RankedList {
+            path,
+            weight: 0.0,
+            items,
+            similarities: Vec::new(),
+        }
+    }
 }
 
 /// Rank (1-based) of an item in each path's list; absent where the path did not find it.
@@ -66,7 +97,7 @@ pub struct PathRanks {
 pub struct Fused {
     /// The item.
     pub item: ItemRef,
-    /// Its RRF score, plus the boost when it got one.
+    /// Its fused score, plus the boost when it got one.
     pub score: f64,
     /// Where each path ranked it.
     pub ranks: PathRanks,
@@ -77,16 +108,13 @@ pub struct Fused {
 /// The RRF constant: damps the difference between the first ranks of a list.
 pub const RRF_K: f64 = 10.0;
 
-/// Fuses `lists` by weighted RRF with [`RRF_K`], best first; ties go to the smaller item
-/// (stable output).
-pub fn weighted_rrf(lists: &[RankedList]) -> Vec<Fused> {
-    weighted_rrf_with(lists, RRF_K)
-}
+/// How far below the list's best similarity a dense hit's share falls by a factor of e.
+pub const DENSE_TEMPERATURE: f64 = 0.15;
 
-/// [`weighted_rrf`] with another constant (for ablations).
-pub fn weighted_rrf_with(lists: &[RankedList], k: f64) -> Vec<Fused> {
-    // Per item and path: the best (rank, weight) seen, so an item in two lists of one path
-    // (one per kind) counts once, at its best rank, with that list's weight.
+/// Fuses `lists` by their weighted shares (see the module doc), best first; ties go to the
+/// smaller item (stable output).
+pub fn fuse(lists: &[RankedList]) -> Vec<Fused> {
+    // Per item and path: its best rank and its best weighted share.
     let mut best: HashMap<ItemRef, [Option<(u32, f64)>; 4]> = HashMap::new();
     for list in lists {
         let slot = match list.path {
@@ -95,33 +123,40 @@ pub fn weighted_rrf_with(lists: &[RankedList], k: f64) -> Vec<Fused> {
             CandidatePath::Graph => 2,
             CandidatePath::Cascade => 3,
         };
+        let top = list
+            .similarities
+            .iter()
+            .copied()
+            .filter(|s| s.is_finite())
+            .max_by(f32::total_cmp);
         for (index, item) in list.items.iter().enumerate() {
             let rank = index as u32 + 1;
+            let share = match (top, list.similarities.get(index)) {
+                (Some(top), Some(&similarity)) if similarity.is_finite() => {
+                    ((f64::from(similarity) - f64::from(top)) / DENSE_TEMPERATURE).exp()
+                }
+                _ => (RRF_K + 1.0) / (RRF_K + f64::from(rank)),
+            };
+            let value = list.weight * share;
             let entry = &mut best.entry(item.clone()).or_default()[slot];
-            if entry.is_none_or(|(seen, _)| rank < seen) {
-                *entry = Some((rank, list.weight));
-            }
+            *entry = Some(match *entry {
+                Some((seen_rank, seen_value)) => (seen_rank.min(rank), seen_value.max(value)),
+                None => (rank, value),
+            });
         }
     }
     let mut out: Vec<Fused> = best
         .into_iter()
-        .map(|(item, paths)| {
-            let score = paths
-                .iter()
-                .flatten()
-                .map(|(rank, weight)| weight / (k + *rank as f64))
-                .sum();
-            Fused {
-                item,
-                score,
-                ranks: PathRanks {
-                    keyword: paths[0].map(|(rank, _)| rank),
-                    dense: paths[1].map(|(rank, _)| rank),
-                    graph: paths[2].map(|(rank, _)| rank),
-                    cascade: paths[3].map(|(rank, _)| rank),
-                },
-                boost: 0.0,
-            }
+        .map(|(item, paths)| Fused {
+            item,
+            score: paths.iter().flatten().map(|(_, value)| value).sum(),
+            ranks: PathRanks {
+                keyword: paths[0].map(|(rank, _)| rank),
+                dense: paths[1].map(|(rank, _)| rank),
+                graph: paths[2].map(|(rank, _)| rank),
+                cascade: paths[3].map(|(rank, _)| rank),
+            },
+            boost: 0.0,
         })
         .collect();
     sort_best_first(&mut out);
@@ -188,23 +223,27 @@ mod tests {
         ids.iter().map(|&i| ItemRef::Chunk(i)).collect()
     }
 
+    fn list(path: CandidatePath, weight: f64, ids: &[i64]) -> RankedList {
+        RankedList {
+            weight,
+            ..RankedList::ranked(path, chunks(ids))
+        }
+    }
+
+    /// `(k + 1) / (k + rank)`.
+    fn rrf(rank: f64) -> f64 {
+        (RRF_K + 1.0) / (RRF_K + rank)
+    }
+
     #[test]
-    fn rrf_rewards_agreement_and_weights_paths() {
+    fn ranked_paths_fuse_by_reciprocal_rank_rewarding_agreement() {
         let lists = [
-            RankedList {
-                path: CandidatePath::Keyword,
-                weight: 0.25,
-                items: chunks(&[1, 2, 3]),
-            },
-            RankedList {
-                path: CandidatePath::Dense,
-                weight: 0.5,
-                items: chunks(&[3, 4, 1]),
-            },
+            list(CandidatePath::Keyword, 0.25, &[1, 2, 3]),
+            list(CandidatePath::Graph, 0.5, &[3, 4, 1]),
         ];
-        let fused = weighted_rrf(&lists);
+        let fused = fuse(&lists);
         let order: Vec<&ItemRef> = fused.iter().map(|f| &f.item).collect();
-        // 3: .25/(k+3) + .5/(k+1); 1: .25/(k+1) + .5/(k+3); 4: .5/(k+2); 2: .25/(k+2).
+        // 3: .25 rrf(3) + .5 rrf(1); 1: .25 rrf(1) + .5 rrf(3); 4: .5 rrf(2); 2: .25 rrf(2).
         assert_eq!(
             order,
             [
@@ -214,38 +253,81 @@ mod tests {
                 &ItemRef::Chunk(2)
             ]
         );
-        assert!((fused[0].score - (0.25 / (RRF_K + 3.0) + 0.5 / (RRF_K + 1.0))).abs() < 1e-12);
+        assert!((fused[0].score - (0.25 * rrf(3.0) + 0.5 * rrf(1.0))).abs() < 1e-12);
         assert_eq!(
             fused[0].ranks,
             PathRanks {
                 keyword: Some(3),
-                dense: Some(1),
-                graph: None,
+                dense: None,
+                graph: Some(1),
                 cascade: None,
             }
         );
     }
 
     #[test]
-    fn an_item_in_two_lists_of_one_path_counts_once_at_its_best_rank() {
-        let keyword = |items| RankedList {
-            path: CandidatePath::Keyword,
-            weight: 1.0,
-            items,
+    fn a_dense_hit_counts_by_its_distance_below_the_lists_best_similarity() {
+        // The same ranks in both runs: only how far the dense second place is below the first
+        // changes, and with it whether it beats the keyword path's first place.
+        let run = |second_similarity: f32| {
+            let dense = RankedList {
+                weight: 0.5,
+                similarities: vec![0.6, second_similarity],
+                ..RankedList::ranked(CandidatePath::Dense, chunks(&[1, 2]))
+            };
+            let fused = fuse(&[list(CandidatePath::Keyword, 0.4, &[3]), dense]);
+            let second = fused.iter().find(|f| f.item == ItemRef::Chunk(2)).unwrap();
+            let expected = 0.5 * ((f64::from(second_similarity) - 0.6) / DENSE_TEMPERATURE).exp();
+            assert!((second.score - expected).abs() < 1e-6);
+            assert_eq!(second.ranks.dense, Some(2));
+            fused.iter().map(|f| f.item.clone()).collect::<Vec<_>>()
         };
-        let fused = weighted_rrf(&[keyword(chunks(&[7, 8])), keyword(chunks(&[8]))]);
+        assert_eq!(
+            run(0.59),
+            chunks(&[1, 2, 3]),
+            "a close second outranks keyword's first"
+        );
+        assert_eq!(run(0.45), chunks(&[1, 3, 2]), "a distant second does not");
+        // The list's best counts 1 whatever its similarity.
+        let low = RankedList {
+            weight: 1.0,
+            similarities: vec![0.1],
+            ..RankedList::ranked(CandidatePath::Dense, chunks(&[9]))
+        };
+        assert!((fuse(&[low])[0].score - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_item_in_two_lists_of_one_path_counts_once_at_its_best() {
+        let fused = fuse(&[
+            list(CandidatePath::Keyword, 1.0, &[7, 8]),
+            list(CandidatePath::Keyword, 1.0, &[8]),
+        ]);
         let eight = fused.iter().find(|f| f.item == ItemRef::Chunk(8)).unwrap();
         assert_eq!(eight.ranks.keyword, Some(1));
-        assert!((eight.score - 1.0 / (RRF_K + 1.0)).abs() < 1e-12);
+        assert!((eight.score - 1.0).abs() < 1e-12);
+        // Two dense lists (the query's vector and a hypothetical's): the best share counts,
+        // and the best rank is reported even when it comes from the other list.
+        let dense = |ids: &[i64], similarities: Vec<f32>| RankedList {
+            weight: 1.0,
+            similarities,
+            ..RankedList::ranked(CandidatePath::Dense, chunks(ids))
+        };
+        let fused = fuse(&[
+            dense(&[1, 5], vec![0.50, 0.49]),
+            dense(&[6, 7, 5], vec![0.8, 0.5, 0.4]),
+        ]);
+        let five = fused.iter().find(|f| f.item == ItemRef::Chunk(5)).unwrap();
+        assert_eq!(five.ranks.dense, Some(2));
+        assert!((five.score - (-0.01 / DENSE_TEMPERATURE).exp()).abs() < 1e-6);
     }
 
     #[test]
     fn the_boost_lifts_neighbours_of_the_top_ten_only_from_ranks_eleven_to_fifty() {
         let items: Vec<ItemRef> = chunks(&(1..=60).collect::<Vec<_>>());
-        let mut fused = weighted_rrf(&[RankedList {
-            path: CandidatePath::Dense,
+        let mut fused = fuse(&[RankedList {
             weight: 1.0,
-            items,
+            ..RankedList::ranked(CandidatePath::Graph, items)
         }]);
         let top = fused[0].score;
         // Chunk 30 neighbours the top 5; chunk 55 (rank 55) and chunk 2 (top 10) would too.

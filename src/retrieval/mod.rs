@@ -1,6 +1,6 @@
 //! Retrieval: turning what a user or agent typed into ranked results. The four-stage recall
 //! pipeline: what a recall asks for (`request`), query kinds (`query_kind`), the fusion
-//! weights read per query from what the paths found (`weights`), weighted RRF and the
+//! weights read per query from what the paths found (`weights`), weighted fusion and the
 //! neighbourhood boost (`fusion`), a memory's standing (`scoring`), files one graph edge apart
 //! (`neighbourhood`) and the graph path's ranking of their chunks (`graph_chunks`), the
 //! pipeline itself (`recall`), the optional reranker (`rerank`), typo tolerance for the

@@ -4,7 +4,7 @@
 //!    chunks and over memories; the query's vector against both vector indexes; and the
 //!    graph, from the agent's recent files and the files one edge away: their chunks that
 //!    share a term with the query, and the memories attached to them.
-//! 2. Fusion: weighted RRF with weights read per query (`weights.rs`), the filters, the
+//! 2. Fusion: ranks and dense similarities, weighted per query (`weights.rs`), the filters, the
 //!    optional graph neighbourhood boost, then each memory's standing (phase, source, confidence, use).
 //! 3. Rerank, when a reranker is configured.
 //! 4. Packing into the token budget (`packing.rs`).
@@ -240,11 +240,11 @@ impl PathOutput {
     /// Adds a ranked list of chunks found by `path`, keeping their rows.
     fn add_chunks(&mut self, path: CandidatePath, hits: Vec<CodeHit>) {
         self.ran_for[weights::CHUNKS] = true;
-        self.lists.push(RankedList {
+        // The weight is set per query once every path has run (`weights`).
+        self.lists.push(RankedList::ranked(
             path,
-            weight: 0.0, // set per query once every path has run (`weights`)
-            items: hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
-        });
+            hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
+        ));
         self.rows
             .chunks
             .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
@@ -253,14 +253,13 @@ impl PathOutput {
     /// Adds a ranked list of memories found by `path`, keeping their rows.
     fn add_memories(&mut self, path: CandidatePath, memories: Vec<Memory>) {
         self.ran_for[weights::MEMORIES] = true;
-        self.lists.push(RankedList {
+        self.lists.push(RankedList::ranked(
             path,
-            weight: 0.0,
-            items: memories
+            memories
                 .iter()
                 .map(|m| ItemRef::Memory(m.id.clone()))
                 .collect(),
-        });
+        ));
         self.rows
             .memories
             .extend(memories.into_iter().map(|m| (m.id.clone(), m)));
@@ -449,7 +448,7 @@ async fn execute(
         skipped.extend(output.skipped);
     }
     let weights = weights::apply(&mut lists, chosen, present, CASCADE_WEIGHT);
-    let mut fused = fusion::weighted_rrf(&lists);
+    let mut fused = fusion::fuse(&lists);
     load_missing(handle, &fused, &mut rows).await?;
     let now = handle.engine().clock.now_ms();
     fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
@@ -474,13 +473,9 @@ async fn execute(
             .extend(found.chunks.into_iter().map(|h| (h.chunk.id, h.chunk)));
         rows.memories
             .extend(found.memories.into_iter().map(|m| (m.id.clone(), m)));
-        lists.push(RankedList {
-            path: CandidatePath::Cascade,
-            weight: 0.0,
-            items: found.items,
-        });
+        lists.push(RankedList::ranked(CandidatePath::Cascade, found.items));
         weights::apply(&mut lists, chosen, present, CASCADE_WEIGHT);
-        fused = fusion::weighted_rrf(&lists);
+        fused = fusion::fuse(&lists);
         load_missing(handle, &fused, &mut rows).await?;
         fused.retain(|f| passes(&f.item, &rows, &request.filters, &scope, now));
         timings.cascade_us = micros(cascade_started);
@@ -818,10 +813,12 @@ async fn dense_lists(
         if keep_similarity {
             out.similarities.extend(scored.iter().cloned());
         }
+        let (items, similarities) = scored.into_iter().unzip();
         out.lists.push(RankedList {
             path: CandidatePath::Dense,
             weight: 0.0,
-            items: scored.into_iter().map(|(item, _)| item).collect(),
+            items,
+            similarities,
         });
     }
     Ok(())
