@@ -184,7 +184,9 @@ impl Engram {
             project_root,
             lease,
         };
-        graph::align_closure_depth(&handle.graph_ctx()).await?;
+        if graph::align_closure_depth(&handle.graph_ctx()).await? {
+            handle.settle_closure_in_background();
+        }
         // With auto-embedding, what a previous process left unembedded (a crash, a cancelled
         // run, a new model) is picked up now rather than at the next write.
         handle.schedule_embedding();
@@ -856,6 +858,7 @@ impl Engram {
             indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
         summary.git = self.git_staleness(root).await;
         self.schedule_embedding();
+        self.settle_closure_in_background();
         Ok(summary)
     }
 
@@ -884,6 +887,7 @@ impl Engram {
             indexer::index(&self.index_ctx(root), options, on_progress, cancel).await?;
         summary.git = self.git_staleness(root).await;
         self.schedule_embedding();
+        self.settle_closure_in_background();
         Ok(summary)
     }
 
@@ -928,6 +932,7 @@ impl Engram {
         let summary =
             indexer::update_paths(&self.index_ctx(root), options, rules, paths, cancel).await?;
         self.schedule_embedding();
+        self.settle_closure_in_background();
         Ok(summary)
     }
 
@@ -972,13 +977,18 @@ impl Engram {
     }
 
     /// Upserts graph nodes and edges in one transaction (idempotent: re-sending the same batch
-    /// changes only `updated_at`); the closure table is updated in the same transaction.
+    /// changes only `updated_at`); the closure table is updated in the same transaction, or,
+    /// for a batch of more than 2,000 changed hops, once the writer is idle afterwards.
     pub async fn inject_graph(
         &self,
         nodes: &[NodeInput],
         edges: &[EdgeInput],
     ) -> Result<InjectSummary> {
-        graph::inject(&self.graph_ctx(), nodes, edges).await
+        let summary = graph::inject(&self.graph_ctx(), nodes, edges).await?;
+        if edges.len() > crate::graph::closure::REBUILD_THRESHOLD {
+            self.settle_closure_in_background();
+        }
+        Ok(summary)
     }
 
     /// Deletes a node written through [`Engram::inject_graph`] and its edges.
@@ -1029,6 +1039,13 @@ impl Engram {
         graph::closure_of(&self.graph_ctx(), key, side, max_depth, limit).await
     }
 
+    /// Builds this project's closure rows now if a wide write left them pending (the engine
+    /// does it by itself once its writer is idle); true if it built them: for tests.
+    #[doc(hidden)]
+    pub async fn settle_closure(&self) -> Result<bool> {
+        graph::settle_closure(&self.graph_ctx()).await
+    }
+
     /// [`Engram::reach`] answered from `index` instead of the closure table.
     #[doc(hidden)]
     pub fn reach_through(
@@ -1055,6 +1072,28 @@ impl Engram {
         graph::impact_served(&self.graph_ctx(), &slot, start_load, target, options).await
     }
 
+    /// Builds this project's closure rows on the engine's runtime once the writer is idle, if
+    /// a wide write or a new closure depth left them pending (see `graph::closure`); given up
+    /// while waiting once every handle is closed (a one-shot CLI call): then the next read of
+    /// the closure from the tables, or the next graph write, builds them.
+    fn settle_closure_in_background(&self) {
+        let (runtime, handle) = self.background_handle();
+        runtime.spawn(async move {
+            let lifetime = handle.lease.lifetime().clone();
+            let keep_going = move || lifetime.open_handles() > 0;
+            let idle = crate::engine::after_write::IDLE;
+            match graph::settle_closure_when_idle(&handle.graph_ctx(), idle, &keep_going).await {
+                Ok(_) | Err(Error::Aborted | Error::Closed) => {}
+                Err(error) => {
+                    tracing::warn!(
+                        code = error.code(),
+                        "building the graph closure failed: {error}"
+                    )
+                }
+            }
+        });
+    }
+
     /// Loads this project's in-process graph index on the engine's runtime (the caller
     /// claimed the load).
     fn load_graph_in_background(&self, slot: Arc<graph::served::GraphSlot>) {
@@ -1064,7 +1103,12 @@ impl Engram {
             let lifetime = handle.lease.lifetime().clone();
             let keep_going = move || lifetime.open_handles() > 0;
             match slot
-                .load(&handle.engine.store, &handle.project_id, &keep_going)
+                .load(
+                    &handle.engine.store,
+                    &handle.project_id,
+                    handle.engine.closure_depth,
+                    &keep_going,
+                )
                 .await
             {
                 Ok(()) | Err(Error::Aborted) => {}
@@ -1098,7 +1142,8 @@ impl Engram {
             graph::served::Refreshed::Current => Ok(true),
             graph::served::Refreshed::Loading | graph::served::Refreshed::Off => Ok(false),
             graph::served::Refreshed::LoadClaimed => {
-                slot.load(store, &self.project_id, &|| true).await?;
+                let depth = self.engine.closure_depth;
+                slot.load(store, &self.project_id, depth, &|| true).await?;
                 // Over its budget the load leaves no index.
                 Ok(!slot.is_off())
             }

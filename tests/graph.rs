@@ -495,8 +495,8 @@ async fn secrets_in_labels_and_metadata_are_redacted() {
     assert_eq!(stored.metadata["n"], 3);
 }
 
-/// Reopening with a deeper `closure_depth` rebuilds the closure at open, so reads see the
-/// deeper rows before any write.
+/// Reopening with a deeper `closure_depth` leaves the closure to be rebuilt just after the
+/// open (pending meanwhile), and reads see the deeper rows before any write.
 #[tokio::test(flavor = "multi_thread")]
 async fn reopening_with_another_depth_rebuilds_the_closure() {
     let dir = tempfile::tempdir().unwrap();

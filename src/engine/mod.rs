@@ -11,6 +11,8 @@
 
 pub(crate) mod after_write;
 #[cfg(test)]
+mod closure_pending_tests;
+#[cfg(test)]
 mod graph_sync_parts_tests;
 pub(crate) mod lifetime;
 mod registry;

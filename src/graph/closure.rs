@@ -14,8 +14,20 @@
 //!    one at a time: every (a, d) with a reaching u and v reaching d within the cap gets the
 //!    path through (u, v) if it is shorter than what it has.
 //!
-//! Big changes (a cold index, a cap change) rebuild the project's closure from an in-memory
-//! adjacency instead, which is far cheaper than per-hop propagation at that size.
+//! Big changes (a cold index, a cap change, a write of more than [`REBUILD_THRESHOLD`] hops)
+//! leave the closure *pending* instead ([`mark_pending`]: no rows, `graph_state.closure_depth`
+//! = [`PENDING`]), so the write that made them does not pay for ~140,000 row inserts (CPython's
+//! cold index: 0.3-0.6 s of a single-core tail). It is built from an in-memory adjacency, which
+//! is far cheaper than per-hop propagation at that size, by the first of:
+//!
+//! - the engine's idle-time work after the write (`graph::settle_closure_when_idle`);
+//! - a read of the closure from the tables (`graph::settle_closure`, before the SQL paths of
+//!   `impact()`, `reach()` and `stats()`);
+//! - the next graph write, which rebuilds at its end ([`rebuild`], logged as a whole-project
+//!   change) unless it is wide too.
+//!
+//! The in-process graph index never waits for it: a load that finds the closure pending
+//! computes the same rows from the edges it loaded ([`rows_in_memory`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -374,8 +386,93 @@ async fn clear(conn: &Connection, project_id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Rebuilds the whole closure of a project from its edges.
-pub(crate) async fn rebuild(conn: &Connection, project_id: &str, cap: u32) -> Result<u64> {
+/// `graph_state.closure_depth` of a project whose closure is pending: no rows are stored, and
+/// every reader either builds them first or computes them (see the module doc). Depths are
+/// 1..=8 otherwise.
+pub(crate) const PENDING: u32 = 0;
+
+/// The project's `graph_state.closure_depth`: the cap its rows were built with, [`PENDING`],
+/// or `None` before its first graph write.
+pub(crate) async fn state(conn: &Connection, project_id: &str) -> Result<Option<u32>> {
+    let mut rows = conn
+        .query(
+            "SELECT closure_depth FROM graph_state WHERE project_id = ?1",
+            [project_id],
+        )
+        .await
+        .ctx("reading graph state")?;
+    match rows.next().await.ctx("reading graph state")? {
+        Some(row) => Ok(Some(row.get(0).ctx("reading graph state")?)),
+        None => Ok(None),
+    }
+}
+
+/// Records the depth the project's closure rows were built with (or [`PENDING`]).
+async fn set_state(conn: &Connection, project_id: &str, depth: u32, now: i64) -> Result<()> {
+    conn.execute(
+        "INSERT INTO graph_state (project_id, closure_depth, rebuilt_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (project_id) DO UPDATE SET closure_depth = ?2, rebuilt_at = ?3",
+        (project_id, depth, now),
+    )
+    .await
+    .ctx("writing graph state")?;
+    Ok(())
+}
+
+/// Drops the project's closure rows and marks the closure pending, logged as a change of the
+/// whole project (an in-process index reloads, computing the rows itself).
+pub(crate) async fn mark_pending(conn: &Connection, project_id: &str, now: i64) -> Result<()> {
+    clear(conn, project_id).await?;
+    set_state(conn, project_id, PENDING, now).await?;
+    log_changes(conn, project_id, None).await
+}
+
+/// Rebuilds the project's closure with `cap` and logs it as a change of the whole project.
+pub(crate) async fn rebuild(
+    conn: &Connection,
+    project_id: &str,
+    cap: u32,
+    now: i64,
+) -> Result<u64> {
+    let written = write_all(conn, project_id, cap).await?;
+    set_state(conn, project_id, cap, now).await?;
+    log_changes(conn, project_id, None).await?;
+    Ok(written)
+}
+
+/// Builds a pending closure's rows with `cap`, unlogged: an in-process index that loaded
+/// while it was pending computed the same rows from the same edges (any edge written in
+/// between logged the whole project, see [`mark_pending`] and [`rebuild`]), so it has nothing
+/// to re-read.
+pub(crate) async fn materialize(
+    conn: &Connection,
+    project_id: &str,
+    cap: u32,
+    now: i64,
+) -> Result<u64> {
+    let written = write_all(conn, project_id, cap).await?;
+    set_state(conn, project_id, cap, now).await?;
+    Ok(written)
+}
+
+/// The project's transitive hops, as [`write_all`] and [`rows_in_memory`] take them: per
+/// node, its out-hops in ascending order of the other end, each with the largest weight of
+/// its edges.
+pub(crate) type Hops = HashMap<NodeId, Vec<(NodeId, f64)>>;
+
+/// Calls `row(ancestor, descendant, reach)` for every closure row of `hops` within `cap`,
+/// ancestors in ascending order, each one's descendants in BFS order: the rows a rebuild
+/// writes, in the order it writes them.
+pub(crate) fn rows_in_memory(hops: &Hops, cap: u32, mut row: impl FnMut(NodeId, NodeId, Reach)) {
+    for start in sorted_starts(hops) {
+        for (descendant, reach) in bfs_in_memory(hops, start, cap) {
+            row(start, descendant, reach);
+        }
+    }
+}
+
+/// Replaces the project's closure rows with those its edges give within `cap`.
+async fn write_all(conn: &Connection, project_id: &str, cap: u32) -> Result<u64> {
     clear(conn, project_id).await?;
     let sql = format!(
         "SELECT from_id, to_id, MAX(weight) FROM graph_edges
@@ -386,7 +483,7 @@ pub(crate) async fn rebuild(conn: &Connection, project_id: &str, cap: u32) -> Re
         .query(&sql, [project_id])
         .await
         .ctx("reading the project's hops")?;
-    let mut adjacency: HashMap<NodeId, Vec<(NodeId, f64)>> = HashMap::new();
+    let mut adjacency: Hops = HashMap::new();
     while let Some(row) = rows.next().await.ctx("reading the project's hops")? {
         let from: NodeId = row.get(0).ctx("hop")?;
         adjacency
@@ -394,8 +491,7 @@ pub(crate) async fn rebuild(conn: &Connection, project_id: &str, cap: u32) -> Re
             .or_default()
             .push((row.get(1).ctx("hop")?, row.get(2).ctx("hop")?));
     }
-    let mut starts: Vec<NodeId> = adjacency.keys().copied().collect();
-    starts.sort_unstable();
+    drop(rows);
 
     let insert = conn
         .prepare(
@@ -404,8 +500,10 @@ pub(crate) async fn rebuild(conn: &Connection, project_id: &str, cap: u32) -> Re
         )
         .await
         .ctx("preparing closure insert")?;
+    // One start's rows at a time (as `rows_in_memory` gives them), so that what is held does
+    // not grow with the closure.
     let mut written = 0u64;
-    for start in starts {
+    for start in sorted_starts(&adjacency) {
         for (descendant, reach) in bfs_in_memory(&adjacency, start, cap) {
             insert.reset();
             insert
@@ -421,16 +519,18 @@ pub(crate) async fn rebuild(conn: &Connection, project_id: &str, cap: u32) -> Re
             written += 1;
         }
     }
-    log_changes(conn, project_id, None).await?;
     Ok(written)
 }
 
+/// The nodes with out-hops, ascending.
+fn sorted_starts(hops: &Hops) -> Vec<NodeId> {
+    let mut starts: Vec<NodeId> = hops.keys().copied().collect();
+    starts.sort_unstable();
+    starts
+}
+
 /// Shortest paths from `start` within `cap` hops over an in-memory adjacency, in BFS order.
-pub(crate) fn bfs_in_memory(
-    adjacency: &HashMap<NodeId, Vec<(NodeId, f64)>>,
-    start: NodeId,
-    cap: u32,
-) -> Vec<(NodeId, Reach)> {
+pub(crate) fn bfs_in_memory(adjacency: &Hops, start: NodeId, cap: u32) -> Vec<(NodeId, Reach)> {
     let mut out: Vec<(NodeId, Reach)> = Vec::new();
     let mut seen = BTreeSet::from([start]);
     let mut frontier: Vec<(NodeId, usize)> = vec![(start, usize::MAX)];

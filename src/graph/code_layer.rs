@@ -461,7 +461,7 @@ impl LayerSync<'_> {
             )
             .await
             .ctx("marking derived relations stale")?;
-        self.hops.apply(conn, project_id, cap).await?;
+        self.hops.apply(conn, project_id, cap, now).await?;
 
         summary.memories_marked_stale =
             mark_memories_stale(conn, project_id, MEMORIES_ON_NODES, &self.stale_keys, now).await?;

@@ -26,7 +26,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
 
-use super::closure::{parse_path, NodeId};
+use super::closure::{self, parse_path, NodeId};
 use super::impact::{
     affected_nodes, attached_memories, attachment_depths, choose_nearest, target_keys, Impact,
     ImpactOptions, IntoSeed, PathRef, MAX_SEEDS,
@@ -260,12 +260,16 @@ pub struct GraphIndexSize {
 impl GraphIndex {
     /// Reads project `project_id`'s graph and memory links, in one read transaction so that
     /// the four reads see one state of the database.
-    pub(crate) async fn load(reader: &mut Reader<'_>, project_id: &str) -> Result<GraphIndex> {
+    pub(crate) async fn load(
+        reader: &mut Reader<'_>,
+        project_id: &str,
+        closure_depth: u32,
+    ) -> Result<GraphIndex> {
         reader
             .execute("BEGIN", ())
             .await
             .ctx("graph index: beginning a read")?;
-        let loaded = Self::read(reader, project_id, &|| true, u64::MAX).await;
+        let loaded = Self::read(reader, project_id, closure_depth, &|| true, u64::MAX).await;
         let end = if loaded.is_ok() { "COMMIT" } else { "ROLLBACK" };
         let ended = reader
             .execute(end, ())
@@ -280,15 +284,17 @@ impl GraphIndex {
     /// reader's statement cache keeps the statements of the hot paths); `ENGRAM_ABORTED` once
     /// `keep_going` says no; `None` once the index would hold more than `max_bytes` (checked on
     /// the rows' estimate as they come, so a graph far over budget is not read whole, then on
-    /// the index's measured size).
+    /// the index's measured size). A pending closure (see `closure.rs`) is computed from the
+    /// edges read, within `closure_depth`, to the rows building it would store.
     pub(crate) async fn read(
         reader: &Reader<'_>,
         project_id: &str,
+        closure_depth: u32,
         keep_going: &(dyn Fn() -> bool + Sync),
         max_bytes: u64,
     ) -> Result<Option<GraphIndex>> {
-        let Some(mut index) = Self::read_rows(reader, project_id, keep_going, max_bytes).await?
-        else {
+        let rows = Self::read_rows(reader, project_id, closure_depth, keep_going, max_bytes);
+        let Some(mut index) = rows.await? else {
             return Ok(None);
         };
         // From here on the estimate starts from the measured size.
@@ -300,6 +306,7 @@ impl GraphIndex {
     async fn read_rows(
         reader: &Reader<'_>,
         project_id: &str,
+        closure_depth: u32,
         keep_going: &(dyn Fn() -> bool + Sync),
         max_bytes: u64,
     ) -> Result<Option<GraphIndex>> {
@@ -337,15 +344,21 @@ impl GraphIndex {
             }
             index.take_edge(&row, EdgeEnds::Both)?;
         }
-        let mut rows = reader
-            .query(PROJECT_CLOSURE, [project_id])
-            .await
-            .ctx("graph index: reading the closure")?;
-        while let Some(row) = rows.next().await.ctx("graph index: reading the closure")? {
-            if !within_budget(&index)? {
+        if closure::state(reader, project_id).await? == Some(closure::PENDING) {
+            if !index.compute_closure(closure_depth, &mut within_budget)? {
                 return Ok(None);
             }
-            index.take_reach(&row)?;
+        } else {
+            let mut rows = reader
+                .query(PROJECT_CLOSURE, [project_id])
+                .await
+                .ctx("graph index: reading the closure")?;
+            while let Some(row) = rows.next().await.ctx("graph index: reading the closure")? {
+                if !within_budget(&index)? {
+                    return Ok(None);
+                }
+                index.take_reach_row(&row)?;
+            }
         }
         // Growth slack would be a third of the closure's bytes.
         index.paths.shrink_to_fit();
@@ -401,7 +414,7 @@ impl GraphIndex {
                 })
                 .await?;
             reader
-                .query_cached(CLOSURE_OF, params(), |row| self.take_reach(row))
+                .query_cached(CLOSURE_OF, params(), |row| self.take_reach_row(row))
                 .await?;
             if self.dead_path_ids > self.paths.len() / 2 {
                 self.compact_paths();
@@ -469,20 +482,37 @@ impl GraphIndex {
         Ok(())
     }
 
-    /// A closure row: descendant, ancestor, depth, weight, path.
-    fn take_reach(&mut self, row: &Row) -> Result<()> {
+    /// A closure row as the tables give it: descendant, ancestor, depth, weight, path.
+    fn take_reach_row(&mut self, row: &Row) -> Result<()> {
+        let path = parse_path(row.get_str(4).ctx("closure row")?);
+        self.take_reach(
+            row.get(0).ctx("closure row")?,
+            row.get(1).ctx("closure row")?,
+            row.get(2).ctx("closure row")?,
+            row.get(3).ctx("closure row")?,
+            &path,
+        )
+    }
+
+    /// A closure row: descendant, ancestor, depth, weight and the path's interior nodes.
+    fn take_reach(
+        &mut self,
+        descendant: NodeId,
+        ancestor: NodeId,
+        depth: u32,
+        weight: f64,
+        path: &[NodeId],
+    ) -> Result<()> {
         let too_large = || Error::Internal("graph index: closure too large".into());
         let start = self.paths.len();
-        self.paths
-            .extend(parse_path(row.get_str(4).ctx("closure row")?));
+        self.paths.extend_from_slice(path);
         let reach = Reach {
-            ancestor: row.get(1).ctx("closure row")?,
-            weight: row.get(3).ctx("closure row")?,
+            ancestor,
+            weight,
             path_start: u32::try_from(start).map_err(|_| too_large())?,
-            path_len: u8::try_from(self.paths.len() - start).map_err(|_| too_large())?,
-            depth: u8::try_from(row.get::<u32>(2).ctx("closure row")?).map_err(|_| too_large())?,
+            path_len: u8::try_from(path.len()).map_err(|_| too_large())?,
+            depth: u8::try_from(depth).map_err(|_| too_large())?,
         };
-        let descendant: NodeId = row.get(0).ctx("closure row")?;
         self.approx_bytes += REACH_BYTES + u64::from(reach.path_len) * NODE_ID_BYTES;
         // One row per (ancestor, descendant) pair: the closure keeps one shortest path.
         self.reached_from
@@ -491,6 +521,56 @@ impl GraphIndex {
             .push(descendant);
         self.closure.entry(descendant).or_default().push(reach);
         Ok(())
+    }
+
+    /// Computes a pending closure from the edges loaded, within `cap`: the rows a build of it
+    /// stores (`closure::rows_in_memory` over the same hops), held in the order a load from
+    /// the table would hold them (each descendant's rows by depth, then ancestor; each
+    /// ancestor's descendants ascending). False once `within_budget` says no.
+    fn compute_closure(
+        &mut self,
+        cap: u32,
+        within_budget: &mut impl FnMut(&GraphIndex) -> Result<bool>,
+    ) -> Result<bool> {
+        let contains = self.kind_ids.get("contains").copied();
+        let mut hops: closure::Hops = HashMap::new();
+        for (&from, ends) in &self.edges {
+            let mut out: Vec<(NodeId, f64)> = ends
+                .iter()
+                .filter(|end| end.outgoing && Some(end.kind) != contains)
+                .map(|end| (end.other, end.weight))
+                .collect();
+            if out.is_empty() {
+                continue;
+            }
+            // One hop per pair, with its edges' largest weight (the build's GROUP BY).
+            out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            out.dedup_by_key(|hop| hop.0);
+            hops.insert(from, out);
+        }
+        let mut outcome = Ok(true);
+        closure::rows_in_memory(&hops, cap, |ancestor, descendant, reach| {
+            if !matches!(outcome, Ok(true)) {
+                return;
+            }
+            outcome = within_budget(self).and_then(|within| {
+                if within {
+                    let depth = reach.depth;
+                    self.take_reach(descendant, ancestor, depth, reach.weight, &reach.interior)?;
+                }
+                Ok(within)
+            });
+        });
+        if !outcome? {
+            return Ok(false);
+        }
+        for rows in self.closure.values_mut() {
+            rows.sort_unstable_by_key(|r| (r.depth, r.ancestor));
+        }
+        for descendants in self.reached_from.values_mut() {
+            descendants.sort_unstable();
+        }
+        Ok(true)
     }
 
     /// A memory link row: node key, memory seq, role.
@@ -1159,7 +1239,7 @@ mod budget_tests {
     async fn the_estimate_follows_the_size_and_the_budget_holds() {
         let (_dir, store) = generated_graph(1_000).await;
         let reader = store.reader().await;
-        let index = GraphIndex::read_rows(&reader, "p", &|| true, u64::MAX)
+        let index = GraphIndex::read_rows(&reader, "p", 4, &|| true, u64::MAX)
             .await
             .unwrap()
             .unwrap();
@@ -1172,9 +1252,9 @@ mod budget_tests {
         );
         assert!(index.size().closure_rows > 10_000, "{:?}", index.size());
         let budget = |share: f64| (measured * share) as u64;
-        let over = GraphIndex::read(&reader, "p", &|| true, budget(0.8)).await;
+        let over = GraphIndex::read(&reader, "p", 4, &|| true, budget(0.8)).await;
         assert!(over.unwrap().is_none());
-        let within = GraphIndex::read(&reader, "p", &|| true, budget(1.4)).await;
+        let within = GraphIndex::read(&reader, "p", 4, &|| true, budget(1.4)).await;
         let within = within.unwrap().expect("loads within its budget");
         assert_eq!(within.approx_bytes(), within.size().bytes as u64);
     }

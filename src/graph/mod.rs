@@ -19,7 +19,9 @@
 //!   depth (`graph_state.closure_depth`): depth, summed weight, interior node ids. Clustered by
 //!   `(descendant_id, depth, ancestor_id)`, so impact's "what depends on X, nearest first" is
 //!   one contiguous range per seed carrying weight and path; the unique `(ancestor_id,
-//!   descendant_id)` index serves descendants and keeps one row per pair.
+//!   descendant_id)` index serves descendants and keeps one row per pair. Depth 0 there means
+//!   *pending*: a wide write left no rows, built by the first reader or the idle writer
+//!   (`closure.rs`).
 //! - `graph_log(seq, project_id, node_id)`: the nodes whose row, edges or closure rows a
 //!   write changed (NULL: the whole project), replayed by the in-process indexes
 //!   (`served.rs`, which answer `impact()`, `reach()`, `neighbours()` and the file
@@ -57,7 +59,7 @@ pub use write::InjectSummary;
 
 use crate::clock::Clock;
 use crate::error::{DbContext, Error, Result};
-use crate::store::{begin_write, Store};
+use crate::store::{begin_write, Store, Writer};
 
 /// Closure depth used when the engine options give none.
 pub const DEFAULT_CLOSURE_DEPTH: u32 = 4;
@@ -85,32 +87,91 @@ fn closure_depth(ctx: &GraphCtx<'_>, max_depth: Option<u32>) -> Result<u32> {
     Ok(depth)
 }
 
-/// Rebuilds the project's closure when it was built with another depth than this engine's
-/// (a reopen with a new `closureDepth`), so reads never miss rows before the next write.
-pub(crate) async fn align_closure_depth(ctx: &GraphCtx<'_>) -> Result<()> {
-    let stored: Option<u32> = {
+/// Leaves the project's closure pending when it was built with another depth than this
+/// engine's (a reopen with a new `closureDepth`): opening does not wait for the rebuild, and
+/// every read builds or computes the rows first (see `closure.rs`). Returns whether the
+/// closure is pending, for the caller to build it in the background.
+pub(crate) async fn align_closure_depth(ctx: &GraphCtx<'_>) -> Result<bool> {
+    let stored = {
         let reader = ctx.store.reader().await;
-        let mut rows = reader
-            .query(
-                "SELECT closure_depth FROM graph_state WHERE project_id = ?1",
-                [ctx.project_id],
-            )
-            .await
-            .ctx("reading graph state")?;
-        match rows.next().await.ctx("reading graph state")? {
-            Some(row) => Some(row.get(0).ctx("reading graph state")?),
-            None => None,
-        }
+        closure::state(&reader, ctx.project_id).await?
     };
-    if stored.is_none_or(|depth| depth == ctx.closure_depth) {
-        return Ok(());
+    match stored {
+        None => Ok(false),
+        Some(depth) if depth == ctx.closure_depth => Ok(false),
+        Some(closure::PENDING) => Ok(true),
+        Some(_) => {
+            let now = ctx.clock.now_ms();
+            let conn = ctx.store.writer().await;
+            let tx = begin_write(&conn).await?;
+            // Read again under the write lock: another process may have rebuilt it.
+            if closure::state(&tx, ctx.project_id).await? != Some(ctx.closure_depth) {
+                closure::mark_pending(&tx, ctx.project_id, now).await?;
+            }
+            tx.commit()
+                .await
+                .ctx("committing the closure's new depth")?;
+            Ok(true)
+        }
     }
-    let now = ctx.clock.now_ms();
+}
+
+/// Builds the project's closure rows if they are pending (a wide write or a new depth left
+/// them so); true if it built them. What the tables' readers of the closure call first.
+pub(crate) async fn settle_closure(ctx: &GraphCtx<'_>) -> Result<bool> {
+    if !closure_pending(ctx).await? {
+        return Ok(false);
+    }
     let conn = ctx.store.writer().await;
-    let tx = begin_write(&conn).await?;
-    write::ensure_cap(&tx, ctx.project_id, ctx.closure_depth, now).await?;
-    tx.commit().await.ctx("committing the closure rebuild")?;
-    Ok(())
+    settle_on(ctx, &conn).await
+}
+
+/// [`settle_closure`] as background work: it waits until the writer has been idle for
+/// `idle`, so that a burst of writes is not held up by the build, and gives up while waiting
+/// once `keep_going` says no (every handle closed: the next open or read builds it).
+pub(crate) async fn settle_closure_when_idle(
+    ctx: &GraphCtx<'_>,
+    idle: std::time::Duration,
+    keep_going: &(dyn Fn() -> bool + Sync),
+) -> Result<bool> {
+    if !closure_pending(ctx).await? {
+        return Ok(false);
+    }
+    loop {
+        if !keep_going() {
+            return Ok(false);
+        }
+        match ctx.store.writer_if_idle(idle) {
+            Ok(conn) => return settle_on(ctx, &conn).await,
+            Err(wait) => tokio::time::sleep(wait).await,
+        }
+    }
+}
+
+/// Whether the project's closure is pending (one indexed read).
+async fn closure_pending(ctx: &GraphCtx<'_>) -> Result<bool> {
+    let reader = ctx.store.reader().await;
+    Ok(closure::state(&reader, ctx.project_id).await? == Some(closure::PENDING))
+}
+
+/// Builds a pending closure on the writer `conn`, if it is still pending under its lock.
+async fn settle_on(ctx: &GraphCtx<'_>, conn: &Writer<'_>) -> Result<bool> {
+    let tx = begin_write(conn).await?;
+    if closure::state(&tx, ctx.project_id).await? != Some(closure::PENDING) {
+        tx.commit().await.ctx("ending a read of graph state")?;
+        return Ok(false);
+    }
+    let started = std::time::Instant::now();
+    let rows =
+        closure::materialize(&tx, ctx.project_id, ctx.closure_depth, ctx.clock.now_ms()).await?;
+    tx.commit().await.ctx("committing the closure")?;
+    tracing::debug!(
+        project = ctx.project_id,
+        rows,
+        ms = started.elapsed().as_millis() as u64,
+        "pending closure built"
+    );
+    Ok(true)
 }
 
 /// Upserts a batch of nodes and edges in one transaction.
@@ -196,6 +257,7 @@ pub(crate) async fn closure_of(
     limit: u32,
 ) -> Result<Subgraph> {
     let depth = closure_depth(ctx, max_depth)?;
+    settle_closure(ctx).await?;
     let reader = ctx.store.reader().await;
     read::closure_of(&reader, ctx.project_id, key, side, depth, limit).await
 }
@@ -214,6 +276,7 @@ pub(crate) async fn impact(
 ) -> Result<Impact> {
     let depth = closure_depth(ctx, options.max_depth)?;
     read::check_limit(options.limit)?;
+    settle_closure(ctx).await?;
     let mut reader = ctx.store.reader().await;
     impact::impact(
         &mut reader,
@@ -322,7 +385,7 @@ pub(crate) async fn closure_of_served(
 /// The project's graph loaded into memory (see `index.rs`).
 pub(crate) async fn load_index(ctx: &GraphCtx<'_>) -> Result<GraphIndex> {
     let mut reader = ctx.store.reader().await;
-    GraphIndex::load(&mut reader, ctx.project_id).await
+    GraphIndex::load(&mut reader, ctx.project_id, ctx.closure_depth).await
 }
 
 /// [`impact`] answered from `index` (memories still read from SQLite).
@@ -451,6 +514,8 @@ where
 
 /// Sizes of the project's graph.
 pub(crate) async fn stats(ctx: &GraphCtx<'_>) -> Result<GraphStats> {
+    // Its closure rows and depth are those of the built closure.
+    settle_closure(ctx).await?;
     let reader = ctx.store.reader().await;
     read::stats(&reader, ctx.project_id).await
 }

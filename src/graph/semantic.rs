@@ -285,7 +285,7 @@ pub(crate) async fn apply(
         .await
         .ctx("deleting a derived edge")?;
     }
-    hops.apply(conn, project_id, cap).await?;
+    hops.apply(conn, project_id, cap, now).await?;
 
     let written = inject(conn, project_id, cap, now, &nodes, &edges).await?;
     // Derived nodes that only the dropped edges held, and that this answer does not name.

@@ -333,6 +333,7 @@ impl GraphSlot {
         &self,
         store: &Store,
         project_id: &str,
+        closure_depth: u32,
         keep_going: &(dyn Fn() -> bool + Sync),
     ) -> Result<()> {
         let loaded = async {
@@ -341,8 +342,14 @@ impl GraphSlot {
             begin_read(&reader).await?;
             let read = async {
                 let [graph, links, rows] = log_bounds(&mut reader).await?;
-                let index =
-                    GraphIndex::read(&reader, project_id, keep_going, self.max_bytes).await?;
+                let index = GraphIndex::read(
+                    &reader,
+                    project_id,
+                    closure_depth,
+                    keep_going,
+                    self.max_bytes,
+                );
+                let index = index.await?;
                 Ok::<_, crate::error::Error>(index.map(|index| Served {
                     index,
                     memories: MemoryRows::default(),
@@ -452,7 +459,7 @@ mod tests {
             slot.refresh(&store, "p").await.unwrap(),
             Refreshed::LoadClaimed
         );
-        let stopped = slot.load(&store, "p", &|| false).await;
+        let stopped = slot.load(&store, "p", 4, &|| false).await;
         assert!(
             matches!(stopped, Err(crate::error::Error::Aborted)),
             "{stopped:?}"
@@ -463,7 +470,7 @@ mod tests {
             slot.refresh(&store, "p").await.unwrap(),
             Refreshed::LoadClaimed
         );
-        slot.load(&store, "p", &|| true).await.unwrap();
+        slot.load(&store, "p", 4, &|| true).await.unwrap();
         assert_eq!(slot.refresh(&store, "p").await.unwrap(), Refreshed::Current);
         let served = slot.read().await;
         assert_eq!(served.as_ref().unwrap().index.size().nodes, 5000);

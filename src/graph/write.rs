@@ -90,12 +90,25 @@ impl HopLog {
         self.nodes.extend([from, to]);
     }
 
-    /// Brings the closure up to date (per-hop propagation, or a rebuild past the threshold)
-    /// and logs what changed to `graph_log`.
-    pub(crate) async fn apply(self, conn: &Connection, project_id: &str, cap: u32) -> Result<()> {
+    /// Brings the closure up to date and logs what changed to `graph_log`: per-hop
+    /// propagation; past the threshold the closure is left pending (built later, see
+    /// `closure.rs`); a write onto a pending closure that is not that wide builds it, with
+    /// the write's changes in it. Either of the last two logs the whole project.
+    pub(crate) async fn apply(
+        self,
+        conn: &Connection,
+        project_id: &str,
+        cap: u32,
+        now: i64,
+    ) -> Result<()> {
         if self.overflow {
-            // The rebuild logs the whole project.
-            closure::rebuild(conn, project_id, cap).await?;
+            return closure::mark_pending(conn, project_id, now).await;
+        }
+        if self.before.is_empty() && self.nodes.is_empty() {
+            return Ok(());
+        }
+        if closure::state(conn, project_id).await? == Some(closure::PENDING) {
+            closure::rebuild(conn, project_id, cap, now).await?;
             return Ok(());
         }
         let mut changes = Vec::with_capacity(self.before.len());
@@ -116,36 +129,18 @@ impl HopLog {
     }
 }
 
-/// Makes sure the project's closure was built with `cap`, rebuilding it if not.
+/// Makes sure the project's closure was built with `cap`, rebuilding it if not; a pending
+/// closure stays pending (the write's [`HopLog::apply`] builds it if the write is not wide).
 pub(crate) async fn ensure_cap(
     conn: &Connection,
     project_id: &str,
     cap: u32,
     now: i64,
 ) -> Result<()> {
-    let mut rows = conn
-        .query(
-            "SELECT closure_depth FROM graph_state WHERE project_id = ?1",
-            [project_id],
-        )
-        .await
-        .ctx("reading graph state")?;
-    let stored: Option<u32> = match rows.next().await.ctx("reading graph state")? {
-        Some(row) => Some(row.get(0).ctx("reading graph state")?),
-        None => None,
-    };
-    if stored == Some(cap) {
-        return Ok(());
+    match closure::state(conn, project_id).await? {
+        Some(depth) if depth == cap || depth == closure::PENDING => Ok(()),
+        _ => closure::rebuild(conn, project_id, cap, now).await.map(drop),
     }
-    closure::rebuild(conn, project_id, cap).await?;
-    conn.execute(
-        "INSERT INTO graph_state (project_id, closure_depth, rebuilt_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT (project_id) DO UPDATE SET closure_depth = ?2, rebuilt_at = ?3",
-        (project_id, cap, now),
-    )
-    .await
-    .ctx("writing graph state")?;
-    Ok(())
 }
 
 /// The row id and source of a node, by key.
@@ -299,7 +294,7 @@ pub(crate) async fn inject(
             .await
             .ctx("writing a graph edge")?;
     }
-    hops.apply(conn, project_id, cap).await?;
+    hops.apply(conn, project_id, cap, now).await?;
     Ok(summary)
 }
 
@@ -321,7 +316,7 @@ pub(crate) async fn delete_node(
     let mut hops = HopLog::default();
     detach(conn, &mut hops, &[id]).await?;
     hops.node(id);
-    hops.apply(conn, project_id, cap).await?;
+    hops.apply(conn, project_id, cap, now).await?;
     conn.execute("DELETE FROM graph_nodes WHERE id = ?1", [id])
         .await
         .ctx("deleting a graph node")?;
@@ -403,7 +398,7 @@ pub(crate) async fn delete_edge(
     )
     .await
     .ctx("deleting a graph edge")?;
-    hops.apply(conn, project_id, cap).await?;
+    hops.apply(conn, project_id, cap, now).await?;
     Ok(true)
 }
 
