@@ -1230,7 +1230,9 @@ impl Engram {
         let slot = self.engine.graphs.slot(&self.project_id);
         let start_load = || self.load_graph_in_background(slot.clone());
         let from_index = |index: &crate::graph::GraphIndex| index.file_neighbours(files);
-        match graph::from_current_index(&self.graph_ctx(), &slot, start_load, from_index).await {
+        match graph::from_current_index(&self.graph_ctx(), &slot, start_load, false, from_index)
+            .await
+        {
             Some(answer) => Ok(answer),
             None => self.file_neighbours_from_tables(files).await,
         }

@@ -187,6 +187,13 @@ async fn a_wide_write_leaves_the_closure_pending_and_every_reader_gets_the_rows_
     assert_eq!(state(&e).await, Some(closure::PENDING));
     assert!(closure_rows(&e).await.is_empty());
 
+    // `impact()` does not wait for the build: it loads the index, which computes the rows.
+    let first = &keys[0];
+    assert_eq!(e.served_graph_loads(), 0);
+    assert_eq!(&e.impact(first, &options).await.unwrap(), &answers[0]);
+    assert_eq!(e.served_graph_loads(), 1, "loaded by the call");
+    assert_eq!(state(&e).await, Some(closure::PENDING), "not built by it");
+
     // The index computes the rows: the same picture (depths, weights, paths) as from the table.
     let pending_index = e.load_graph_index().await.unwrap();
     if let Some(difference) = pending_index

@@ -110,6 +110,8 @@ pub(crate) struct GraphSlot {
     state: tokio::sync::RwLock<Option<Served>>,
     /// A load was claimed and has not finished.
     loading: AtomicBool,
+    /// Told when a claimed load ends (however it ends).
+    load_ended: tokio::sync::Notify,
     /// Loads completed (tests tell a replay from a reload with it).
     loads: AtomicU64,
     /// The index's memory budget (0: never loaded).
@@ -172,6 +174,7 @@ impl GraphSlot {
             refresh: tokio::sync::Mutex::default(),
             state: tokio::sync::RwLock::default(),
             loading: AtomicBool::default(),
+            load_ended: tokio::sync::Notify::new(),
             loads: AtomicU64::default(),
             max_bytes,
             over_budget: AtomicBool::default(),
@@ -379,7 +382,22 @@ impl GraphSlot {
         }
         .await;
         self.loading.store(false, Ordering::Release);
+        self.load_ended.notify_waiters();
         loaded
+    }
+
+    /// Waits until no load is going on (one claimed before or during the call has ended).
+    pub(crate) async fn wait_for_load(&self) {
+        loop {
+            let ended = self.load_ended.notified();
+            tokio::pin!(ended);
+            // Registered before the check, so an end between the two is not missed.
+            ended.as_mut().enable();
+            if !self.loading.load(Ordering::Acquire) {
+                return;
+            }
+            ended.await;
+        }
     }
 
     /// Loads completed so far.
