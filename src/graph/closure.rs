@@ -434,8 +434,7 @@ pub(crate) async fn rebuild(
     cap: u32,
     now: i64,
 ) -> Result<u64> {
-    let written = write_all(conn, project_id, cap).await?;
-    set_state(conn, project_id, cap, now).await?;
+    let written = materialize(conn, project_id, cap, now).await?;
     log_changes(conn, project_id, None).await?;
     Ok(written)
 }
