@@ -44,6 +44,40 @@ test('embed() returns normalised Float32Arrays that rank a query near its code',
   assert.deepEqual(await db.embed([]), [])
 })
 
+test('queryPrecision picks the weights short inputs run through, under one model identity', async (t) => {
+  const dir = modelDir()
+  if (!dir) return t.skip('no embedding model installed')
+  const texts = ['How do I open a database connection?', 'retry the upload when the server answers 503']
+  const vectors = {}
+  const models = new Set()
+  for (const queryPrecision of ['f32', 'f16', 'int8']) {
+    const db = await Engram.open({
+      path: join(tempDir(t), `${queryPrecision}.db`),
+      embeddings: { modelDir: dir, queryPrecision },
+    })
+    vectors[queryPrecision] = await db.embed(texts)
+    models.add(db.embeddingStatus().model)
+    db.close()
+  }
+  assert.deepEqual([...models], ['local:all-minilm-l6-v2@128:384'])
+  for (const precision of ['f16', 'int8']) {
+    for (const [i, text] of texts.entries()) {
+      const cosine = dot(vectors[precision][i], vectors.f32[i])
+      assert.ok(cosine > 0.998, `${precision}, ${text}: cosine ${cosine} to the f32 weights`)
+    }
+  }
+  // x86-64 CPUs since 2013 have AVX2 and F16C, so the default does not take the f32 weights
+  // there: its vectors differ from theirs in the last digits at least.
+  if (process.arch === 'x64') {
+    assert.notDeepEqual(Array.from(vectors.int8[0]), Array.from(vectors.f32[0]))
+  }
+  await rejectsWithCode(
+    assert,
+    Engram.open({ path: join(tempDir(t), 'bad.db'), embeddings: { modelDir: dir, queryPrecision: 'int4' } }),
+    'ENGRAM_INVALID_ARG',
+  )
+})
+
 test('a worker thread embeds with the same model and gets the same vectors', async (t) => {
   const dir = modelDir()
   if (!dir) return t.skip('no embedding model installed')
@@ -81,7 +115,8 @@ test('installModel() copies a model directory into place and the engine uses it'
   const installed = await addon.installModel(join(work, 'unpacked'), dest)
   assert.equal(installed.dir, dest)
   assert.deepEqual(readFileSync(join(dest, 'config.json')), readFileSync(join(dir, 'config.json')))
-  const db = await Engram.open({ path: join(work, 'i.db'), embeddings: { modelDir: dest } })
+  // The f32 weights, for the reference value below (numpy, same weights).
+  const db = await Engram.open({ path: join(work, 'i.db'), embeddings: { modelDir: dest, queryPrecision: 'f32' } })
   t.after(() => db.close())
   const [v] = await db.embed(['hello world'])
   assert.ok(Math.abs(v[0] - -0.0344773) < 1e-4, `first value ${v[0]}`)

@@ -224,6 +224,7 @@ test('bad embeddings options are ENGRAM_INVALID_ARG at open', async (t) => {
     { provider: 'none', fallback: [{ provider: 'local' }] },
     { provider: 'word2vec' },
     { provider: 'local', maxTokens: 1 },
+    { provider: 'local', queryPrecision: 'bf16' },
   ]
   for (const [i, embeddings] of bad.entries()) {
     await rejectsWithCode(assert, Engram.open({ path: join(dir, `bad-${i}.db`), embeddings }), 'ENGRAM_INVALID_ARG')

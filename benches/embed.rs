@@ -4,7 +4,10 @@
 //! Prints chunks/s for the whole set (the issue's target: >= 50 chunks/s at <= 128 tokens on two
 //! cores, baseline 25/s) and query-embedding latency, then criterion timings, among them a
 //! query on one thread or split across all, alone and beside a thread keeping a core busy.
-//! Needs the model (`engram model install`, or `ENGRAM_MODEL_DIR`); exits with a notice without it.
+//! Then how close the query paths' vectors are to the f32 weights' (cosine, and the share of
+//! the top 10 over the chunks they keep). `EMBED_BENCH_QUERIES_ONLY=1` prints only the query
+//! figures. Needs the model (`engram model install`, or `ENGRAM_MODEL_DIR`); exits with a
+//! notice without it.
 //! Run: `cargo bench --no-default-features --bench embed`
 
 #[path = "source_trees/mod.rs"]
@@ -13,7 +16,9 @@ mod source_trees;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use engram::embed::{locate, Embedder, LocalEmbedder, LocalModelOptions};
+use engram::embed::{
+    locate, Embedder, FewTokenWeights, LocalEmbedder, LocalModelOptions, ModelFiles,
+};
 
 /// A question of 96 words, cut to the first n for the query-length sweep.
 const LONG_QUESTION: &str = "Returns the bound address the address family name and port of the \
@@ -23,6 +28,21 @@ const LONG_QUESTION: &str = "Returns the bound address the address family name a
     that a restarted process can bind the same port without waiting for the kernel to release \
     it which matters for tests that start and stop servers many times in a row on one machine \
     and for supervisors";
+
+/// The model on `threads` threads, its few-token products through `weights`.
+fn load_with(files: &ModelFiles, threads: usize, weights: FewTokenWeights) -> LocalEmbedder {
+    let options = LocalModelOptions {
+        threads,
+        few_token_weights: weights,
+        ..LocalModelOptions::default()
+    };
+    LocalEmbedder::load(files, &options).unwrap()
+}
+
+/// The default thread count of the model.
+fn all_threads() -> usize {
+    LocalModelOptions::default().threads
+}
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -55,6 +75,11 @@ fn bench(c: &mut Criterion) {
     let model = LocalEmbedder::load(&files, &LocalModelOptions::default()).unwrap();
     let texts = source_trees::tokio_chunk_texts(512);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    if std::env::var_os("EMBED_BENCH_QUERIES_ONLY").is_some() {
+        query_length_sweep(&files, &model);
+        fidelity(&files, &refs);
+        return;
+    }
     println!(
         "embed: {} chunks of tokio, model {}, {} threads",
         refs.len(),
@@ -84,37 +109,8 @@ fn bench(c: &mut Criterion) {
         samples[samples.len() * 99 / 100]
     );
 
-    // Long questions (doc sentences with URLs, pasted errors) are recall's latency tail: the
-    // query's token count, not the corpus, sets their cost. Both paths: f16 panels up to 128
-    // tokens (the default) and the f32 weights split across every core.
-    let f32_all = LocalEmbedder::load(
-        &files,
-        &LocalModelOptions {
-            few_tokens_in_f16: false,
-            ..LocalModelOptions::default()
-        },
-    )
-    .unwrap();
-    let words: Vec<&str> = LONG_QUESTION.split(' ').collect();
-    for n in [10, 20, 30, 40, 60, 90] {
-        let query = words[..n.min(words.len())].join(" ");
-        let p50 = |m: &LocalEmbedder| {
-            median(
-                (0..25)
-                    .map(|_| {
-                        let t = Instant::now();
-                        m.embed(&[query.as_str()]).unwrap();
-                        t.elapsed().as_secs_f64() * 1e3
-                    })
-                    .collect(),
-            )
-        };
-        println!(
-            "embed: {n}-word query p50 {:.2} ms (f32 weights, all threads: {:.2} ms)",
-            p50(&model),
-            p50(&f32_all)
-        );
-    }
+    query_length_sweep(&files, &model);
+    fidelity(&files, &refs);
 
     let mut group = c.benchmark_group("embed");
     group.sample_size(10);
@@ -128,23 +124,16 @@ fn bench(c: &mut Criterion) {
     // A query's matrix products split across threads (the default) or not, with the f16 panels
     // (the default) or the f32 weights, alone and while another thread keeps a core busy, as
     // recall's keyword SQL does during the embedding.
-    let variant = |threads: usize, few_tokens_in_f16: bool| {
-        LocalEmbedder::load(
-            &files,
-            &LocalModelOptions {
-                threads,
-                few_tokens_in_f16,
-                ..LocalModelOptions::default()
-            },
-        )
-        .unwrap()
+    let variant = |threads: usize, few_token_weights: FewTokenWeights| {
+        load_with(&files, threads, few_token_weights)
     };
-    let all = LocalModelOptions::default().threads;
+    let all = all_threads();
     let variants = [
-        ("f16_1_thread", variant(1, true)),
-        ("f16_all_threads", variant(all, true)),
-        ("f32_1_thread", variant(1, false)),
-        ("f32_all_threads", variant(all, false)),
+        ("int8_1_thread", variant(1, FewTokenWeights::Int8)),
+        ("f16_1_thread", variant(1, FewTokenWeights::F16)),
+        ("f16_all_threads", variant(all, FewTokenWeights::F16)),
+        ("f32_1_thread", variant(1, FewTokenWeights::F32)),
+        ("f32_all_threads", variant(all, FewTokenWeights::F32)),
     ];
     let mut group = c.benchmark_group("embed_query");
     for busy in [false, true] {
@@ -168,6 +157,119 @@ fn bench(c: &mut Criterion) {
         spinner.join().unwrap();
     }
     group.finish();
+}
+
+/// Query embedding by length, median of 25, through the default weights (int8 panels where the
+/// CPU runs them), the f16 panels, and the f32 weights split across every core. Long questions
+/// (doc sentences with URLs, pasted errors) are recall's latency tail: the query's token count,
+/// not the corpus, sets their cost.
+fn query_length_sweep(files: &ModelFiles, model: &LocalEmbedder) {
+    let f32_all = load_with(files, all_threads(), FewTokenWeights::F32);
+    let f16 = load_with(files, all_threads(), FewTokenWeights::F16);
+    let words: Vec<&str> = LONG_QUESTION.split(' ').collect();
+    for n in [10, 20, 30, 40, 60, 90] {
+        let query = words[..n.min(words.len())].join(" ");
+        let p50 = |m: &LocalEmbedder| {
+            median(
+                (0..25)
+                    .map(|_| {
+                        let t = Instant::now();
+                        m.embed(&[query.as_str()]).unwrap();
+                        t.elapsed().as_secs_f64() * 1e3
+                    })
+                    .collect(),
+            )
+        };
+        println!(
+        "embed: {n}-word query p50 {:.2} ms (f16 weights: {:.2} ms; f32 weights, all threads: {:.2} ms)",
+        p50(model),
+        p50(&f16),
+        p50(&f32_all)
+    );
+    }
+}
+
+/// First sentences of tokio's `///` doc blocks (3 to 60 words): query-like texts of real length.
+fn doc_sentences(limit: usize) -> Vec<String> {
+    let root = source_trees::tokio_dir().expect("tokio in the cargo registry");
+    let files = source_trees::rust_files(&root);
+    let mut sentences = Vec::new();
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut block = String::new();
+        for line in text.lines().chain(std::iter::once("")) {
+            if let Some(doc) = line.trim_start().strip_prefix("///") {
+                if !doc.trim().is_empty() || !block.is_empty() {
+                    block.push_str(doc.trim());
+                    block.push(' ');
+                }
+                continue;
+            }
+            let first = block.split(". ").next().unwrap_or("").trim().to_owned();
+            block.clear();
+            let words = first.split_whitespace().count();
+            if (3..=60).contains(&words) && !sentences.contains(&first) {
+                sentences.push(first);
+                if sentences.len() == limit {
+                    return sentences;
+                }
+            }
+        }
+    }
+    sentences
+}
+
+/// How far a few-token path's query vectors are from the f32 weights' (cosine: lowest, 1st
+/// percentile, median), and how much of the f32 query's top 10 over `corpus` it keeps: the
+/// retrieval-level cost of rounding the weights.
+fn fidelity(files: &ModelFiles, corpus: &[&str]) {
+    let exact = load_with(files, all_threads(), FewTokenWeights::F32);
+    let queries = doc_sentences(600);
+    let docs = exact.embed(corpus).unwrap();
+    let top10 = |q: &[f32]| {
+        let mut scored: Vec<(f32, usize)> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.iter().zip(q).map(|(a, b)| a * b).sum::<f32>(), i))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+            .into_iter()
+            .take(10)
+            .map(|(_, i)| i)
+            .collect::<Vec<_>>()
+    };
+    let want: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|q| exact.embed(&[q.as_str()]).unwrap().pop().unwrap())
+        .collect();
+    for kind in [FewTokenWeights::F16, FewTokenWeights::Int8] {
+        let model = load_with(files, all_threads(), kind);
+        let mut cosines = Vec::new();
+        let mut kept = 0usize;
+        for (query, want) in queries.iter().zip(&want) {
+            let got = model.embed(&[query.as_str()]).unwrap().pop().unwrap();
+            cosines.push(
+                got.iter()
+                    .zip(want)
+                    .map(|(a, b)| f64::from(a * b))
+                    .sum::<f64>(),
+            );
+            let (a, b) = (top10(want), top10(&got));
+            kept += b.iter().filter(|i| a.contains(i)).count();
+        }
+        cosines.sort_by(f64::total_cmp);
+        println!(
+            "embed: {kind:?} query vectors vs f32 weights over {} doc sentences: cosine lowest {:.5}, p1 {:.5}, median {:.6}; top-10 kept {:.4}",
+            queries.len(),
+            cosines[0],
+            cosines[cosines.len() / 100],
+            cosines[cosines.len() / 2],
+            kept as f64 / (10 * queries.len()) as f64
+        );
+    }
 }
 
 criterion_group!(benches, bench);

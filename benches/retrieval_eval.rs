@@ -12,7 +12,9 @@
 //! questions with every answering memory in the top 10) in one table, then the default's
 //! latency per set. `EVAL_QUERIES` caps the queries per set (default 500, an even sample);
 //! `EVAL_MAX_TOKENS=n` embeds with the built-in model cut at `n` tokens instead of 128 (its
-//! vectors are kept beside the default's, under the model's other identity).
+//! vectors are kept beside the default's, under the model's other identity);
+//! `EVAL_QUERY_WEIGHTS=f32|f16|int8` picks the weights queries (inputs of at most 128 tokens)
+//! run through, for comparing them (one model identity: stored vectors are reused).
 //! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's
 //! path ranks and similarity, for studying fusion offline. Every set's queries and answers
 //! go to `target/retrieval-eval/sets.json`, which `benches/js/seed_eval.mjs` reads to run the
@@ -37,7 +39,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use engram::code::IndexOptions;
-use engram::embed::local::LocalModelOptions;
+use engram::embed::local::{FewTokenWeights, LocalModelOptions};
 use engram::embed::service::EmbeddingProvider;
 use engram::memory::{MemoryType, RememberInput};
 use engram::retrieval::recall::{ItemContent, Recall};
@@ -159,15 +161,25 @@ async fn open(dir: &Path, root: &Path) -> Engram {
     std::fs::create_dir_all(root).unwrap();
     let mut options = OpenOptions::new(dir.join("eval.db"));
     options.project_root = Some(root.to_path_buf());
-    if let Some(max_tokens) = std::env::var("EVAL_MAX_TOKENS")
+    let max_tokens = std::env::var("EVAL_MAX_TOKENS")
         .ok()
-        .and_then(|v| v.parse().ok())
-    {
+        .and_then(|v| v.parse().ok());
+    let query_weights = std::env::var("EVAL_QUERY_WEIGHTS")
+        .ok()
+        .map(|v| match v.as_str() {
+            "f32" => FewTokenWeights::F32,
+            "f16" => FewTokenWeights::F16,
+            "int8" => FewTokenWeights::Int8,
+            other => panic!("EVAL_QUERY_WEIGHTS={other}: expected f32, f16 or int8"),
+        });
+    if max_tokens.is_some() || query_weights.is_some() {
+        let defaults = LocalModelOptions::default();
         options.engine.embeddings = EmbeddingProvider::Local {
             model_dir: None,
             options: LocalModelOptions {
-                max_tokens,
-                ..LocalModelOptions::default()
+                max_tokens: max_tokens.unwrap_or(defaults.max_tokens),
+                few_token_weights: query_weights.unwrap_or(defaults.few_token_weights),
+                ..defaults
             },
         };
     }

@@ -13,7 +13,8 @@
 // p50/p90/p99 are reported per set too.
 // Needs the model (`engram model install`). With ENGRAM_BENCH_DB=/some/dir/recall.db the
 // database and the corpus are kept in /some/dir, so a second run skips copying, indexing and
-// embedding.
+// embedding. ENGRAM_BENCH_QUERY_PRECISION=int8|f16|f32 sets `embeddings.queryPrecision` (the
+// weights queries run through), for comparing them on one database.
 //   node benches/js/recall.mjs [root]
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -39,7 +40,8 @@ const MEMORIES = 10_000
 
 
 try {
-  const db = await Engram.open({ path, projectRoot: root })
+  const queryPrecision = process.env.ENGRAM_BENCH_QUERY_PRECISION
+  const db = await Engram.open({ path, projectRoot: root, ...(queryPrecision && { embeddings: { queryPrecision } }) })
   let started = hrtime.bigint()
   const secs = () => (Number(hrtime.bigint() - started) / 1e9).toFixed(1)
   const indexed = await db.index()

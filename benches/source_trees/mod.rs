@@ -86,6 +86,18 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The `.rs` files under `root`, sorted (what `.gitignore` files leave).
+#[allow(dead_code)] // only the embedding benches use it
+pub fn rust_files(root: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = ignore::Walk::new(root)
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// Contextual texts (prefix, blank line, code) of up to `limit` chunks of the rust corpus
 /// (tokio), chunked by our own AST chunker, in file order.
 // Only the embedding benches use it.
@@ -95,12 +107,7 @@ pub fn tokio_chunk_texts(limit: usize) -> Vec<String> {
         .into_iter()
         .find(|(name, _)| name == "rust" || name == "custom")
         .expect("a rust corpus (tokio in the cargo registry)");
-    let mut files: Vec<_> = ignore::Walk::new(&root)
-        .flatten()
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
-    files.sort();
+    let files = rust_files(&root);
     let mut parser = tree_sitter::Parser::new();
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let mut texts = Vec::new();

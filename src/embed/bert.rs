@@ -13,6 +13,7 @@
 //! The caller runs one [`BertEncoder::encode`] per thread; nothing here spawns threads.
 
 use super::half_panels::HalfPanels;
+use super::int8_panels::Int8Panels;
 use crate::error::{Error, Result};
 use gemm::Parallelism;
 
@@ -43,39 +44,83 @@ fn default_hidden_act() -> String {
     "gelu".to_owned()
 }
 
-/// Inputs of at most this many rows (tokens) go through the f16 panels when the CPU has them:
-/// a query, up to the default token limit. Measured on one query against `gemm`'s f32 kernels
-/// split across two threads: 42 words (~55 tokens) 14.6 against 22.7 ms, 100 words (128
-/// tokens) 35.5 against 42.9 ms; while the other core is busy (as recall's keyword SQL keeps
-/// it) about half the time up to 60 words, 0.84x at 128 tokens. At 32 rows recall's p99 was
-/// set by queries just past it.
-/// Batches of bulk embedding are far larger and keep the f32 kernels.
+/// Inputs of at most this many rows (tokens) go through the few-row panels (int8 or f16) when
+/// the CPU has them: a query, up to the default token limit. Measured on one query against
+/// `gemm`'s f32 kernels split across two threads, f16: 42 words (~55 tokens) 14.6 against
+/// 22.7 ms, 100 words (128 tokens) 35.5 against 42.9 ms; while the other core is busy (as
+/// recall's keyword SQL keeps it) about half the time up to 60 words, 0.84x at 128 tokens; int8
+/// takes 0.6-0.7x of f16's time (`docs/PERFORMANCE.md`). At 32 rows recall's p99 was set by
+/// queries just past it. Batches of bulk embedding are far larger and keep the f32 kernels.
 const FEW_ROWS: usize = 128;
+
+/// The weights that products of at most [`FEW_ROWS`] rows (a query) run through. Each falls back
+/// to the next one down where the CPU lacks its kernel: int8 needs AVX-512 VNNI, f16 needs AVX2,
+/// FMA and F16C; batches of more rows always use the f32 weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FewTokenWeights {
+    /// The f32 weights, through `gemm` like every batch.
+    F32,
+    /// f16 copies of the weights (21 MB more for MiniLM-L6): see `half_panels`.
+    F16,
+    /// int8 copies quantised per output column, inputs quantised per row and block of 64 (10.6 MB
+    /// more): see `int8_panels`.
+    Int8,
+}
+
+/// A few-row copy of a linear layer's weights.
+enum FewRowPanels {
+    Half(HalfPanels),
+    Int8(Int8Panels),
+}
+
+impl FewRowPanels {
+    /// The panels `wanted` asks for, or the nearest kind this CPU runs (none: use f32).
+    fn build(
+        wanted: FewTokenWeights,
+        weight_t: &[f32],
+        inputs: usize,
+        outputs: usize,
+    ) -> Option<Self> {
+        if wanted == FewTokenWeights::Int8 && Int8Panels::supported() {
+            return Some(Self::Int8(Int8Panels::from_transposed(
+                weight_t, inputs, outputs,
+            )));
+        }
+        (wanted != FewTokenWeights::F32 && HalfPanels::supported())
+            .then(|| Self::Half(HalfPanels::from_transposed(weight_t, inputs, outputs)))
+    }
+
+    fn multiply_add(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        match self {
+            Self::Half(panels) => panels.multiply_add(x, rows, out),
+            Self::Int8(panels) => panels.multiply_add(x, rows, out),
+        }
+    }
+}
 
 /// `y = x W^T + b` with `W^T` stored `inputs x outputs`, row-major.
 struct Linear {
     weight_t: Vec<f32>,
-    /// The same weights as f16 panels, for products of a few rows (see [`HalfPanels`]).
-    half: Option<HalfPanels>,
+    /// The same weights for products of a few rows, if the CPU runs their kernel.
+    few_rows: Option<FewRowPanels>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
 }
 
 impl Linear {
-    /// `few_rows_in_f16`: also keep f16 panels, if the CPU runs their kernel.
+    /// `few_rows`: the copy of the weights products of a few rows use.
     fn new(
         weight_t: Vec<f32>,
         bias: Vec<f32>,
         inputs: usize,
         outputs: usize,
-        few_rows_in_f16: bool,
+        few_rows: FewTokenWeights,
     ) -> Self {
-        let half = (few_rows_in_f16 && HalfPanels::supported())
-            .then(|| HalfPanels::from_transposed(&weight_t, inputs, outputs));
+        let few_rows = FewRowPanels::build(few_rows, &weight_t, inputs, outputs);
         Self {
             weight_t,
-            half,
+            few_rows,
             bias,
             inputs,
             outputs,
@@ -88,8 +133,8 @@ impl Linear {
         for row in out[..rows * self.outputs].chunks_exact_mut(self.outputs) {
             row.copy_from_slice(&self.bias);
         }
-        if let Some(half) = self.half.as_ref().filter(|_| rows <= FEW_ROWS) {
-            half.multiply_add(x, rows, out);
+        if let Some(panels) = self.few_rows.as_ref().filter(|_| rows <= FEW_ROWS) {
+            panels.multiply_add(x, rows, out);
             return;
         }
         // SAFETY: the slices hold `rows x inputs`, `inputs x outputs` and `rows x outputs`
@@ -192,7 +237,7 @@ struct Weights<'a> {
     file: safetensors::SafeTensors<'a>,
     prefix: &'static str,
     source: &'a str,
-    few_rows_in_f16: bool,
+    few_rows: FewTokenWeights,
 }
 
 impl Weights<'_> {
@@ -246,13 +291,7 @@ impl Weights<'_> {
     /// A `torch.nn.Linear` (weight `outputs x inputs`), transposed for `x W^T`.
     fn linear(&self, prefix: &str, inputs: usize, outputs: usize) -> Result<Linear> {
         let (weight_t, bias) = self.transposed(prefix, inputs, outputs)?;
-        Ok(Linear::new(
-            weight_t,
-            bias,
-            inputs,
-            outputs,
-            self.few_rows_in_f16,
-        ))
+        Ok(Linear::new(weight_t, bias, inputs, outputs, self.few_rows))
     }
 
     /// A linear layer's weight, transposed to `inputs x outputs`, and its bias.
@@ -290,7 +329,7 @@ impl Weights<'_> {
             bias,
             hidden,
             3 * hidden,
-            self.few_rows_in_f16,
+            self.few_rows,
         ))
     }
 
@@ -316,13 +355,13 @@ struct Scratch {
 impl BertEncoder {
     /// Builds the encoder from a parsed `config.json` and the bytes of `model.safetensors`
     /// (f32 weights, with or without a `bert.` name prefix). `source` names the file in errors.
-    /// `few_rows_in_f16`: run inputs of a few tokens (queries) through f16 copies of the weights
-    /// where the CPU allows (see [`HalfPanels`]); costs half the f32 weights' memory again.
+    /// `few_rows`: the weights inputs of a few tokens (queries) run through where the CPU
+    /// allows (see [`FewTokenWeights`]).
     pub fn load(
         config: &BertConfig,
         safetensors_bytes: &[u8],
         source: &str,
-        few_rows_in_f16: bool,
+        few_rows: FewTokenWeights,
     ) -> Result<Self> {
         if config.hidden_act != "gelu" {
             return Err(Error::ModelUnavailable(format!(
@@ -354,7 +393,7 @@ impl BertEncoder {
             file,
             prefix,
             source,
-            few_rows_in_f16,
+            few_rows,
         };
         let (word_embeddings, word_shape) = weights.get("embeddings.word_embeddings.weight")?;
         if word_shape.len() != 2 || word_shape[1] != hidden {

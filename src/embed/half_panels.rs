@@ -15,6 +15,8 @@
 //! Only x86-64 with AVX2, FMA and F16C gets panels ([`HalfPanels::supported`]); elsewhere the
 //! encoder keeps using the f32 `gemm` path for every product.
 
+use super::tiles::even_tiles;
+
 /// Columns per panel: one AVX-512 register, two AVX2 ones.
 const PANEL: usize = 16;
 
@@ -146,53 +148,6 @@ fn f16_to_f32(half: u16) -> f32 {
     f32::from_bits(bits)
 }
 
-/// Row tiles of at most `max` rows, as even as possible (14 rows in tiles of 6: 5, 5, 4), so
-/// no tile is too short to keep the FMA units busy.
-fn even_tiles(rows: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
-    let count = rows.div_ceil(max);
-    let (base, extra) = (rows / count.max(1), rows % count.max(1));
-    (0..count).scan(0, move |start, i| {
-        let len = base + usize::from(i < extra);
-        let tile = (*start, len);
-        *start += len;
-        Some(tile)
-    })
-}
-
-/// Instantiates `$kernel::<R>` for every tile height up to the widest any kernel uses, and calls
-/// the one for `$rows`.
-macro_rules! by_tile_height {
-    ($rows:expr, $kernel:ident($($arg:expr),*)) => {
-        match $rows {
-            1 => $kernel::<1>($($arg),*),
-            2 => $kernel::<2>($($arg),*),
-            3 => $kernel::<3>($($arg),*),
-            4 => $kernel::<4>($($arg),*),
-            5 => $kernel::<5>($($arg),*),
-            6 => $kernel::<6>($($arg),*),
-            7 => $kernel::<7>($($arg),*),
-            8 => $kernel::<8>($($arg),*),
-            9 => $kernel::<9>($($arg),*),
-            10 => $kernel::<10>($($arg),*),
-            11 => $kernel::<11>($($arg),*),
-            12 => $kernel::<12>($($arg),*),
-            13 => $kernel::<13>($($arg),*),
-            14 => $kernel::<14>($($arg),*),
-            15 => $kernel::<15>($($arg),*),
-            16 => $kernel::<16>($($arg),*),
-            17 => $kernel::<17>($($arg),*),
-            18 => $kernel::<18>($($arg),*),
-            19 => $kernel::<19>($($arg),*),
-            20 => $kernel::<20>($($arg),*),
-            21 => $kernel::<21>($($arg),*),
-            22 => $kernel::<22>($($arg),*),
-            23 => $kernel::<23>($($arg),*),
-            24 => $kernel::<24>($($arg),*),
-            other => unreachable!("a tile of {other} rows"),
-        }
-    };
-}
-
 /// Rows `start..start+len` of `x` (`rows x inputs`) transposed to `inputs x len`, so a kernel
 /// reads the tile's `len` values of input `k` from one address with constant offsets.
 fn transpose_tile(x: &[f32], inputs: usize, start: usize, len: usize, xt: &mut Vec<f32>) {
@@ -237,6 +192,7 @@ fn add_into(dst: &mut [f32], lanes: &[f32; PANEL]) {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::{for_each_tile, HalfPanels, PANEL};
+    use crate::embed::tiles::by_tile_height;
     use std::arch::x86_64::*;
 
     /// Tiles of up to 24 rows x 16 columns: 24 accumulators + 1 weight register of AVX-512's 32,
@@ -297,6 +253,7 @@ mod avx512 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{for_each_tile, HalfPanels, PANEL};
+    use crate::embed::tiles::by_tile_height;
     use std::arch::x86_64::*;
 
     /// Tiles of up to 6 rows x 16 columns: 12 accumulators + 2 weights + 1 broadcast within
@@ -384,17 +341,6 @@ mod tests {
             }
             assert_eq!(f32_to_f16(f16_to_f32(half)), half, "{half:#06x}");
         }
-    }
-
-    #[test]
-    fn tiles_are_even_and_cover_every_row() {
-        let tiles = |rows, max| even_tiles(rows, max).collect::<Vec<_>>();
-        assert_eq!(tiles(14, 6), vec![(0, 5), (5, 5), (10, 4)]);
-        assert_eq!(tiles(14, 24), vec![(0, 14)]);
-        assert_eq!(tiles(32, 24), vec![(0, 16), (16, 16)]);
-        assert_eq!(tiles(6, 6), vec![(0, 6)]);
-        assert_eq!(tiles(1, 6), vec![(0, 1)]);
-        assert_eq!(tiles(0, 6), vec![]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use tokenizers::{Tokenizer, TruncationParams};
 
+pub use crate::embed::bert::FewTokenWeights;
 use crate::embed::bert::{BertConfig, BertEncoder};
 use crate::embed::model_files::ModelFiles;
 use crate::embed::{Embedder, EmbedderId};
@@ -39,12 +40,13 @@ pub struct LocalModelOptions {
     pub max_tokens: usize,
     /// Worker threads for one `embed` call (default: the machine's available parallelism).
     pub threads: usize,
-    /// Run batches of at most 128 tokens in all (a query) through f16 copies of the weights, on
-    /// one thread, where the CPU converts f16 in hardware (x86-64 with AVX2, FMA and F16C).
-    /// Default `true`: about twice as fast for a query of up to ~30 words, 1.2x at 128 tokens
-    /// (`benches/embed.rs`), vectors within a
-    /// cosine of 1e-5 of the f32 path's, for 21 MB more memory once the model is loaded.
-    pub few_tokens_in_f16: bool,
+    /// The weights batches of at most 128 tokens in all (a query) run through, on one thread;
+    /// each kind falls back to the next (int8, f16, f32) where the CPU lacks its kernel. Default
+    /// [`FewTokenWeights::Int8`]: on AVX-512 VNNI a 10-word query takes ~1.5 ms against ~2.5 ms
+    /// in f16 and ~5 ms in f32 (`benches/embed.rs`), its vector within a cosine of ~0.999 of the
+    /// f32 path's, retrieval quality unchanged on the dev sets (`docs/PERFORMANCE.md`), for
+    /// 10.6 MB more memory once the model is loaded (f16: 21 MB).
+    pub few_token_weights: FewTokenWeights,
 }
 
 impl Default for LocalModelOptions {
@@ -52,7 +54,7 @@ impl Default for LocalModelOptions {
         Self {
             max_tokens: DEFAULT_MAX_TOKENS,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            few_tokens_in_f16: true,
+            few_token_weights: FewTokenWeights::Int8,
         }
     }
 }
@@ -83,7 +85,7 @@ impl LocalEmbedder {
             &config,
             &weights,
             &files.weights.display().to_string(),
-            options.few_tokens_in_f16,
+            options.few_token_weights,
         )?;
         let name = model_name(&weights);
         drop(weights);

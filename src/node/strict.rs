@@ -748,8 +748,8 @@ strict_objects! {
     }
     EmbeddingsOptions {
         provider, model, base_url, api_key, dimensions, batch_size, max_text_bytes, timeout_ms,
-        max_retries, embed, model_dir, max_tokens, threads, fallback, auto_embed,
-        definition_vectors,
+        max_retries, embed, model_dir, max_tokens, threads, query_precision, fallback,
+        auto_embed, definition_vectors,
     }
     RerankerOptions { model, url, api_key, max_document_bytes, timeout_ms, rerank }
     SyncOptions { url, auth_token, get_auth_token, token_timeout_ms, interval_secs, offline_writes }
