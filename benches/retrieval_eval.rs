@@ -164,14 +164,10 @@ async fn open(dir: &Path, root: &Path) -> Engram {
     let max_tokens = std::env::var("EVAL_MAX_TOKENS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let query_weights = std::env::var("EVAL_QUERY_WEIGHTS")
-        .ok()
-        .map(|v| match v.as_str() {
-            "f32" => FewTokenWeights::F32,
-            "f16" => FewTokenWeights::F16,
-            "int8" => FewTokenWeights::Int8,
-            other => panic!("EVAL_QUERY_WEIGHTS={other}: expected f32, f16 or int8"),
-        });
+    let query_weights = std::env::var("EVAL_QUERY_WEIGHTS").ok().map(|v| {
+        FewTokenWeights::from_name(&v)
+            .unwrap_or_else(|| panic!("EVAL_QUERY_WEIGHTS={v}: expected f32, f16 or int8"))
+    });
     if max_tokens.is_some() || query_weights.is_some() {
         let defaults = LocalModelOptions::default();
         options.engine.embeddings = EmbeddingProvider::Local {

@@ -67,6 +67,19 @@ pub enum FewTokenWeights {
     Int8,
 }
 
+impl FewTokenWeights {
+    /// The kind named `"int8"`, `"f16"` or `"f32"` (the spelling of the JS option
+    /// `queryPrecision` and of the benches' switches).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "int8" => Some(Self::Int8),
+            "f16" => Some(Self::F16),
+            "f32" => Some(Self::F32),
+            _ => None,
+        }
+    }
+}
+
 /// A few-row copy of a linear layer's weights.
 enum FewRowPanels {
     Half(HalfPanels),

@@ -211,16 +211,12 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
                 options.threads = n as usize;
             }
             if let Some(precision) = o.query_precision {
-                options.few_token_weights = match precision.as_str() {
-                    "int8" => FewTokenWeights::Int8,
-                    "f16" => FewTokenWeights::F16,
-                    "f32" => FewTokenWeights::F32,
-                    other => {
-                        return Err(CoreError::invalid(format!(
-                            "{name}.queryPrecision must be 'int8', 'f16' or 'f32', got '{other}'"
-                        )))
-                    }
-                };
+                options.few_token_weights =
+                    FewTokenWeights::from_name(&precision).ok_or_else(|| {
+                        CoreError::invalid(format!(
+                            "{name}.queryPrecision must be 'int8', 'f16' or 'f32', got '{precision}'"
+                        ))
+                    })?;
             }
             Ok(EmbeddingProvider::Local {
                 model_dir: o.model_dir.map(Into::into),
