@@ -187,6 +187,8 @@ impl Engram {
         if graph::align_closure_depth(&handle.graph_ctx()).await? {
             handle.settle_closure_in_background();
         }
+        // What an earlier process wrote in bulk and left unmerged (a one-shot CLI index).
+        handle.merge_keyword_indexes_in_background();
         // With auto-embedding, what a previous process left unembedded (a crash, a cancelled
         // run, a new model) is picked up now rather than at the next write.
         handle.schedule_embedding();
@@ -859,6 +861,7 @@ impl Engram {
         summary.git = self.git_staleness(root).await;
         self.schedule_embedding();
         self.settle_closure_in_background();
+        self.merge_keyword_indexes_in_background();
         Ok(summary)
     }
 
@@ -888,6 +891,7 @@ impl Engram {
         summary.git = self.git_staleness(root).await;
         self.schedule_embedding();
         self.settle_closure_in_background();
+        self.merge_keyword_indexes_in_background();
         Ok(summary)
     }
 
@@ -933,6 +937,7 @@ impl Engram {
             indexer::update_paths(&self.index_ctx(root), options, rules, paths, cancel).await?;
         self.schedule_embedding();
         self.settle_closure_in_background();
+        self.merge_keyword_indexes_in_background();
         Ok(summary)
     }
 
@@ -1088,6 +1093,31 @@ impl Engram {
                     tracing::warn!(
                         code = error.code(),
                         "building the graph closure failed: {error}"
+                    )
+                }
+            }
+        });
+    }
+
+    /// Merges the keyword indexes' segments on the engine's runtime while the writer is idle,
+    /// if bulk writes left them scattered (see `engine::fts_merge`); given up once every
+    /// handle is closed (the next open goes on). A remote-only engine leaves that to its
+    /// server.
+    fn merge_keyword_indexes_in_background(&self) {
+        if self.engine.store.is_remote() || !self.engine.fts_merge.claim() {
+            return;
+        }
+        let (runtime, handle) = self.background_handle();
+        runtime.spawn(async move {
+            let lifetime = handle.lease.lifetime().clone();
+            let keep_going = move || lifetime.open_handles() > 0;
+            let engine = &handle.engine;
+            match engine.fts_merge.run(&engine.store, &keep_going).await {
+                Ok(_) | Err(Error::Aborted | Error::Closed) => {}
+                Err(error) => {
+                    tracing::warn!(
+                        code = error.code(),
+                        "merging the keyword indexes failed: {error}"
                     )
                 }
             }

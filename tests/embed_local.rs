@@ -158,6 +158,32 @@ fn short_inputs_in_f16_and_int8_match_the_f32_weights() {
     }
 }
 
+/// A query of 40 tokens or more splits its few-token products' rows across two threads; each
+/// row is computed alone, so the vector is the one a single thread gives, bit for bit.
+#[test]
+fn a_long_query_split_across_threads_is_the_single_threaded_vector() {
+    let Some(files) = model_or_skip() else { return };
+    let long = "Returns the bound address, the address family name and port of the socket as \
+        reported by the operating system when the server listens on an ephemeral port and the \
+        client asks for it again later in the session";
+    let longest = "why does the index lock the database file while a watcher runs ".repeat(9);
+    for weights in [FewTokenWeights::Int8, FewTokenWeights::F16] {
+        let load = |threads| {
+            let options = LocalModelOptions {
+                threads,
+                few_token_weights: weights,
+                ..LocalModelOptions::default()
+            };
+            LocalEmbedder::load(&files, &options).unwrap()
+        };
+        let (one, two) = (load(1), load(2));
+        for query in [long, longest.as_str()] {
+            let alone = one.embed(&[query]).unwrap();
+            assert_eq!(two.embed(&[query]).unwrap(), alone, "{weights:?}: {query}");
+        }
+    }
+}
+
 #[test]
 fn many_batches_on_several_threads_keep_every_vector_with_its_text() {
     let Some(files) = model_or_skip() else { return };

@@ -14,7 +14,8 @@
 // Needs the model (`engram model install`). With ENGRAM_BENCH_DB=/some/dir/recall.db the
 // database and the corpus are kept in /some/dir, so a second run skips copying, indexing and
 // embedding. ENGRAM_BENCH_QUERY_PRECISION=int8|f16|f32 sets `embeddings.queryPrecision` (the
-// weights queries run through), for comparing them on one database.
+// weights queries run through), for comparing them on one database; ENGRAM_BENCH_ADDON=<dir>/index.js
+// runs another build (a copy of index.js beside its .node file), for comparing two builds.
 //   node benches/js/recall.mjs [root]
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -26,7 +27,7 @@ import { memories, queries, rng, summary } from './corpus.mjs'
 import { buildCorpus, DESCRIPTIONS, IDENTIFIERS, sourceFiles } from './source_tree.mjs'
 
 const require = createRequire(import.meta.url)
-const { Engram } = require('../../index.js')
+const { Engram } = require(process.env.ENGRAM_BENCH_ADDON || '../../index.js')
 
 const keep = process.env.ENGRAM_BENCH_DB
 const dir = keep ? dirname(resolve(keep)) : mkdtempSync(join(tmpdir(), 'engram-recall-bench-'))
@@ -79,6 +80,7 @@ try {
   const samples = []
   const stages = { keywordMs: [], denseMs: [], embedMs: [], graphMs: [], candidatesMs: [], fusionMs: [], packingMs: [], totalMs: [] }
   const counts = []
+  const words = []
   const bySet = new Map()
   for (let round = 0; round < rounds; round++) {
     for (const r of requests) {
@@ -91,6 +93,7 @@ try {
       if (result.skipped.length) throw new Error(`a path was skipped: ${result.skipped}`)
       for (const key of Object.keys(stages)) stages[key].push(result.timings[key])
       counts.push(result.items.length)
+      words.push(r.query.split(/\s+/).filter(Boolean).length)
     }
   }
   const s = summary(samples)
@@ -109,11 +112,23 @@ try {
     }
   }
   const total = median(stages.totalMs)
-  console.log('| stage (inside the engine) | median ms | share of the median total |\n| --- | --- | --- |')
+  // The tail's own medians say what makes it: the slowest 2% of the calls, stage by stage.
+  const slowest = samples
+    .map((t, i) => [t, i])
+    .sort((a, b) => (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))
+    .slice(0, Math.max(1, Math.round(samples.length / 50)))
+    .map(([, i]) => i)
+  const inTail = (xs) => median(slowest.map((i) => xs[i]))
+  console.log(
+    '| stage (inside the engine) | median ms | share of the median total | median ms, slowest 2% |\n| --- | --- | --- | --- |',
+  )
   for (const [key, values] of Object.entries(stages)) {
     const m = median(values)
-    console.log(`| ${key.replace('Ms', '')} | ${m.toFixed(2)} | ${((100 * m) / total).toFixed(0)} % |`)
+    console.log(
+      `| ${key.replace('Ms', '')} | ${m.toFixed(2)} | ${((100 * m) / total).toFixed(0)} % | ${inTail(values).toFixed(2)} |`,
+    )
   }
+  console.log(`| query words | ${median(words)} | | ${inTail(words)} |`)
   await db.close()
 } finally {
   if (!keep) rmSync(dir, { recursive: true, force: true })

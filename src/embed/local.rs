@@ -7,9 +7,10 @@
 //! Threads: a call runs on tokio's blocking pool (a batch takes up to seconds). Several batches
 //! run on one scoped thread per core, each pulling the next batch from a shared counter with
 //! single-threaded matrix products; a lone small batch splits each product across rayon's
-//! global pool instead, except inputs of up to 128 tokens (a query), which run single-threaded
-//! through the f16 panels: recall embeds its query while its keyword SQL holds the other core,
-//! and splitting the products across a busy core made them slower, not faster.
+//! global pool instead, except inputs of up to 128 tokens (a query), which run through the int8
+//! or f16 panels on one thread: recall embeds its query while its keyword SQL holds the other
+//! core, and splitting the products across a busy core made them slower, not faster. Only
+//! queries of 40 tokens or more split their rows across two threads: they outlast that SQL.
 
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -40,7 +41,8 @@ pub struct LocalModelOptions {
     pub max_tokens: usize,
     /// Worker threads for one `embed` call (default: the machine's available parallelism).
     pub threads: usize,
-    /// The weights batches of at most 128 tokens in all (a query) run through, on one thread;
+    /// The weights batches of at most 128 tokens in all (a query) run through (on one thread
+    /// below 40 tokens);
     /// each kind falls back to the next (int8, f16, f32) where the CPU lacks its kernel. Default
     /// [`FewTokenWeights::Int8`]: on AVX-512 VNNI a 10-word query takes ~1.5 ms against ~2.5 ms
     /// in f16 and ~5 ms in f32 (`benches/embed.rs`), its vector within a cosine of ~0.999 of the

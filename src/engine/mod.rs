@@ -12,6 +12,9 @@
 pub(crate) mod after_write;
 #[cfg(test)]
 mod closure_pending_tests;
+pub(crate) mod fts_merge;
+#[cfg(test)]
+mod fts_merge_tests;
 #[cfg(test)]
 mod graph_sync_parts_tests;
 pub(crate) mod lifetime;
@@ -130,6 +133,8 @@ pub struct Engine {
     /// Memories written but not yet scanned for contradictions (the scan itself is the
     /// lifecycle's: the engine keeps the queue and its schedule, not the policy).
     pub(crate) after_write: after_write::AfterWrite,
+    /// The keyword indexes' segment merge after bulk writes (one task at a time).
+    pub(crate) fts_merge: fts_merge::FtsMerge,
     /// The runtime the engine was opened on, where its background work runs (never a
     /// caller's own runtime: a watcher thread's is dropped, and waited for, when it stops).
     pub(crate) runtime: Option<tokio::runtime::Handle>,
@@ -270,6 +275,7 @@ impl Engine {
             sessions: Default::default(),
             sync,
             after_write: Default::default(),
+            fts_merge: Default::default(),
             runtime,
             lifetime,
             _hold: hold,
