@@ -865,6 +865,15 @@ impl Engram {
         Ok(summary)
     }
 
+    /// [`Engram::index`] with the default options, no progress callback and no way to cancel:
+    /// the whole run the engine's own tests ask for.
+    #[cfg(test)]
+    pub(crate) async fn index_with_defaults(&self) -> IndexSummary {
+        self.index(&IndexOptions::default(), &|_| {}, &Default::default())
+            .await
+            .expect("indexing the test project")
+    }
+
     /// The git staleness pass after a full index run (`lifecycle::git_drift`). A repository
     /// that cannot be read never fails the run that indexed the files: it is logged.
     async fn git_staleness(&self, root: &Path) -> crate::code::git::GitStaleness {

@@ -69,13 +69,7 @@ async fn open(dir: &Path, depth: u32) -> Engram {
 async fn indexed(dir: &Path, depth: u32) -> Engram {
     write_project(&dir.join("project"));
     let e = open(dir, depth).await;
-    e.index(
-        &crate::code::IndexOptions::default(),
-        &|_| {},
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    e.index_with_defaults().await;
     wait_until_built(&e, depth).await;
     e
 }

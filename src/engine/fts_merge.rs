@@ -109,35 +109,62 @@ async fn merge_step(conn: &Writer<'_>, index: &KeywordIndex) -> Result<bool> {
     Ok(conn.total_changes() - before >= 2)
 }
 
-/// Keeps one merge task per engine.
+/// Keeps one merge task per engine; a request while it runs makes it look again when done.
 #[derive(Debug, Default)]
 pub(crate) struct FtsMerge {
     running: AtomicBool,
+    /// Asked for since the running task last began a pass (another index run, another open).
+    again: AtomicBool,
+}
+
+/// Releases the claim however a pass ends: done, failed, panicked, or its future dropped
+/// (a runtime shutting down).
+struct Release<'a>(&'a AtomicBool);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl FtsMerge {
-    /// Claims the merge for the caller's task; false when one is already running.
+    /// Asks for a merge pass. True when the caller must run it ([`FtsMerge::run`]); false when
+    /// a task is running, which then makes another pass before it ends.
     pub(crate) fn claim(&self) -> bool {
-        !self.running.swap(true, Ordering::AcqRel)
+        self.again.store(true, Ordering::SeqCst);
+        !self.running.swap(true, Ordering::SeqCst)
     }
 
     /// Whether a merge task holds the claim.
     #[cfg(test)]
     pub(crate) fn is_running(&self) -> bool {
-        self.running.load(Ordering::Acquire)
+        self.running.load(Ordering::SeqCst)
     }
 
     /// Merges every index of [`INDEXES`] that is [`worth_merging`] on `store`'s writer while it
-    /// is idle, until each is one segment or `keep_going` says stop; returns the steps run.
-    /// The caller [`claim`](Self::claim)ed the merge; it is released here.
+    /// is idle, until each is one segment or `keep_going` says stop, and again while passes are
+    /// asked for meanwhile; returns the steps run. The caller [`claim`](Self::claim)ed it.
     pub(crate) async fn run(
         &self,
         store: &Store,
         keep_going: &(dyn Fn() -> bool + Sync),
     ) -> Result<u64> {
-        let outcome = merge_all(store, keep_going).await;
-        self.running.store(false, Ordering::Release);
-        outcome
+        let mut steps = 0;
+        loop {
+            self.again.store(false, Ordering::SeqCst);
+            let release = Release(&self.running);
+            let outcome = merge_all(store, keep_going).await;
+            drop(release);
+            steps += outcome?;
+            // A request that came in before the release is ours to serve (its claim saw us
+            // running); one after it has claimed a task of its own, and the swap says so.
+            if !keep_going()
+                || !self.again.load(Ordering::SeqCst)
+                || self.running.swap(true, Ordering::SeqCst)
+            {
+                return Ok(steps);
+            }
+        }
     }
 }
 

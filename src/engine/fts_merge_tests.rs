@@ -87,13 +87,7 @@ async fn an_index_run_and_an_open_merge_a_scattered_keyword_index_into_one_segme
     let before = answers(&e).await;
     assert!(before.iter().all(|ids| !ids.is_empty()));
 
-    e.index(
-        &crate::code::IndexOptions::default(),
-        &|_| {},
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    e.index_with_defaults().await;
     wait_for_merge(&e).await;
     let merged = memory_layout(&e).await;
     assert_eq!(merged.segments, 1, "merged after the index run: {merged:?}");
@@ -137,6 +131,35 @@ async fn the_merge_stops_when_told_and_a_later_run_finishes_it() {
     assert!(!merge.claim(), "one run at a time");
     let steps = merge.run(store, &|| true).await.unwrap();
     assert!(steps >= 1);
+    assert_eq!(memory_layout(&e).await.segments, 1);
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_while_merging_is_served_and_a_dropped_run_releases_its_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("project")).unwrap();
+    let e = open(dir.path()).await;
+    wait_for_merge(&e).await;
+    let merge = &e.engine().fts_merge;
+    let store = &e.engine().store;
+
+    // Dropped after its first poll (the reader it waits for, at most): the claim is released.
+    remember_one_by_one(&e, 0, MEMORIES).await;
+    assert!(merge.claim());
+    {
+        let run = merge.run(store, &|| true);
+        futures::pin_mut!(run);
+        let _ = futures::poll!(run.as_mut());
+    }
+    assert!(!merge.is_running(), "a dropped run released its claim");
+
+    // A second request while the first is claimed runs no task of its own; the running one
+    // makes its pass and ends with nothing claimed.
+    assert!(merge.claim());
+    assert!(!merge.claim());
+    merge.run(store, &|| true).await.unwrap();
+    assert!(!merge.is_running());
     assert_eq!(memory_layout(&e).await.segments, 1);
     e.close().await;
 }

@@ -20,13 +20,7 @@ async fn indexed(dir: &Path, language: &str, db: &str) -> Engram {
     let mut options = OpenOptions::new(dir.join(db));
     options.project_root = Some(root);
     let e = Engram::open(options).await.unwrap();
-    e.index(
-        &crate::code::IndexOptions::default(),
-        &|_| {},
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    e.index_with_defaults().await;
     e
 }
 
