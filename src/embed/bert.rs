@@ -58,6 +58,11 @@ const FEW_ROWS: usize = 128;
 /// recall's keyword SQL keeps the other core busy.
 const SPLIT_ROWS: usize = 40;
 
+/// Whether a product of `rows` rows goes through the few-row panels split across threads.
+fn splits_rows(parallelism: Parallelism, rows: usize) -> bool {
+    matches!(parallelism, Parallelism::Rayon(n) if n > 1) && (SPLIT_ROWS..=FEW_ROWS).contains(&rows)
+}
+
 /// The weights that products of at most [`FEW_ROWS`] rows (a query) run through. Each falls back
 /// to the next one down where the CPU lacks its kernel: int8 needs AVX-512 VNNI, f16 needs AVX2,
 /// FMA and F16C; batches of more rows always use the f32 weights.
@@ -152,8 +157,7 @@ impl Linear {
             row.copy_from_slice(&self.bias);
         }
         if let Some(panels) = self.few_rows.as_ref().filter(|_| rows <= FEW_ROWS) {
-            let split = matches!(parallelism, Parallelism::Rayon(n) if n > 1) && rows >= SPLIT_ROWS;
-            if split {
+            if splits_rows(parallelism, rows) {
                 // Two halves of the rows, one per core: the second is taken only by an idle
                 // worker (work stealing), so a core busy elsewhere costs the wait, not a stall.
                 let top = rows / 2;
@@ -555,7 +559,7 @@ impl BertEncoder {
                 self.layer_forward(layer, sequences, tokens, s, parallelism);
             }
         };
-        if threads > 1 && (SPLIT_ROWS..=FEW_ROWS).contains(&tokens) {
+        if splits_rows(parallelism, tokens) {
             // On a pool thread, the products' `rayon::join`s are a push to its own queue
             // instead of a hand-off to the pool and back each (measured: 90 words 9.1 against
             // 9.8 ms alone).

@@ -29,6 +29,14 @@ async fn memory_layout(e: &Engram) -> Layout {
         .unwrap()
 }
 
+/// An engine on a new file over an empty project, once its open-time merge check has ended.
+async fn open_empty(dir: &Path) -> Engram {
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    let e = open(dir).await;
+    wait_for_merge(&e).await;
+    e
+}
+
 /// Waits (up to a generous bound, for a loaded CI machine) until the merge task has finished.
 async fn wait_for_merge(e: &Engram) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -113,9 +121,7 @@ async fn an_index_run_and_an_open_merge_a_scattered_keyword_index_into_one_segme
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_merge_stops_when_told_and_a_later_run_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("project")).unwrap();
-    let e = open(dir.path()).await;
-    wait_for_merge(&e).await;
+    let e = open_empty(dir.path()).await;
     remember_one_by_one(&e, 0, MEMORIES).await;
     let scattered = memory_layout(&e).await;
     assert!(worth_merging(&scattered));
@@ -138,9 +144,7 @@ async fn the_merge_stops_when_told_and_a_later_run_finishes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_while_merging_is_served_and_a_dropped_run_releases_its_claim() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("project")).unwrap();
-    let e = open(dir.path()).await;
-    wait_for_merge(&e).await;
+    let e = open_empty(dir.path()).await;
     let merge = &e.engine().fts_merge;
     let store = &e.engine().store;
 
