@@ -505,6 +505,23 @@ export declare class Engram {
    */
   prune(options?: PruneOptions & { signal?: AbortSignal }): Promise<PruneReport>
   /**
+   * Does now the upkeep the engine otherwise does in the background once the database is
+   * idle after bulk writes: merges the keyword indexes (code and memories) that bulk writes
+   * left in scattered segments, which keeps keyword search and `recall()` fast, and builds
+   * this project's graph closure if a wide write left it pending. Long-lived processes
+   * (apps, `engram mcp`, `engram watch`) never need it; call it before a short-lived
+   * process exits after `index()` or many `remember()`s, as the CLI's `engram index` does.
+   * Writes interleave with it; aborting `signal` rejects with `ENGRAM_ABORTED` and keeps
+   * what was merged.
+   *
+   * ```ts
+   * await memory.index()
+   * const report = await memory.optimize()
+   * console.log(report.keywordIndexes.map((i) => `${i.index}: ${i.segmentsBefore} -> ${i.segmentsAfter}`))
+   * ```
+   */
+  optimize(options?: { signal?: AbortSignal }): Promise<OptimizeReport>
+  /**
    * Exports this project's memories: `json` is lossless (every field, the history and the
    * event log) and re-importable with `importMemories`; `markdown` is for people (one
    * section per type, the content quoted verbatim) and importable too. With `path`, the
@@ -2071,6 +2088,19 @@ export interface InstallModelOptions {
   hubUrl?: string
 }
 
+/** One keyword index in an `optimize` report. */
+export interface KeywordIndexReport {
+  /** Which index: `code` (indexed code chunks) or `memories`. */
+  index: 'code' | 'memories'
+  /** Its segments before (each adds a seek per term to every keyword search). */
+  segmentsBefore: number
+  /**
+   * Its segments after: 1 once merged; unchanged when too few of its pages lay outside its
+   * largest segment to be worth rewriting it (FTS5's own automerge folds those in).
+   */
+  segmentsAfter: number
+}
+
 /** A memory a session created. */
 export interface LearnedMemory {
   /** The memory as it is now (confirm, edit or reject it by id). */
@@ -2562,6 +2592,16 @@ export interface OpenOptions {
    * none: the file stays on this device).
    */
   sync?: SyncOptions
+}
+
+/** What `optimize` did. */
+export interface OptimizeReport {
+  /** The keyword indexes, code first. */
+  keywordIndexes: Array<KeywordIndexReport>
+  /** Whether this project's graph closure was pending and got built. */
+  closureBuilt: boolean
+  /** Wall time in milliseconds. */
+  durationMs: number
 }
 
 /** How past tasks in the modules compared with their plans. */

@@ -174,6 +174,31 @@ test('embed --no-definition-vectors embeds chunks only; a later embed adds the d
   assert.deepEqual([env.chunks, env.parts], [1, 0])
 })
 
+test('index leaves the code keyword index in one segment: a one-shot process does the upkeep before it exits', async (t) => {
+  const root = join(tempDir(t), 'many')
+  // 1,300 files: six index batches of 256, six commits, so FTS5 keeps several segments.
+  for (let d = 0; d < 13; d++) {
+    mkdirSync(join(root, `m${d}`), { recursive: true })
+    for (let f = 0; f < 100; f++) {
+      writeFileSync(join(root, `m${d}`, `f${f}.py`), `def handler_${d}_${f}(request):\n    return request.get("k${f}")\n`)
+    }
+  }
+  const summary = runJson(root, ['index'])
+  assert.equal(summary.filesIndexed, 1300)
+  const code = summary.optimized.keywordIndexes.find((i) => i.index === 'code')
+  assert.ok(code.segmentsBefore > 1, JSON.stringify(summary.optimized))
+  assert.equal(code.segmentsAfter, 1)
+  // What is on disk once the process has gone.
+  const { createClient } = await import('@libsql/client')
+  const client = createClient({ url: `file:${join(root, '.engram', 'memory.db')}` })
+  t.after(() => client.close())
+  const { rows } = await client.execute('SELECT count(DISTINCT segid) AS n FROM code_chunks_fts_idx')
+  assert.equal(Number(rows[0].n), 1)
+  const human = run(root, ['index'])
+  assert.equal(human.code, 0)
+  assert.ok(!human.stdout.includes('optimized:'), `nothing left to do: ${human.stdout}`)
+})
+
 test('impact lists dependents and the memories attached', (t) => {
   const root = project(t)
   run(root, ['index'])

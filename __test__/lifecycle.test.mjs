@@ -1,5 +1,5 @@
 // The memory lifecycle across the JS boundary: feedback, review, supersedes, contradictions,
-// disputes, use tracking, share-scope filters and prune (decay is driven by a tiny custom
+// disputes, use tracking, share-scope filters, prune and optimize (decay is driven by a tiny custom
 // half-life, since JS cannot move the engine's clock; the Rust tests simulate months).
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
@@ -147,6 +147,31 @@ test('prune expires idle memories, deletes after grace, honours dryRun and abort
   assert.equal((await db.get(verified.id)).forgotten, true)
   await rejectsWithCode(assert, db.prune({ graceDays: -1 }), 'ENGRAM_INVALID_ARG')
   await rejectsWithCode(assert, db.prune('soon'), 'ENGRAM_INVALID_ARG')
+})
+
+test('optimize merges a keyword index scattered by one-by-one remembers, keeps answers, honours abort', async (t) => {
+  const db = await open(t)
+  // One transaction each: every commit adds an FTS5 segment, automerge leaves several.
+  for (let i = 0; i < 60; i++) {
+    await db.remember({ type: 'gotcha', content: `Gotcha ${i}: the ${['build', 'query', 'asset'][i % 3]} cache needs a restart (ticket t${i})` })
+  }
+  const before = (await db.search('cache restart', { limit: 10 })).map((h) => h.memory.id)
+  const aborted = new AbortController()
+  aborted.abort()
+  await rejectsWithCode(assert, db.optimize({ signal: aborted.signal }), 'ENGRAM_ABORTED')
+
+  const report = await db.optimize()
+  assert.deepEqual(report.keywordIndexes.map((i) => i.index), ['code', 'memories'])
+  const memories = report.keywordIndexes[1]
+  assert.ok(memories.segmentsBefore > 1, JSON.stringify(report))
+  assert.equal(memories.segmentsAfter, 1)
+  assert.equal(report.closureBuilt, false)
+  assert.ok(report.durationMs >= 0)
+  assert.deepEqual((await db.search('cache restart', { limit: 10 })).map((h) => h.memory.id), before)
+  const again = await db.optimize({})
+  assert.deepEqual(again.keywordIndexes.map((i) => [i.segmentsBefore, i.segmentsAfter]).at(1), [1, 1])
+  await rejectsWithCode(assert, db.optimize('now'), 'ENGRAM_INVALID_ARG')
+  await rejectsWithCode(assert, db.optimize({ signal: aborted.signal, full: true }), 'ENGRAM_INVALID_ARG')
 })
 
 test('export -> deleteAll -> import restores everything; Markdown and files too', async (t) => {

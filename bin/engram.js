@@ -497,7 +497,10 @@ async function main(argv) {
             if (p.phase === 'indexing' && p.filesTotal > 0) progress(p.filesDone, p.filesTotal)
           },
         })
-        if (json) console.log(JSON.stringify(summary))
+        // This process exits next, before the engine's background upkeep (merging the keyword
+        // index's segments, building the graph closure) would start: do it now.
+        const optimized = await db.optimize({ signal: controller.signal })
+        if (json) console.log(JSON.stringify({ ...summary, optimized }))
         else {
           const s = summary
           const secs = s.durationMs / 1000
@@ -508,6 +511,12 @@ async function main(argv) {
           )
           for (const p of s.problems.slice(0, 20)) console.log(`  ${p.issue}: ${p.path}`)
           if (s.problems.length > 20) console.log(`  ... and ${s.problems.length - 20} more`)
+          const merged = optimized.keywordIndexes.filter((i) => i.segmentsAfter < i.segmentsBefore)
+          if (merged.length || optimized.closureBuilt) {
+            const parts = merged.map((i) => `${i.index} keyword index ${i.segmentsBefore} -> ${i.segmentsAfter} segments`)
+            if (optimized.closureBuilt) parts.push('graph closure built')
+            console.log(`optimized: ${parts.join(', ')} in ${optimized.durationMs.toFixed(0)} ms`)
+          }
         }
         return 0
       }

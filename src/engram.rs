@@ -2,7 +2,7 @@
 //! Node binding wraps it one-to-one.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,6 +92,17 @@ impl std::future::IntoFuture for Closing {
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move { self.wait().await })
     }
+}
+
+/// What [`Engram::optimize`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Optimized {
+    /// Each keyword index: its segments before and after, and the merge steps run.
+    pub keyword_indexes: Vec<crate::engine::KeywordIndexMerge>,
+    /// Whether this project's graph closure was pending and got built.
+    pub closure_built: bool,
+    /// Wall time of the whole call.
+    pub duration_ms: f64,
 }
 
 /// The lifecycle's part in memory writes, wired in here so that neither `memory` nor the
@@ -785,7 +796,7 @@ impl Engram {
                 let stop_when_alone = |_: crate::vector::EmbedProgress| {
                     // Every handle closed: the engine should close, not wait for this run.
                     if lifetime.open_handles() == 0 {
-                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                        cancel.store(true, Ordering::Relaxed);
                     }
                 };
                 let outcome = handle.embed_pending(stop_when_alone, &cancel).await;
@@ -863,6 +874,32 @@ impl Engram {
         self.settle_closure_in_background();
         self.merge_keyword_indexes_in_background();
         Ok(summary)
+    }
+
+    /// Does now the upkeep the engine otherwise does in the background once its writer is idle
+    /// after bulk writes: merges the keyword indexes (code and memories, the whole database's)
+    /// whose segments are scattered (`engine::fts_merge`), and builds this project's graph
+    /// closure if a wide write left it pending. For a process about to exit after bulk writes,
+    /// such as a one-shot CLI `index`, which would otherwise leave before the writer is ever
+    /// idle. Each merge step takes the writer as a write does, so writes interleave with it.
+    /// Raising `cancel` stops it with `ENGRAM_ABORTED`; the steps done stay.
+    pub async fn optimize(&self, cancel: &AtomicBool) -> Result<Optimized> {
+        let started = std::time::Instant::now();
+        let mut optimized = Optimized {
+            keyword_indexes: Vec::new(),
+            closure_built: false,
+            duration_ms: 0.0,
+        };
+        if !self.engine.store.is_remote() {
+            optimized.keyword_indexes =
+                crate::engine::fts_merge::merge_now(&self.engine.store, cancel).await?;
+        }
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Aborted);
+        }
+        optimized.closure_built = graph::settle_closure(&self.graph_ctx()).await?;
+        optimized.duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(optimized)
     }
 
     /// [`Engram::index`] with the default options, no progress callback and no way to cancel:

@@ -39,5 +39,7 @@ pub mod vector;
 mod node;
 
 pub use engine::{Engine, EngineOptions};
-pub use engram::{Closing, Engram, OpenOptions, DEFAULT_PROJECT_ID, MAX_TEXTS_PER_EMBED};
+pub use engram::{
+    Closing, Engram, OpenOptions, Optimized, DEFAULT_PROJECT_ID, MAX_TEXTS_PER_EMBED,
+};
 pub use error::{Error, Result};

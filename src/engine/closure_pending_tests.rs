@@ -310,3 +310,21 @@ async fn a_reopen_with_another_depth_leaves_the_closure_for_the_engine_to_build(
     assert!(rows.iter().any(|r| r.split(' ').nth(2) == Some("3")));
     assert_eq!(rows, rebuilt_rows(&e).await);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn optimize_builds_a_pending_closure_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = indexed(dir.path(), 2).await;
+    let not_cancelled = std::sync::atomic::AtomicBool::new(false);
+    assert!(
+        !e.optimize(&not_cancelled).await.unwrap().closure_built,
+        "nothing pending"
+    );
+
+    wide_write(&e).await;
+    assert_eq!(state(&e).await, Some(closure::PENDING));
+    let optimized = e.optimize(&not_cancelled).await.unwrap();
+    assert!(optimized.closure_built);
+    assert_eq!(state(&e).await, Some(2));
+    assert_eq!(closure_rows(&e).await, rebuilt_rows(&e).await);
+}

@@ -20,6 +20,10 @@
 //! segment that automerge folds in later; merging it at once would rewrite the whole index.
 //! Each step commits on its own and FTS5 resumes a merge where it stopped, so a process that
 //! exits mid-way leaves a valid index and the next open goes on.
+//!
+//! [`merge_now`] does the same in the caller's time, taking the writer as any write does: for
+//! a process about to exit after bulk writes (the CLI's `engram index`), which would otherwise
+//! leave before the writer is ever idle (`Engram::optimize`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -30,6 +34,8 @@ use crate::store::{Reader, Store, Writer};
 /// A keyword index this keeps merged, with its statements.
 #[derive(Debug)]
 pub(crate) struct KeywordIndex {
+    /// What it indexes, as the API names it: `code` or `memories`.
+    pub(crate) name: &'static str,
     /// The FTS5 table.
     pub(crate) table: &'static str,
     /// Leaf pages per segment, from its `_idx` shadow table (one entry per leaf page).
@@ -41,8 +47,9 @@ pub(crate) struct KeywordIndex {
 /// Spells out a [`KeywordIndex`]'s statements for the FTS5 table `$table` (identifiers cannot
 /// be bound as parameters; these are constants).
 macro_rules! keyword_index {
-    ($table:literal) => {
+    ($name:literal, $table:literal) => {
         KeywordIndex {
+            name: $name,
             table: $table,
             layout: concat!("SELECT count(*) FROM ", $table, "_idx GROUP BY segid"),
             merge: concat!(
@@ -58,8 +65,8 @@ macro_rules! keyword_index {
 
 /// The keyword indexes: code chunks and memories.
 pub(crate) const INDEXES: [KeywordIndex; 2] = [
-    keyword_index!("code_chunks_fts"),
-    keyword_index!("memories_fts"),
+    keyword_index!("code", "code_chunks_fts"),
+    keyword_index!("memories", "memories_fts"),
 ];
 
 /// Pages written per merge step.
@@ -107,6 +114,60 @@ async fn merge_step(conn: &Writer<'_>, index: &KeywordIndex) -> Result<bool> {
         .await
         .ctx("merging keyword index segments")?;
     Ok(conn.total_changes() - before >= 2)
+}
+
+/// What [`merge_now`] found and left in one keyword index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeywordIndexMerge {
+    /// What the index holds: `code` (the `code_chunks_fts` table) or `memories`
+    /// (`memories_fts`).
+    pub index: &'static str,
+    /// Its segments before.
+    pub segments_before: u64,
+    /// Its segments after (1 once merged; unchanged when it was not worth merging).
+    pub segments_after: u64,
+    /// Merge steps run on it.
+    pub steps: u64,
+}
+
+/// Merges now every index of [`INDEXES`] that is [`worth_merging`], a step at a time on the
+/// writer (a write waiting between steps goes first), until each is one segment or `cancel`
+/// is raised (`ENGRAM_ABORTED`; the steps done stay, FTS5 goes on from there next time).
+pub(crate) async fn merge_now(
+    store: &Store,
+    cancel: &AtomicBool,
+) -> Result<Vec<KeywordIndexMerge>> {
+    let mut merged = Vec::with_capacity(INDEXES.len());
+    for index in &INDEXES {
+        let before = layout(&mut store.reader().await, index).await?;
+        let mut steps = 0;
+        if worth_merging(&before) {
+            loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(crate::error::Error::Aborted);
+                }
+                let conn = store.writer().await;
+                let progressed = merge_step(&conn, index).await?;
+                drop(conn);
+                steps += 1;
+                if !progressed {
+                    break;
+                }
+            }
+        }
+        let after = if steps == 0 {
+            before
+        } else {
+            layout(&mut store.reader().await, index).await?
+        };
+        merged.push(KeywordIndexMerge {
+            index: index.name,
+            segments_before: before.segments,
+            segments_after: after.segments,
+            steps,
+        });
+    }
+    Ok(merged)
 }
 
 /// Keeps one merge task per engine; a request while it runs makes it look again when done.

@@ -1,10 +1,11 @@
 //! The keyword indexes' segment merge (see `engine::fts_merge`) on a whole engine: memories
 //! written one by one leave their index in several segments; an index run, and an open of a
 //! file left that way, merge it into one in the background, and searches answer as before; a
-//! merge told to stop leaves the index as it was. (Here, above the store, because it needs the
+//! merge told to stop leaves the index as it was; `optimize` merges it at once. (Here, above the store, because it needs the
 //! engine's background tasks and lifetime.)
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::fts_merge::{layout, worth_merging, Layout, INDEXES};
@@ -165,5 +166,47 @@ async fn a_request_while_merging_is_served_and_a_dropped_run_releases_its_claim(
     merge.run(store, &|| true).await.unwrap();
     assert!(!merge.is_running());
     assert_eq!(memory_layout(&e).await.segments, 1);
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimize_merges_a_scattered_index_at_once_and_a_raised_cancel_leaves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = open_empty(dir.path()).await;
+    remember_one_by_one(&e, 0, MEMORIES).await;
+    let scattered = memory_layout(&e).await;
+    assert!(worth_merging(&scattered), "{scattered:?}");
+    let before = answers(&e).await;
+
+    let cancelled = AtomicBool::new(true);
+    let error = e.optimize(&cancelled).await.unwrap_err();
+    assert_eq!(error.code(), "ENGRAM_ABORTED");
+    assert_eq!(
+        memory_layout(&e).await,
+        scattered,
+        "cancelled before a step"
+    );
+
+    let not_cancelled = AtomicBool::new(false);
+    let optimized = e.optimize(&not_cancelled).await.unwrap();
+    let names: Vec<_> = optimized.keyword_indexes.iter().map(|m| m.index).collect();
+    assert_eq!(names, ["code", "memories"]);
+    let memories = &optimized.keyword_indexes[1];
+    assert_eq!(memories.segments_before, scattered.segments);
+    assert_eq!(memories.segments_after, 1);
+    assert!(memories.steps >= 1);
+    assert_eq!(optimized.keyword_indexes[0].steps, 0, "no code indexed");
+    assert_eq!(memory_layout(&e).await.segments, 1);
+    assert_eq!(
+        answers(&e).await,
+        before,
+        "the merged index answers the same"
+    );
+
+    let again = e.optimize(&not_cancelled).await.unwrap();
+    assert!(
+        again.keyword_indexes.iter().all(|m| m.steps == 0),
+        "{again:?}"
+    );
     e.close().await;
 }

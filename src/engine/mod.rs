@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::memory::Limits;
 use crate::store::{SchemaStatus, Store, StoreOptions};
 
+pub use fts_merge::KeywordIndexMerge;
 pub use registry::{canonical_db_path, is_open, open_engines};
 
 /// Engine-level settings. They apply when the engine is created; a later `open` of the same

@@ -1,5 +1,5 @@
 //! The `Engram` class's lifecycle methods: feedback, the review queue, supersedes, disputes,
-//! use tracking, pruning, export, import and delete-all.
+//! use tracking, pruning and upkeep (`optimize`), export, import and delete-all.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -7,14 +7,14 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{optional_object, optional_object_with, required, required_object};
+use super::args::{check_keys, optional_object, optional_object_with, required, required_object};
 use super::class::{watch_signal, Engram};
 use super::error::promise;
 use super::json::{promise_json, JsonText};
 use super::lifecycle_types::{
     ConfirmOptions, DeleteAllOptions, DisputeResult, EventNote, ExportOptions, ExportResult,
     FeedbackInput, FeedbackResult, ImportOptions, ImportReport, MarkUsedOptions, MemoryEvent,
-    PruneOptions, PruneReport, ReviewQueueOptions, SupersedeResult,
+    OptimizeReport, PruneOptions, PruneReport, ReviewQueueOptions, SupersedeResult,
 };
 use super::types::Memory;
 use crate::lifecycle::EventNote as CoreNote;
@@ -305,6 +305,57 @@ impl Engram {
             env,
             async move { handle.prune(&core_options, &cancel).await },
             PruneReport::from,
+        )
+    }
+
+    /// Does now the upkeep the engine otherwise does in the background once the database is
+    /// idle after bulk writes: merges the keyword indexes (code and memories) that bulk writes
+    /// left in scattered segments, which keeps keyword search and `recall()` fast, and builds
+    /// this project's graph closure if a wide write left it pending. Long-lived processes
+    /// (apps, `engram mcp`, `engram watch`) never need it; call it before a short-lived
+    /// process exits after `index()` or many `remember()`s, as the CLI's `engram index` does.
+    /// Writes interleave with it; aborting `signal` rejects with `ENGRAM_ABORTED` and keeps
+    /// what was merged.
+    ///
+    /// ```ts
+    /// await memory.index()
+    /// const report = await memory.optimize()
+    /// console.log(report.keywordIndexes.map((i) => `${i.index}: ${i.segmentsBefore} -> ${i.segmentsAfter}`))
+    /// ```
+    #[napi(
+        ts_args_type = "options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<OptimizeReport>"
+    )]
+    pub fn optimize<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<Unknown<'env>>,
+    ) -> Result<PromiseRaw<'env, OptimizeReport>> {
+        let handle = arg!(env, self.handle());
+        arg!(
+            env,
+            check_keys(env, options.as_ref(), "options", &["signal"])
+        );
+        let cancel = Arc::new(AtomicBool::new(false));
+        match options.as_ref().map(|o| o.get_type()) {
+            None | Some(Ok(ValueType::Undefined | ValueType::Null)) => {}
+            Some(Ok(ValueType::Object)) => {
+                let options = options.expect("matched Some");
+                // SAFETY: checked to be an object handle of this scope.
+                let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
+                arg!(env, watch_signal(env, &options, &cancel));
+            }
+            _ => {
+                return super::error::rejected(
+                    env,
+                    crate::Error::invalid("options must be an object"),
+                )
+            }
+        }
+        promise(
+            env,
+            async move { handle.optimize(&cancel).await },
+            OptimizeReport::from,
         )
     }
 }

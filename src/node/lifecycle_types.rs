@@ -242,6 +242,48 @@ impl From<core::PruneReport> for PruneReport {
     }
 }
 
+/// One keyword index in an `optimize` report.
+#[napi(object)]
+pub struct KeywordIndexReport {
+    /// Which index: `code` (indexed code chunks) or `memories`.
+    #[napi(ts_type = "'code' | 'memories'")]
+    pub index: String,
+    /// Its segments before (each adds a seek per term to every keyword search).
+    pub segments_before: u32,
+    /// Its segments after: 1 once merged; unchanged when too few of its pages lay outside its
+    /// largest segment to be worth rewriting it (FTS5's own automerge folds those in).
+    pub segments_after: u32,
+}
+
+/// What `optimize` did.
+#[napi(object)]
+pub struct OptimizeReport {
+    /// The keyword indexes, code first.
+    pub keyword_indexes: Vec<KeywordIndexReport>,
+    /// Whether this project's graph closure was pending and got built.
+    pub closure_built: bool,
+    /// Wall time in milliseconds.
+    pub duration_ms: f64,
+}
+
+impl From<crate::Optimized> for OptimizeReport {
+    fn from(o: crate::Optimized) -> Self {
+        OptimizeReport {
+            keyword_indexes: o
+                .keyword_indexes
+                .into_iter()
+                .map(|m| KeywordIndexReport {
+                    index: m.index.to_owned(),
+                    segments_before: m.segments_before.min(u32::MAX as u64) as u32,
+                    segments_after: m.segments_after.min(u32::MAX as u64) as u32,
+                })
+                .collect(),
+            closure_built: o.closure_built,
+            duration_ms: o.duration_ms,
+        }
+    }
+}
+
 /// Options of `exportMemories`.
 #[napi(object, object_to_js = false)]
 pub struct ExportOptions {
