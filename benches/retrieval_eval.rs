@@ -15,8 +15,8 @@
 //! vectors are kept beside the default's, under the model's other identity);
 //! `EVAL_QUERY_WEIGHTS=f32|f16|int8` picks the weights queries (inputs of at most 128 tokens)
 //! run through, for comparing them (one model identity: stored vectors are reused).
-//! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's
-//! path ranks and similarity, for studying fusion offline. Every set's queries and answers
+//! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's path
+//! ranks, similarity and BM25 score, for studying fusion offline. Every set's queries and answers
 //! go to `target/retrieval-eval/sets.json`, which `benches/js/seed_eval.mjs` reads to run the
 //! baselines (plain FTS5 BM25, the seed's stack) on the same queries (`EVAL_SETS_ONLY=1` stops
 //! after writing it). The code trees, their databases
@@ -417,6 +417,7 @@ fn dump_line(set: &str, query: &Query, recall: &Recall) -> String {
                 "keyword": item.ranks.keyword,
                 "dense": item.ranks.dense,
                 "similarity": item.similarity,
+                "keyword_score": item.keyword_score,
                 "graph": item.ranks.graph,
                 "names": match &item.content {
                     ItemContent::Chunk(c) => c.symbols.clone(),

@@ -214,6 +214,25 @@ async fn memories_and_chunks_rank_together_with_ranks_citations_and_context() {
     assert_eq!(chunk.ranks.keyword, Some(1));
     let memory = find_memory(&recall, &gotcha).expect("the gotcha is found");
     assert_eq!(memory.ranks.keyword, Some(1));
+    // Every keyword hit reports its BM25 score, the first of a list the best of it.
+    for item in &recall.items {
+        match (item.ranks.keyword, item.keyword_score) {
+            (Some(_), Some(score)) => assert!(score > 0.0, "{score}"),
+            (None, None) => {}
+            other => panic!("keyword rank and score disagree: {other:?}"),
+        }
+    }
+    let chunk_scores: Vec<f32> = recall
+        .items
+        .iter()
+        .filter(|i| memory_id(i).is_none())
+        .filter_map(|i| i.keyword_score)
+        .collect();
+    assert_eq!(
+        chunk.keyword_score,
+        chunk_scores.iter().copied().reduce(f32::max),
+        "the first keyword chunk has the list's best score"
+    );
     // Both are first in their keyword list: they lead the results, ahead of `login` (which
     // only calls checkPassword).
     let top: Vec<_> = recall.items.iter().take(2).collect();

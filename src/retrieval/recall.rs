@@ -127,6 +127,10 @@ pub struct RecallItem {
     pub triggered_by: Option<String>,
     /// Its cosine similarity to the query's vector, when the dense path found it.
     pub similarity: Option<f32>,
+    /// Its BM25 score for the query (higher is better; FTS5's `bm25()` negated), when the
+    /// keyword path found it; fusion reads it against the list's best
+    /// (`fusion::KEYWORD_SCORE_POWER`).
+    pub keyword_score: Option<f32>,
     /// For a chunk that holds several definitions (a `block`, a class that fit whole): the
     /// qualified name of the one whose own vector matched the query best, when the dense path
     /// found the chunk by it.
@@ -148,6 +152,7 @@ impl RecallItem {
             rerank_score: None,
             triggered_by: None,
             similarity: None,
+            keyword_score: None,
             matched_symbol: None,
         }
     }
@@ -228,6 +233,8 @@ struct PathOutput {
     corrected_query: Option<String>,
     /// The dense path: each item's cosine similarity to the query's vector.
     similarities: HashMap<ItemRef, f32>,
+    /// The keyword path: each item's BM25 score in the first list that found it.
+    keyword_scores: HashMap<ItemRef, f32>,
     /// The dense path: the definition whose own vector scored a chunk (see `code_chunk_parts`).
     matched_symbols: HashMap<i64, String>,
     /// The keyword path: items the all-terms query found (before any-term fill).
@@ -237,32 +244,44 @@ struct PathOutput {
 }
 
 impl PathOutput {
-    /// Adds a ranked list of chunks found by `path`, keeping their rows.
+    /// Adds a ranked list of chunks found by `path`, keeping their rows; the keyword path's
+    /// list keeps their BM25 scores, which fusion reads.
     fn add_chunks(&mut self, path: CandidatePath, hits: Vec<CodeHit>) {
         self.ran_for[weights::CHUNKS] = true;
+        let items: Vec<ItemRef> = hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect();
+        let mut list = RankedList::ranked(path, items);
+        if path == CandidatePath::Keyword {
+            list.scores = hits.iter().map(|h| h.score as f32).collect();
+            self.report_scores(&list.items, &list.scores);
+        }
         // The weight is set per query once every path has run (`weights`).
-        self.lists.push(RankedList::ranked(
-            path,
-            hits.iter().map(|h| ItemRef::Chunk(h.chunk.id)).collect(),
-        ));
+        self.lists.push(list);
         self.rows
             .chunks
             .extend(hits.into_iter().map(|h| (h.chunk.id, h.chunk)));
     }
 
-    /// Adds a ranked list of memories found by `path`, keeping their rows.
-    fn add_memories(&mut self, path: CandidatePath, memories: Vec<Memory>) {
+    /// Adds a ranked list of memories found by `path`, keeping their rows. The keyword path's
+    /// BM25 `scores` (parallel to `memories`) are only reported: fused by score, memories did
+    /// no better than by rank (MRR@10 0.774 vs 0.780 on the memory dev set; see `fusion.rs`).
+    fn add_memories(&mut self, path: CandidatePath, memories: Vec<Memory>, scores: &[f32]) {
         self.ran_for[weights::MEMORIES] = true;
-        self.lists.push(RankedList::ranked(
-            path,
-            memories
-                .iter()
-                .map(|m| ItemRef::Memory(m.id.clone()))
-                .collect(),
-        ));
+        let items: Vec<ItemRef> = memories
+            .iter()
+            .map(|m| ItemRef::Memory(m.id.clone()))
+            .collect();
+        self.report_scores(&items, scores);
+        self.lists.push(RankedList::ranked(path, items));
         self.rows
             .memories
             .extend(memories.into_iter().map(|m| (m.id.clone(), m)));
+    }
+
+    /// Keeps each item's first keyword score, for the recall's items.
+    fn report_scores(&mut self, items: &[ItemRef], scores: &[f32]) {
+        for (item, score) in items.iter().zip(scores) {
+            self.keyword_scores.entry(item.clone()).or_insert(*score);
+        }
     }
 }
 
@@ -391,7 +410,7 @@ async fn execute(
             .map_err(|e| crate::error::Error::Internal(format!("dense path failed: {e}")))?,
         None => Ok(PathOutput::default()),
     };
-    let (keyword, mut dense, graph) = (keyword?, dense?, graph?);
+    let (mut keyword, mut dense, graph) = (keyword?, dense?, graph?);
     let corrected_query = keyword.corrected_query.clone();
     let mut timings = RecallTimings {
         keyword_us: keyword.micros,
@@ -406,6 +425,7 @@ async fn execute(
     let mut lists = Vec::new();
     let mut skipped = Vec::new();
     let similarities = std::mem::take(&mut dense.similarities);
+    let keyword_scores = std::mem::take(&mut keyword.keyword_scores);
     let matched_symbols = std::mem::take(&mut dense.matched_symbols);
     // The keyword path's chunk lists in order: the query's, then the corrected query's.
     let keyword_chunks: Vec<i64> = keyword
@@ -486,7 +506,7 @@ async fn execute(
     let mut items: Vec<RecallItem> = fused
         .into_iter()
         .enumerate()
-        .filter_map(|(index, f)| to_item(f, index, &mut rows, &similarities))
+        .filter_map(|(index, f)| to_item(f, index, &mut rows, &similarities, &keyword_scores))
         .map(|mut item| {
             if let ItemContent::Chunk(chunk) = &item.content {
                 item.matched_symbol = matched_symbols.get(&chunk.id).cloned();
@@ -673,8 +693,9 @@ async fn keyword_lists(
         };
         let hits = handle.search(query, &options).await?;
         out.all_terms += hits.iter().filter(|h| h.matched_all).count() as u32;
+        let scores: Vec<f32> = hits.iter().map(|h| h.score as f32).collect();
         let memories = hits.into_iter().map(|h| h.memory).collect();
-        out.add_memories(CandidatePath::Keyword, memories);
+        out.add_memories(CandidatePath::Keyword, memories, &scores);
     }
     Ok(out)
 }
@@ -815,10 +836,8 @@ async fn dense_lists(
         }
         let (items, similarities) = scored.into_iter().unzip();
         out.lists.push(RankedList {
-            path: CandidatePath::Dense,
-            weight: 0.0,
-            items,
             similarities,
+            ..RankedList::ranked(CandidatePath::Dense, items)
         });
     }
     Ok(())
@@ -865,7 +884,7 @@ async fn graph_path(
     if wants(filters, ItemKind::Memory) {
         let attached = memory::attached_to_files(&handle.ctx(), &files, CANDIDATES).await?;
         let memories = attached.into_iter().map(|(_, m)| m).collect();
-        out.add_memories(CandidatePath::Graph, memories);
+        out.add_memories(CandidatePath::Graph, memories, &[]);
     }
     out.micros = micros(started);
     Ok(out)
@@ -1118,8 +1137,10 @@ fn to_item(
     index: usize,
     rows: &mut Rows,
     similarities: &HashMap<ItemRef, f32>,
+    keyword_scores: &HashMap<ItemRef, f32>,
 ) -> Option<RecallItem> {
     let similarity = similarities.get(&f.item).copied();
+    let keyword_score = keyword_scores.get(&f.item).copied();
     let content = match &f.item {
         ItemRef::Chunk(id) => ItemContent::Chunk(rows.chunks.remove(id)?),
         ItemRef::Memory(id) => ItemContent::Memory(rows.memories.remove(id)?),
@@ -1127,6 +1148,7 @@ fn to_item(
     Some(RecallItem {
         boost: f.boost,
         similarity,
+        keyword_score,
         ..RecallItem::new(
             content,
             f.score,
