@@ -768,6 +768,29 @@ pub(super) async fn settle<T>(
     }
 }
 
+/// The options object of a method that reads its keys itself: a plain object whose keys are
+/// among `keys` (`None` for `undefined` and `null`), its `signal` watched into `cancel`.
+pub(super) fn options_with_signal<'env>(
+    env: &Env,
+    options: Option<&Unknown<'env>>,
+    keys: &[&str],
+    cancel: &Arc<AtomicBool>,
+) -> std::result::Result<Option<Object<'env>>, CoreError> {
+    super::args::check_keys(env, options, "options", keys)?;
+    match options.map(|o| o.get_type()) {
+        None | Some(Ok(ValueType::Undefined | ValueType::Null)) => Ok(None),
+        Some(Ok(ValueType::Object)) => {
+            let value = options.expect("matched Some");
+            // SAFETY: checked to be an object handle of this scope.
+            let object = unsafe { Object::from_napi_value(env.raw(), value.raw()) }
+                .map_err(|_| CoreError::invalid("options must be an object"))?;
+            watch_signal(env, &object, cancel)?;
+            Ok(Some(object))
+        }
+        _ => Err(CoreError::invalid("options must be an object")),
+    }
+}
+
 /// Raises `cancel` when `options.signal` (an AbortSignal) is or becomes aborted.
 pub(super) fn watch_signal(
     env: &Env,

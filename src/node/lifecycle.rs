@@ -7,8 +7,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{check_keys, optional_object, optional_object_with, required, required_object};
-use super::class::{watch_signal, Engram};
+use super::args::{optional_object, optional_object_with, required, required_object};
+use super::class::{options_with_signal, watch_signal, Engram};
 use super::error::promise;
 use super::json::{promise_json, JsonText};
 use super::lifecycle_types::{
@@ -332,26 +332,11 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, OptimizeReport>> {
         let handle = arg!(env, self.handle());
+        let cancel = Arc::new(AtomicBool::new(false));
         arg!(
             env,
-            check_keys(env, options.as_ref(), "options", &["signal"])
+            options_with_signal(env, options.as_ref(), &["signal"], &cancel)
         );
-        let cancel = Arc::new(AtomicBool::new(false));
-        match options.as_ref().map(|o| o.get_type()) {
-            None | Some(Ok(ValueType::Undefined | ValueType::Null)) => {}
-            Some(Ok(ValueType::Object)) => {
-                let options = options.expect("matched Some");
-                // SAFETY: checked to be an object handle of this scope.
-                let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
-                arg!(env, watch_signal(env, &options, &cancel));
-            }
-            _ => {
-                return super::error::rejected(
-                    env,
-                    crate::Error::invalid("options must be an object"),
-                )
-            }
-        }
         promise(
             env,
             async move { handle.optimize(&cancel).await },

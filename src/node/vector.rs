@@ -7,8 +7,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use super::args::{check_keys, optional_object, required};
-use super::class::{settle, watch_signal, Engram};
+use super::args::{optional_object, required};
+use super::class::{options_with_signal, settle, Engram};
 use super::error::promise;
 use super::reporter::Reporter;
 use super::strict::Count;
@@ -126,29 +126,19 @@ impl Engram {
         options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, EmbedReport>> {
         let handle = arg!(env, self.handle());
-        arg!(
-            env,
-            check_keys(env, options.as_ref(), "options", &["onProgress", "signal"])
-        );
         let cancel = Arc::new(AtomicBool::new(false));
-        let mut progress = None;
-        match options.as_ref().map(|o| o.get_type()) {
-            None | Some(Ok(ValueType::Undefined | ValueType::Null)) => {}
-            Some(Ok(ValueType::Object)) => {
-                let options = options.expect("matched Some");
-                // SAFETY: checked to be an object handle of this scope.
-                let options = unsafe { Object::from_napi_value(env.raw(), options.raw()) }?;
-                arg!(env, watch_signal(env, &options, &cancel));
-                progress = arg!(
-                    env,
-                    Reporter::<EmbedProgress>::option(&options, "onProgress")
-                )
-                .map(|r| r.stop_on_failure(cancel.clone()));
-            }
-            _ => {
-                return super::error::rejected(env, CoreError::invalid("options must be an object"))
-            }
-        }
+        let options = arg!(
+            env,
+            options_with_signal(env, options.as_ref(), &["onProgress", "signal"], &cancel)
+        );
+        let progress = match &options {
+            Some(options) => arg!(
+                env,
+                Reporter::<EmbedProgress>::option(options, "onProgress")
+            )
+            .map(|r| r.stop_on_failure(cancel.clone())),
+            None => None,
+        };
         let failure = progress.as_ref().map(Reporter::failure);
         let work = async move {
             let report = move |p: crate::vector::EmbedProgress| {
