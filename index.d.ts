@@ -511,8 +511,8 @@ export declare class Engram {
    * this project's graph closure if a wide write left it pending. Long-lived processes
    * (apps, `engram mcp`, `engram watch`) never need it; call it before a short-lived
    * process exits after `index()` or many `remember()`s, as the CLI's `engram index` does.
-   * Writes interleave with it; aborting `signal` rejects with `ENGRAM_ABORTED` and keeps
-   * what was merged.
+   * Writes interleave with it; aborting `signal` rejects with `ENGRAM_ABORTED` between merge
+   * steps and keeps what was merged (a closure build, once begun, runs to its end).
    *
    * ```ts
    * await memory.index()
@@ -2095,8 +2095,9 @@ export interface KeywordIndexReport {
   /** Its segments before (each adds a seek per term to every keyword search). */
   segmentsBefore: number
   /**
-   * Its segments after: 1 once merged; unchanged when too few of its pages lay outside its
-   * largest segment to be worth rewriting it (FTS5's own automerge folds those in).
+   * Its segments after: 1 once merged (more if writes landed meanwhile); unchanged when too
+   * few of its pages lay outside its largest segment to be worth rewriting it (FTS5's own
+   * automerge folds those in).
    */
   segmentsAfter: number
 }
@@ -2596,7 +2597,10 @@ export interface OpenOptions {
 
 /** What `optimize` did. */
 export interface OptimizeReport {
-  /** The keyword indexes, code first. */
+  /**
+   * The keyword indexes, code first (none for a database without a local file, whose
+   * server keeps its own).
+   */
   keywordIndexes: Array<KeywordIndexReport>
   /** Whether this project's graph closure was pending and got built. */
   closureBuilt: boolean

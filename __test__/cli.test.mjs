@@ -185,10 +185,10 @@ test('index leaves the code keyword index in one segment: a one-shot process doe
   }
   const summary = runJson(root, ['index'])
   assert.equal(summary.filesIndexed, 1300)
+  // (Not segmentsBefore: on a slow machine the engine's own background merge may start first.)
   const code = summary.optimized.keywordIndexes.find((i) => i.index === 'code')
-  assert.ok(code.segmentsBefore > 1, JSON.stringify(summary.optimized))
-  assert.equal(code.segmentsAfter, 1)
-  // What is on disk once the process has gone.
+  assert.equal(code.segmentsAfter, 1, JSON.stringify(summary.optimized))
+  // What is on disk once the process has gone (6 segments without the upkeep).
   const { createClient } = await import('@libsql/client')
   const client = createClient({ url: `file:${join(root, '.engram', 'memory.db')}` })
   t.after(() => client.close())

@@ -498,8 +498,12 @@ async function main(argv) {
           },
         })
         // This process exits next, before the engine's background upkeep (merging the keyword
-        // index's segments, building the graph closure) would start: do it now.
-        const optimized = await db.optimize({ signal: controller.signal })
+        // index's segments, building the graph closure) would start: do it now. Ctrl-C during
+        // it still reports the finished index (the next open goes on with the merge).
+        const optimized = await db.optimize({ signal: controller.signal }).catch((e) => {
+          if (e.code === 'ENGRAM_ABORTED') return { keywordIndexes: [], closureBuilt: false, interrupted: true }
+          throw e
+        })
         if (json) console.log(JSON.stringify({ ...summary, optimized }))
         else {
           const s = summary
@@ -512,7 +516,8 @@ async function main(argv) {
           for (const p of s.problems.slice(0, 20)) console.log(`  ${p.issue}: ${p.path}`)
           if (s.problems.length > 20) console.log(`  ... and ${s.problems.length - 20} more`)
           const merged = optimized.keywordIndexes.filter((i) => i.segmentsAfter < i.segmentsBefore)
-          if (merged.length || optimized.closureBuilt) {
+          if (optimized.interrupted) console.log('optimize interrupted: the next `engram index` finishes it')
+          else if (merged.length || optimized.closureBuilt) {
             const parts = merged.map((i) => `${i.index} keyword index ${i.segmentsBefore} -> ${i.segmentsAfter} segments`)
             if (optimized.closureBuilt) parts.push('graph closure built')
             console.log(`optimized: ${parts.join(', ')} in ${optimized.durationMs.toFixed(0)} ms`)

@@ -882,7 +882,9 @@ impl Engram {
     /// closure if a wide write left it pending. For a process about to exit after bulk writes,
     /// such as a one-shot CLI `index`, which would otherwise leave before the writer is ever
     /// idle. Each merge step takes the writer as a write does, so writes interleave with it.
-    /// Raising `cancel` stops it with `ENGRAM_ABORTED`; the steps done stay.
+    /// Raising `cancel` stops it between merge steps with `ENGRAM_ABORTED`, the steps done
+    /// kept; the closure build, one transaction, runs to its end once begun. A remote-only
+    /// engine leaves the merge to its server (`keyword_indexes` empty).
     pub async fn optimize(&self, cancel: &AtomicBool) -> Result<Optimized> {
         let started = std::time::Instant::now();
         let mut optimized = Optimized {

@@ -893,7 +893,14 @@ async fn misspelt_words_are_corrected_when_exact_search_finds_too_little() {
     // `dokcer` is in no index: the keyword path searches `docker*` instead and says so.
     let recall = f.e.recall(keyword_only("dokcer")).await.unwrap();
     assert_eq!(recall.corrected_query.as_deref(), Some("docker*"));
-    assert!(find_memory(&recall, &compose).is_some_and(|m| m.ranks.keyword.is_some()));
+    let found = find_memory(&recall, &compose).expect("found by the corrected query");
+    assert!(found.ranks.keyword.is_some());
+    // Found only by the corrected query: it reports that query's score.
+    assert!(
+        found.keyword_score.is_some_and(|s| s > 0.0),
+        "{:?}",
+        found.keyword_score
+    );
     // Identifiers too, and the words that were right stay as typed.
     let recall =
         f.e.recall(keyword_only("chekpassword stored"))

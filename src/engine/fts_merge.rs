@@ -116,7 +116,7 @@ async fn merge_step(conn: &Writer<'_>, index: &KeywordIndex) -> Result<bool> {
     Ok(conn.total_changes() - before >= 2)
 }
 
-/// What [`merge_now`] found and left in one keyword index.
+/// What `Engram::optimize` found and left in one keyword index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeywordIndexMerge {
     /// What the index holds: `code` (the `code_chunks_fts` table) or `memories`
@@ -124,7 +124,8 @@ pub struct KeywordIndexMerge {
     pub index: &'static str,
     /// Its segments before.
     pub segments_before: u64,
-    /// Its segments after (1 once merged; unchanged when it was not worth merging).
+    /// Its segments after: 1 once merged (more if writes landed meanwhile), unchanged when it
+    /// was not worth merging.
     pub segments_after: u64,
     /// Merge steps run on it.
     pub steps: u64,
@@ -132,7 +133,10 @@ pub struct KeywordIndexMerge {
 
 /// Merges now every index of [`INDEXES`] that is [`worth_merging`], a step at a time on the
 /// writer (a write waiting between steps goes first), until each is one segment or `cancel`
-/// is raised (`ENGRAM_ABORTED`; the steps done stay, FTS5 goes on from there next time).
+/// is raised (`ENGRAM_ABORTED`; the steps done stay, FTS5 goes on from there next time). At
+/// most twice the steps its pages need (plus a few): writes landing meanwhile keep adding
+/// segments, and a caller about to exit must not wait on them (automerge and the next open
+/// take over).
 pub(crate) async fn merge_now(
     store: &Store,
     cancel: &AtomicBool,
@@ -141,8 +145,9 @@ pub(crate) async fn merge_now(
     for index in &INDEXES {
         let before = layout(&mut store.reader().await, index).await?;
         let mut steps = 0;
+        let max_steps = 2 * before.pages / STEP_PAGES as u64 + 8;
         if worth_merging(&before) {
-            loop {
+            while steps < max_steps {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(crate::error::Error::Aborted);
                 }

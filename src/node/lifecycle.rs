@@ -314,8 +314,8 @@ impl Engram {
     /// this project's graph closure if a wide write left it pending. Long-lived processes
     /// (apps, `engram mcp`, `engram watch`) never need it; call it before a short-lived
     /// process exits after `index()` or many `remember()`s, as the CLI's `engram index` does.
-    /// Writes interleave with it; aborting `signal` rejects with `ENGRAM_ABORTED` and keeps
-    /// what was merged.
+    /// Writes interleave with it; aborting `signal` rejects with `ENGRAM_ABORTED` between merge
+    /// steps and keeps what was merged (a closure build, once begun, runs to its end).
     ///
     /// ```ts
     /// await memory.index()

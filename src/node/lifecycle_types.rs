@@ -250,15 +250,17 @@ pub struct KeywordIndexReport {
     pub index: String,
     /// Its segments before (each adds a seek per term to every keyword search).
     pub segments_before: u32,
-    /// Its segments after: 1 once merged; unchanged when too few of its pages lay outside its
-    /// largest segment to be worth rewriting it (FTS5's own automerge folds those in).
+    /// Its segments after: 1 once merged (more if writes landed meanwhile); unchanged when too
+    /// few of its pages lay outside its largest segment to be worth rewriting it (FTS5's own
+    /// automerge folds those in).
     pub segments_after: u32,
 }
 
 /// What `optimize` did.
 #[napi(object)]
 pub struct OptimizeReport {
-    /// The keyword indexes, code first.
+    /// The keyword indexes, code first (none for a database without a local file, whose
+    /// server keeps its own).
     pub keyword_indexes: Vec<KeywordIndexReport>,
     /// Whether this project's graph closure was pending and got built.
     pub closure_built: bool,

@@ -15,9 +15,12 @@
 //!   MRR@10 over the 2,973 code queries +0.007 offline (95% interval +0.003..+0.011; 278 queries
 //!   better, 179 worse), gains on five code sets (up to +0.014), `rust-blind` -0.005; powers 1.5-3
 //!   and `exp((score / best - 1) / T)` for T 0.25-0.5 alike, with the shares unchanged. The
-//!   all-terms hits and the any-term fill share a list: the fill's scores, over fewer terms, sit
-//!   below the all-terms hits', which rank first anyway. Memories keep reciprocal rank (by score,
-//!   MRR@10 0.774 against 0.780 by rank on the memory set), as does any list without scores.
+//!   all-terms hits and the any-term fill share a list, and their scores are not quite on one
+//!   scale: the fill scores only the query's distinctive terms, so a short fill hit can outscore
+//!   a long all-terms hit, and fusion now orders them so (the keyword-only rows moved by -0.002
+//!   to +0.005). Memories keep reciprocal rank (by score, MRR@10 0.774 against 0.780 by rank on
+//!   the memory set), as does any list without a positive score. In a list with one, a score
+//!   that is not positive counts 0, so a list is never on two scales.
 //! - **the dense path**, whose cosine similarities are on one scale per list:
 //!   `exp((similarity - best) / T)` with `best` the list's top similarity and
 //!   T = [`DENSE_TEMPERATURE`]. A rank throws away how far apart the hits are: a dense
@@ -159,7 +162,9 @@ pub fn fuse(lists: &[RankedList]) -> Vec<Fused> {
                 (Some(top), Some(similarity), _, _) if similarity.is_finite() => {
                     ((f64::from(similarity) - f64::from(top)) / DENSE_TEMPERATURE).exp()
                 }
-                (_, _, Some(top), Some(score)) if score.is_finite() && score > 0.0 => {
+                (_, _, Some(top), score) => {
+                    // FTS5 keeps BM25 positive; anything else in a scored list counts nothing.
+                    let score = score.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(0.0);
                     (f64::from(score) / f64::from(top)).powi(KEYWORD_SCORE_POWER)
                 }
                 _ => (RRF_K + 1.0) / (RRF_K + f64::from(rank)),
@@ -348,7 +353,26 @@ mod tests {
         };
         assert_eq!(run(11.0), chunks(&[1, 2, 3]), "a close second stays ahead");
         assert_eq!(run(6.0), chunks(&[1, 3, 2]), "a weak second falls behind");
-        // Without usable scores (none, or not positive), ranks decide.
+        // A score that is not positive, in a list with a positive best, counts nothing.
+        let mixed = RankedList {
+            weight: 1.0,
+            scores: vec![8.0, f32::NAN, -2.0, 2.0],
+            ..RankedList::ranked(CandidatePath::Keyword, chunks(&[6, 7, 8, 9]))
+        };
+        let shares: Vec<(ItemRef, f64)> = fuse(&[mixed])
+            .into_iter()
+            .map(|f| (f.item, f.score))
+            .collect();
+        assert_eq!(
+            shares,
+            [
+                (ItemRef::Chunk(6), 1.0),
+                (ItemRef::Chunk(9), 0.0625),
+                (ItemRef::Chunk(7), 0.0),
+                (ItemRef::Chunk(8), 0.0)
+            ]
+        );
+        // Without usable scores (none, or none positive), ranks decide.
         let unscored = RankedList {
             weight: 1.0,
             scores: vec![0.0, -1.0],

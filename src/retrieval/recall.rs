@@ -4,8 +4,9 @@
 //!    chunks and over memories; the query's vector against both vector indexes; and the
 //!    graph, from the agent's recent files and the files one edge away: their chunks that
 //!    share a term with the query, and the memories attached to them.
-//! 2. Fusion: ranks and dense similarities, weighted per query (`weights.rs`), the filters, the
-//!    optional graph neighbourhood boost, then each memory's standing (phase, source, confidence, use).
+//! 2. Fusion: the keyword path's BM25 scores over code, dense similarities, the other ranks,
+//!    weighted per query (`weights.rs`), the filters, the optional graph neighbourhood boost,
+//!    then each memory's standing (phase, source, confidence, use).
 //! 3. Rerank, when a reranker is configured.
 //! 4. Packing into the token budget (`packing.rs`).
 //!
@@ -128,8 +129,9 @@ pub struct RecallItem {
     /// Its cosine similarity to the query's vector, when the dense path found it.
     pub similarity: Option<f32>,
     /// Its BM25 score for the query (higher is better; FTS5's `bm25()` negated), when the
-    /// keyword path found it; fusion reads it against the list's best
-    /// (`fusion::KEYWORD_SCORE_POWER`).
+    /// keyword path found it (with the typo-corrected query's score when only that found
+    /// it). Fusion reads a chunk's against its list's best (`fusion::KEYWORD_SCORE_POWER`); a
+    /// memory's is only reported. Not in the JS items: it is for studying fusion.
     pub keyword_score: Option<f32>,
     /// For a chunk that holds several definitions (a `block`, a class that fit whole): the
     /// qualified name of the one whose own vector matched the query best, when the dense path
@@ -627,6 +629,9 @@ async fn keyword_path(
             typo::corrected_query(&ctx, vocabulary, &request.query, counts).await?
         {
             let more = keyword_lists(handle, &corrected, filters, scope, counts).await?;
+            for (item, score) in more.keyword_scores {
+                out.keyword_scores.entry(item).or_insert(score);
+            }
             out.lists.extend(more.lists);
             out.rows.chunks.extend(more.rows.chunks);
             out.rows.memories.extend(more.rows.memories);
