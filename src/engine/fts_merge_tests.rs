@@ -38,6 +38,16 @@ async fn open_empty(dir: &Path) -> Engram {
     e
 }
 
+/// [`open_empty`], then [`MEMORIES`] remembered one by one: the memories' index scattered
+/// (checked), and its layout.
+async fn scattered_memories(dir: &Path) -> (Engram, Layout) {
+    let e = open_empty(dir).await;
+    remember_one_by_one(&e, 0, MEMORIES).await;
+    let scattered = memory_layout(&e).await;
+    assert!(worth_merging(&scattered), "{scattered:?}");
+    (e, scattered)
+}
+
 /// Waits (up to a generous bound, for a loaded CI machine) until the merge task has finished.
 async fn wait_for_merge(e: &Engram) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -122,10 +132,7 @@ async fn an_index_run_and_an_open_merge_a_scattered_keyword_index_into_one_segme
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_merge_stops_when_told_and_a_later_run_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let e = open_empty(dir.path()).await;
-    remember_one_by_one(&e, 0, MEMORIES).await;
-    let scattered = memory_layout(&e).await;
-    assert!(worth_merging(&scattered));
+    let (e, scattered) = scattered_memories(dir.path()).await;
     let merge = &e.engine().fts_merge;
     let store = &e.engine().store;
 
@@ -172,10 +179,7 @@ async fn a_request_while_merging_is_served_and_a_dropped_run_releases_its_claim(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn optimize_merges_a_scattered_index_at_once_and_a_raised_cancel_leaves_it() {
     let dir = tempfile::tempdir().unwrap();
-    let e = open_empty(dir.path()).await;
-    remember_one_by_one(&e, 0, MEMORIES).await;
-    let scattered = memory_layout(&e).await;
-    assert!(worth_merging(&scattered), "{scattered:?}");
+    let (e, scattered) = scattered_memories(dir.path()).await;
     let before = answers(&e).await;
 
     let cancelled = AtomicBool::new(true);
