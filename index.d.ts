@@ -338,12 +338,17 @@ export declare class Engram {
    * Rejects with `ENGRAM_MODEL_UNAVAILABLE` when no model is installed (see
    * `embeddingStatus()`), `ENGRAM_INVALID_ARG` for anything but an array of strings.
    *
+   * `options.kind`: `'document'` (default) for texts to store and compare, `'query'` for
+   * search queries, which a model with a `queryPrefix` embeds apart (the built-in model
+   * embeds both alike).
+   *
    * ```ts
-   * const [q, doc] = await memory.embed(['open a database', 'fn open(path: &Path) -> Db'])
+   * const [doc] = await memory.embed(['fn open(path: &Path) -> Db'])
+   * const [q] = await memory.embed(['open a database'], { kind: 'query' })
    * const cosine = q.reduce((sum, x, i) => sum + x * doc[i], 0)
    * ```
    */
-  embed(texts: string[]): Promise<Float32Array[]>
+  embed(texts: string[], options?: EmbedOptions): Promise<Float32Array[]>
   /** Where the dense path stands: never loads the model (a stat of three files at most). */
   embeddingStatus(): EmbeddingStatus
   /**
@@ -1381,6 +1386,19 @@ export interface EmbeddingsOptions {
    */
   embed?: (texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>
   /**
+   * `'ollama'`, `'openai'`, `'callback'`: put before every search query, for models trained
+   * with one (`'query: '` for e5, `'search_query: '` for nomic-embed-text, an instruction
+   * for bge). Changing it re-embeds nothing.
+   */
+  queryPrefix?: string
+  /**
+   * `'ollama'`, `'openai'`, `'callback'`: put before every text stored with a vector
+   * (chunks, definitions, memories): `'passage: '` for e5, `'search_document: '` for
+   * nomic-embed-text. Part of the model's identity (`model+d` and a short hash of it), so
+   * changing it re-embeds.
+   */
+  documentPrefix?: string
+  /**
    * `'local'`: directory holding the model files (`config.json`, `tokenizer.json`,
    * `model.safetensors`). Default: `ENGRAM_MODEL_DIR`, else the per-user cache where
    * `engram model install` puts it.
@@ -1450,6 +1468,15 @@ export interface EmbeddingStatus {
   reason?: string
   /** This project's automatic embedding runs (only with `embeddings.autoEmbed`). */
   background?: BackgroundEmbedding
+}
+
+/** Options of `embed()`. */
+export interface EmbedOptions {
+  /**
+   * `'document'` (default): texts to store and compare. `'query'`: search queries, which a
+   * model configured with `embeddings.queryPrefix` embeds with that prefix.
+   */
+  kind?: 'document' | 'query'
 }
 
 /** Where an `embedPending()` run stands. */

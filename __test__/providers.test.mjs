@@ -210,6 +210,37 @@ test('an Ollama server that is down falls back to the next provider', async (t) 
   assert.equal(memory.embeddingStatus().provider, 'callback')
 })
 
+test('query and document prefixes go before what is searched and what is stored', async (t) => {
+  const sent = []
+  const memory = await Engram.open({
+    path: join(tempDir(t), 'engram.db'),
+    embeddings: {
+      model: 'bow-48',
+      queryPrefix: 'query: ',
+      documentPrefix: 'passage: ',
+      embed: (texts) => {
+        sent.push(...texts)
+        return texts.map((text) => bagOfWords(text, 48))
+      },
+    },
+  })
+  t.after(() => memory.close())
+  const [found, expected] = await rememberEmbedSearch(memory)
+  assert.equal(found, expected)
+  // The document prefix is part of the model's identity; the query prefix is not.
+  assert.match(memory.embeddingStatus().model, /^callback:bow-48\+d[0-9a-f]{8}:48$/)
+  for (const content of MEMORIES) assert.ok(sent.some((text) => text.startsWith('passage: ') && text.endsWith(content)), content)
+  assert.ok(sent.includes('query: how are flaky upload requests retried'))
+
+  await memory.embed(['red green'], { kind: 'query' })
+  await memory.embed(['blue yellow'], { kind: 'document' })
+  await memory.embed(['grey'])
+  assert.deepEqual(sent.slice(-3), ['query: red green', 'passage: blue yellow', 'passage: grey'])
+  for (const options of [{ kind: 'passage' }, { kinds: 'query' }, 'query']) {
+    await rejectsWithCode(assert, memory.embed(['x'], options), 'ENGRAM_INVALID_ARG')
+  }
+})
+
 test('bad embeddings options are ENGRAM_INVALID_ARG at open', async (t) => {
   const dir = tempDir(t)
   const bad = [
@@ -225,6 +256,10 @@ test('bad embeddings options are ENGRAM_INVALID_ARG at open', async (t) => {
     { provider: 'word2vec' },
     { provider: 'local', maxTokens: 1 },
     { provider: 'local', queryPrecision: 'bf16' },
+    { provider: 'local', queryPrefix: 'query: ' },
+    { provider: 'none', documentPrefix: 'passage: ' },
+    { provider: 'ollama', model: 'm', documentPrefix: 'x'.repeat(2000) },
+    { provider: 'ollama', model: 'm', queryPrefix: 42 },
   ]
   for (const [i, embeddings] of bad.entries()) {
     await rejectsWithCode(assert, Engram.open({ path: join(dir, `bad-${i}.db`), embeddings }), 'ENGRAM_INVALID_ARG')
@@ -238,17 +273,20 @@ test('the CLI embeds and searches through a server chosen by flags and environme
   // Asynchronous: the server answers on this process's event loop.
   const run = (...args) =>
     promisify(execFile)(process.execPath, [cli, '--db', join(dir, 'cli.db'), '--root', dir, '--provider', 'openai', '--model', 'bow', ...args], {
-      env: { ...process.env, ENGRAM_EMBED_URL: server.url, ENGRAM_EMBED_API_KEY: 'sk-local' },
+      env: { ...process.env, ENGRAM_EMBED_URL: server.url, ENGRAM_EMBED_API_KEY: 'sk-local', ENGRAM_EMBED_DOCUMENT_PREFIX: 'passage: ' },
     })
   for (const content of MEMORIES) await run('remember', content, '--type', 'pattern')
   const embedded = JSON.parse((await run('embed', '--json')).stdout)
   assert.equal(embedded.memories, 3)
-  assert.equal(embedded.model, 'openai:bow:64')
-  const hits = JSON.parse((await run('dense', 'how are flaky upload requests retried', '--json')).stdout)
+  assert.match(embedded.model, /^openai:bow\+d[0-9a-f]{8}:64$/)
+  const hits = JSON.parse((await run('dense', 'how are flaky upload requests retried', '--query-prefix', 'query: ', '--json')).stdout)
   assert.match(hits[0].memoryType, /pattern/)
   const first = JSON.parse((await run('get', hits[0].memoryId, '--json')).stdout)
   assert.equal(first.content, MEMORIES[0])
   assert.ok(server.seen.every((r) => r.auth === 'Bearer sk-local'))
+  const inputs = server.seen.flatMap((r) => r.body.input)
+  assert.ok(inputs.some((text) => text.startsWith('passage: ') && text.endsWith(MEMORIES[0])))
+  assert.ok(inputs.includes('query: how are flaky upload requests retried'))
 })
 
 test('unwatch() and close() return while a background run waits on a JS embed callback', async (t) => {

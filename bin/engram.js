@@ -104,6 +104,10 @@ Options:
   --base-url <url>   the provider's server (env ENGRAM_EMBED_URL); the API key of an openai
                      server comes from ENGRAM_EMBED_API_KEY (or OPENAI_API_KEY for OpenAI itself)
   --dimensions <n>   vector width to ask the server for
+  --query-prefix <text>, --document-prefix <text>
+                     put before each search query / each stored text, for models trained
+                     with them, e.g. 'search_query: ' and 'search_document: ' for
+                     nomic-embed-text (env ENGRAM_EMBED_QUERY_PREFIX, _DOCUMENT_PREFIX)
   --no-definition-vectors
                      embed chunks only, not each definition inside a grouped chunk (a third
                      to half fewer texts, for paid APIs; env ENGRAM_DEFINITION_VECTORS=0)
@@ -136,6 +140,8 @@ const OPTIONS = {
   provider: { type: 'string' },
   model: { type: 'string' },
   'base-url': { type: 'string' },
+  'query-prefix': { type: 'string' },
+  'document-prefix': { type: 'string' },
   dimensions: { type: 'string' },
   'no-definition-vectors': { type: 'boolean' },
   phase: { type: 'string' },
@@ -254,11 +260,12 @@ function embeddingsOption(values) {
   const provider = values.provider ?? env.ENGRAM_EMBED_PROVIDER
   const definitionVectors = values['no-definition-vectors'] || env.ENGRAM_DEFINITION_VECTORS === '0' ? false : undefined
   if (!provider) {
-    for (const flag of ['model', 'base-url', 'dimensions']) {
+    for (const flag of ['model', 'base-url', 'dimensions', 'query-prefix', 'document-prefix']) {
       if (values[flag] !== undefined) throw new UsageError(`--${flag} needs --provider (or ENGRAM_EMBED_PROVIDER)`)
     }
     return definitionVectors === false ? { definitionVectors } : undefined
   }
+  const remote = provider === 'ollama' || provider === 'openai'
   return {
     provider,
     definitionVectors,
@@ -266,6 +273,9 @@ function embeddingsOption(values) {
     baseUrl: values['base-url'] ?? env.ENGRAM_EMBED_URL,
     apiKey: provider === 'openai' ? env.ENGRAM_EMBED_API_KEY : undefined,
     dimensions: number(values.dimensions, 'dimensions'),
+    // From the environment only for the servers (as the hook reads them); a flag is checked.
+    queryPrefix: values['query-prefix'] ?? (remote ? env.ENGRAM_EMBED_QUERY_PREFIX || undefined : undefined),
+    documentPrefix: values['document-prefix'] ?? (remote ? env.ENGRAM_EMBED_DOCUMENT_PREFIX || undefined : undefined),
   }
 }
 

@@ -609,7 +609,15 @@ impl Engram {
     /// Embeds `texts` with the engine's embedder (loading it on first use), off the async
     /// runtime's threads. One L2-normalised vector per text, in order. At most
     /// [`MAX_TEXTS_PER_EMBED`] texts per call; longer texts are truncated to the model's limit.
-    pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+    /// `kind` says whether they are search queries or texts to store, for models that embed
+    /// the two apart (a remote model with [`InputPrefixes`]); the built-in model does not.
+    ///
+    /// [`InputPrefixes`]: crate::embed::InputPrefixes
+    pub async fn embed(
+        &self,
+        texts: Vec<String>,
+        kind: crate::embed::InputKind,
+    ) -> Result<Vec<Vec<f32>>> {
         if texts.len() > MAX_TEXTS_PER_EMBED {
             return Err(Error::invalid(format!(
                 "embed takes at most {MAX_TEXTS_PER_EMBED} texts per call, got {}",
@@ -618,7 +626,7 @@ impl Engram {
         }
         self.with_embedder(move |embedder| {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder.embed(&refs)
+            kind.embed(embedder, &refs)
         })
         .await
     }
@@ -679,7 +687,9 @@ impl Engram {
         if query.trim().is_empty() {
             return Err(Error::invalid("query must not be empty"));
         }
-        let (model, vector) = self.embed_query(query).await?;
+        let (model, vector) = self
+            .embed_one(query, crate::embed::InputKind::Query)
+            .await?;
         crate::vector::dense_search(
             &self.engine.store,
             &self.engine.vectors,
@@ -691,15 +701,17 @@ impl Engram {
         .await
     }
 
-    /// The vector of a query, with the model it belongs to (loading the model on first use).
-    pub(crate) async fn embed_query(
+    /// The vector of one text (a query, or a hypothetical answer searched for as a document
+    /// would be), with the model it belongs to (loading the model on first use).
+    pub(crate) async fn embed_one(
         &self,
-        query: &str,
+        text: &str,
+        kind: crate::embed::InputKind,
     ) -> Result<(crate::embed::EmbedderId, Vec<f32>)> {
-        let text = query.to_owned();
+        let text = text.to_owned();
         self.with_embedder(move |embedder| {
-            let vector = embedder
-                .embed(&[text.as_str()])?
+            let vector = kind
+                .embed(embedder, &[text.as_str()])?
                 .pop()
                 .ok_or_else(|| Error::Embedding("the embedder returned no vector".into()))?;
             Ok((embedder.id().clone(), vector))

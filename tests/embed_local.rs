@@ -5,7 +5,7 @@
 //! except under CI, where a missing model is a failure.
 
 use engram::embed::{
-    locate, Embedder, EmbeddingProvider, EmbeddingState, FewTokenWeights, LocalEmbedder,
+    locate, Embedder, EmbeddingProvider, EmbeddingState, FewTokenWeights, InputKind, LocalEmbedder,
     LocalModelOptions, ModelFiles,
 };
 use engram::{Engram, OpenOptions};
@@ -255,7 +255,10 @@ async fn the_engine_loads_the_model_on_first_use_and_shares_it() {
     assert_eq!(before.state, EmbeddingState::Available);
     assert!(before.model.is_none());
     let vectors = engram
-        .embed(vec!["open a database".into(), "parse a file".into()])
+        .embed(
+            vec!["open a database".into(), "parse a file".into()],
+            InputKind::Document,
+        )
         .await
         .unwrap();
     assert_eq!(vectors.len(), 2);
@@ -266,7 +269,10 @@ async fn the_engine_loads_the_model_on_first_use_and_shares_it() {
     // A second engine (another file) with the same model gets the same vectors.
     let other_dir = tempfile::tempdir().unwrap();
     let other = open_with(&other_dir, provider).await;
-    let again = other.embed(vec!["open a database".into()]).await.unwrap();
+    let again = other
+        .embed(vec!["open a database".into()], InputKind::Document)
+        .await
+        .unwrap();
     assert_eq!(again[0], vectors[0]);
 }
 
@@ -285,7 +291,10 @@ async fn without_a_model_the_engine_works_and_says_why() {
     let status = engram.embedding_status();
     assert_eq!(status.state, EmbeddingState::Unavailable);
     assert!(status.reason.unwrap().contains("config.json"));
-    let err = engram.embed(vec!["x".into()]).await.unwrap_err();
+    let err = engram
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
     // Everything else still works.
     engram.stats().await.unwrap();
@@ -293,12 +302,20 @@ async fn without_a_model_the_engine_works_and_says_why() {
     let disabled = open_with(&tempfile::tempdir().unwrap(), EmbeddingProvider::Disabled).await;
     assert_eq!(disabled.embedding_status().state, EmbeddingState::Disabled);
     assert_eq!(
-        disabled.embed(vec!["x".into()]).await.unwrap_err().code(),
+        disabled
+            .embed(vec!["x".into()], InputKind::Document)
+            .await
+            .unwrap_err()
+            .code(),
         "ENGRAM_MODEL_UNAVAILABLE"
     );
     let too_many = vec![String::new(); engram::MAX_TEXTS_PER_EMBED + 1];
     assert_eq!(
-        disabled.embed(too_many).await.unwrap_err().code(),
+        disabled
+            .embed(too_many, InputKind::Document)
+            .await
+            .unwrap_err()
+            .code(),
         "ENGRAM_INVALID_ARG"
     );
 }

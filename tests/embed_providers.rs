@@ -11,9 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engram::embed::{
-    CallbackOptions, EmbeddingProvider, HttpOptions, OllamaOptions, OpenAiOptions,
+    CallbackOptions, EmbeddingProvider, HttpOptions, InputKind, InputPrefixes, OllamaOptions,
+    OpenAiOptions,
 };
 use engram::memory::{MemoryType, RememberInput};
+use engram::retrieval::request::RecallRequest;
 use engram::vector::DenseQuery;
 use engram::{Engram, OpenOptions};
 use serde_json::{json, Value};
@@ -204,7 +206,7 @@ async fn ollama_embeds_and_searches_through_api_embed() {
 
     // Vectors come back normalised and in order.
     let texts = vec!["alpha beta gamma".to_owned(), "delta epsilon".to_owned()];
-    let vectors = e.embed(texts.clone()).await.unwrap();
+    let vectors = e.embed(texts.clone(), InputKind::Document).await.unwrap();
     for (v, t) in vectors.iter().zip(&texts) {
         let expected = normalised(bag_of_words(t, 64));
         assert!((cosine(v, &expected) - 1.0).abs() < 1e-5);
@@ -219,7 +221,10 @@ async fn ollama_asks_for_dimensions_when_told() {
     options.base_url = server.url.clone();
     options.dimensions = Some(32);
     let e = open(&dir, EmbeddingProvider::Ollama(options)).await;
-    let vectors = e.embed(vec!["one two three".into()]).await.unwrap();
+    let vectors = e
+        .embed(vec!["one two three".into()], InputKind::Document)
+        .await
+        .unwrap();
     assert_eq!(vectors[0].len(), 32);
     assert!(server.requests().iter().all(|r| r.body["dimensions"] == 32));
 }
@@ -231,7 +236,10 @@ async fn a_model_ollama_has_not_pulled_is_unavailable_with_the_fix() {
     let mut options = OllamaOptions::new("qwen3-embedding:4b");
     options.base_url = server.url.clone();
     let e = open(&dir, EmbeddingProvider::Ollama(options)).await;
-    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
     let message = err.to_string();
     assert!(
@@ -247,7 +255,10 @@ async fn a_model_ollama_has_not_pulled_is_unavailable_with_the_fix() {
     assert_eq!(status.state.as_str(), "unavailable");
     assert!(status.reason.unwrap().contains("ollama pull"));
     let asked = server.requests().len();
-    let again = e.embed(vec!["x".into()]).await.unwrap_err();
+    let again = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), "ENGRAM_MODEL_UNAVAILABLE");
     assert!(again.to_string().contains("next try after"), "{again}");
     assert_eq!(server.requests().len(), asked);
@@ -278,7 +289,7 @@ async fn openai_sends_the_key_asks_for_dimensions_and_orders_by_index() {
     let texts: Vec<String> = ["red green", "blue yellow", "green blue red"]
         .map(String::from)
         .to_vec();
-    let vectors = e.embed(texts.clone()).await.unwrap();
+    let vectors = e.embed(texts.clone(), InputKind::Document).await.unwrap();
     for (v, t) in vectors.iter().zip(&texts) {
         assert_eq!(v.len(), 96);
         let expected = normalised(bag_of_words(t, 96));
@@ -300,7 +311,10 @@ async fn openai_sends_the_key_asks_for_dimensions_and_orders_by_index() {
     let dir = tempfile::tempdir().unwrap();
     options.api_key = Some("sk-wrong-456".into());
     let e = open(&dir, EmbeddingProvider::OpenAi(options)).await;
-    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
     let message = err.to_string();
     assert!(message.contains("Incorrect API key provided"), "{message}");
@@ -315,7 +329,10 @@ async fn a_server_that_ignores_dimensions_is_caught() {
     options.base_url = format!("{}/v1", server.url);
     options.dimensions = Some(32);
     let e = open(&dir, EmbeddingProvider::OpenAi(options)).await;
-    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
     let message = err.to_string();
     assert!(
@@ -328,7 +345,13 @@ async fn a_server_that_ignores_dimensions_is_caught() {
     options.base_url = format!("{}/v1", server.url);
     let before = server.requests().len();
     let e = open(&dir, EmbeddingProvider::OpenAi(options)).await;
-    assert_eq!(e.embed(vec!["x".into()]).await.unwrap()[0].len(), 64);
+    assert_eq!(
+        e.embed(vec!["x".into()], InputKind::Document)
+            .await
+            .unwrap()[0]
+            .len(),
+        64
+    );
     assert!(server.requests()[before..]
         .iter()
         .all(|r| r.body.get("dimensions").is_none()));
@@ -358,7 +381,10 @@ async fn rate_limits_are_retried_after_the_wait_the_server_asks() {
     options.base_url = server.url.clone();
     options.http = quick_http(2);
     let e = open(&dir, EmbeddingProvider::OpenAi(options.clone())).await;
-    let vectors = e.embed(vec!["a b c d".into()]).await.unwrap();
+    let vectors = e
+        .embed(vec!["a b c d".into()], InputKind::Document)
+        .await
+        .unwrap();
     assert_eq!(vectors.len(), 1);
     // Probe and call, three requests each.
     assert_eq!(server.requests().len(), 6);
@@ -369,7 +395,10 @@ async fn rate_limits_are_retried_after_the_wait_the_server_asks() {
     let before = server.requests().len();
     assert_eq!(before % 3, 0);
     let e = open(&dir, EmbeddingProvider::OpenAi(options)).await;
-    let err = e.embed(vec!["a".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["a".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE", "the probe failed");
     let message = err.to_string();
     assert!(
@@ -391,7 +420,10 @@ async fn a_server_asking_for_a_long_wait_is_not_waited_for() {
     let mut options = OpenAiOptions::new("m");
     options.base_url = server.url.clone();
     let e = open(&dir, EmbeddingProvider::OpenAi(options)).await;
-    let err = e.embed(vec!["a".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["a".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     let message = err.to_string();
     assert!(message.contains("more than 60 s"), "{message}");
     assert_eq!(server.requests().len(), 1);
@@ -408,7 +440,10 @@ async fn openai_itself_needs_a_key_before_any_request() {
     let status = e.embedding_status();
     assert_eq!(status.state.as_str(), "unavailable");
     assert!(status.reason.unwrap().contains("API key"));
-    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
 }
 
@@ -510,7 +545,10 @@ async fn a_fallback_list_loads_the_first_provider_that_answers() {
         ]),
     )
     .await;
-    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains("ollama: ") && message.contains("openai: ") && message.contains("API key"),
@@ -536,7 +574,10 @@ async fn a_callback_with_a_wrong_answer_is_an_embedding_error() {
         )),
     )
     .await;
-    let err = e.embed(vec!["a".into(), "b".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["a".into(), "b".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_EMBEDDING");
     assert!(err.to_string().contains("1 vectors for 2 texts"), "{err}");
 }
@@ -603,8 +644,17 @@ async fn a_callback_that_never_answers_times_out() {
     );
     options.timeout = Duration::from_millis(200);
     let e = open(&dir, EmbeddingProvider::Callback(options)).await;
-    assert_eq!(e.embed(vec!["fine".into()]).await.unwrap().len(), 1);
-    let err = e.embed(vec!["hang".into()]).await.unwrap_err();
+    assert_eq!(
+        e.embed(vec!["fine".into()], InputKind::Document)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = e
+        .embed(vec!["hang".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "ENGRAM_CALLBACK");
     assert!(err.to_string().contains("200 ms"), "{err}");
 }
@@ -627,8 +677,100 @@ async fn a_callback_that_never_answers_its_first_call_is_a_callback_error() {
     options.timeout = Duration::from_millis(200);
     let e = open(&dir, EmbeddingProvider::Callback(options)).await;
     let started = std::time::Instant::now();
-    let err = e.embed(vec!["x".into()]).await.unwrap_err();
+    let err = e
+        .embed(vec!["x".into()], InputKind::Document)
+        .await
+        .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(err.code(), "ENGRAM_CALLBACK", "{err}");
     assert!(err.to_string().contains("timed out after 200 ms"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Query and document prefixes
+
+/// Every text the server was sent, in order.
+fn sent(server: &Server) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .flat_map(|r| inputs(&r.body))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prefixes_mark_queries_and_stored_texts_and_the_document_one_names_the_model() {
+    let server = Server::start(|seen, _| openai_model(seen, false));
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = OpenAiOptions::new("e5-small");
+    options.base_url = format!("{}/v1", server.url);
+    options.prefixes = InputPrefixes {
+        query: "query: ".into(),
+        document: "passage: ".into(),
+    };
+    let e = open(&dir, EmbeddingProvider::OpenAi(options.clone())).await;
+    let (found, expected) = remember_embed_and_search(&e).await;
+    assert_eq!(found, expected);
+    let key = e.embedding_status().model.unwrap().key();
+    assert!(
+        key.starts_with("openai:e5-small+d") && key.ends_with(":64"),
+        "{key}"
+    );
+
+    // The probe goes bare; memories as passages; the search as a query, never as a passage.
+    let texts = sent(&server);
+    assert_eq!(texts[0], "engram embedding probe");
+    for memory in MEMORIES {
+        let as_passage = |t: &String| t.starts_with("passage: ") && t.ends_with(memory);
+        assert!(texts.iter().any(as_passage), "{texts:?}");
+    }
+    let query = "how are flaky upload requests retried";
+    assert!(texts.contains(&format!("query: {query}")), "{texts:?}");
+    assert!(!texts
+        .iter()
+        .any(|t| t.contains(&format!("passage: {query}"))));
+
+    // recall() embeds its query as a query; embed() does what it is told.
+    let recall = e
+        .recall(RecallRequest::new("where is the session token kept"))
+        .await
+        .unwrap();
+    assert!(recall.skipped.is_empty(), "{:?}", recall.skipped);
+    e.embed(vec!["red green".into()], InputKind::Query)
+        .await
+        .unwrap();
+    e.embed(vec!["blue yellow".into()], InputKind::Document)
+        .await
+        .unwrap();
+    let texts = sent(&server);
+    for wanted in [
+        "query: where is the session token kept",
+        "query: red green",
+        "passage: blue yellow",
+    ] {
+        assert!(texts.iter().any(|t| t == wanted), "{wanted}: {texts:?}");
+    }
+    e.close().await;
+
+    // Another query prefix is the same model: nothing to embed again.
+    let mut reopened = options.clone();
+    reopened.prefixes.query = "search: ".into();
+    let e = open(&dir, EmbeddingProvider::OpenAi(reopened)).await;
+    let (embedded, _) = embed_and_search(&e).await;
+    assert_eq!(embedded, 0);
+    assert_eq!(e.embedding_status().model.unwrap().key(), key);
+    e.close().await;
+
+    // Another document prefix is another model: every memory is embedded again, with it.
+    let mut reopened = options;
+    reopened.prefixes.document = "search_document: ".into();
+    let e = open(&dir, EmbeddingProvider::OpenAi(reopened)).await;
+    let (embedded, hits) = embed_and_search(&e).await;
+    assert_eq!(embedded, 3);
+    assert_eq!(hits[0].memory_id.as_deref(), Some(found.as_str()));
+    assert_ne!(e.embedding_status().model.unwrap().key(), key);
+    let texts = sent(&server);
+    assert!(texts
+        .iter()
+        .any(|t| t.starts_with("search_document: ") && t.ends_with(MEMORIES[0])));
 }

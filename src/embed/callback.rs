@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::embed::remote::{Backend, BatchLimits};
+use crate::embed::remote::{Backend, BatchLimits, InputPrefixes};
 use crate::error::{Error, Result};
 
 /// The function: texts in, one vector per text out (any width, normalised for it).
@@ -28,6 +28,8 @@ pub struct CallbackOptions {
     pub timeout: Duration,
     /// The function.
     pub embed: EmbedFn,
+    /// Prefixes put before queries and stored texts, for models trained with them.
+    pub prefixes: InputPrefixes,
 }
 
 impl CallbackOptions {
@@ -38,6 +40,7 @@ impl CallbackOptions {
             batch_size: 64,
             timeout: Duration::from_secs(60),
             embed,
+            prefixes: InputPrefixes::default(),
         }
     }
 }
@@ -48,6 +51,7 @@ impl std::fmt::Debug for CallbackOptions {
             .field("model", &self.model)
             .field("batch_size", &self.batch_size)
             .field("timeout", &self.timeout)
+            .field("prefixes", &self.prefixes)
             .finish_non_exhaustive()
     }
 }

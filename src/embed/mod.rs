@@ -28,7 +28,7 @@ pub use local::{FewTokenWeights, LocalEmbedder, LocalModelOptions};
 pub use model_files::{locate, ModelFiles};
 pub use ollama::OllamaOptions;
 pub use openai::OpenAiOptions;
-pub use remote::RemoteEmbedder;
+pub use remote::{InputPrefixes, RemoteEmbedder};
 pub use service::{EmbeddingProvider, EmbeddingService, EmbeddingState, EmbeddingStatus};
 
 use crate::error::Result;
@@ -59,6 +59,35 @@ pub trait Embedder: Send + Sync {
     /// Which model this is.
     fn id(&self) -> &EmbedderId;
 
-    /// One L2-normalised vector of `id().dims` floats per text, in input order.
+    /// One L2-normalised vector of `id().dims` floats per text, in input order: texts to be
+    /// stored and found (chunks, definitions, memories).
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+
+    /// [`Embedder::embed`] for search queries. A model trained with a query prefix or
+    /// instruction gets it here (see [`InputPrefixes`]); for a symmetric model such as the
+    /// built-in one, the same as `embed`.
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed(texts)
+    }
+}
+
+/// What a text to embed is: a search query or a text to store. Picks
+/// [`Embedder::embed_queries`] or [`Embedder::embed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InputKind {
+    /// A text stored with its vector and searched for (the default).
+    #[default]
+    Document,
+    /// A search query.
+    Query,
+}
+
+impl InputKind {
+    /// `texts` embedded as this kind of input.
+    pub fn embed(self, embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        match self {
+            InputKind::Document => embedder.embed(texts),
+            InputKind::Query => embedder.embed_queries(texts),
+        }
+    }
 }

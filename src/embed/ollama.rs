@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use crate::embed::http::{HttpFailure, HttpOptions, JsonClient};
-use crate::embed::remote::{Backend, BatchLimits};
+use crate::embed::remote::{Backend, BatchLimits, InputPrefixes};
 use crate::error::{Error, Result};
 use crate::text::clip_bytes;
 
@@ -32,6 +32,8 @@ pub struct OllamaOptions {
     pub batch_size: usize,
     /// Timeouts and retries.
     pub http: HttpOptions,
+    /// Prefixes put before queries and stored texts, for models trained with them.
+    pub prefixes: InputPrefixes,
 }
 
 impl OllamaOptions {
@@ -43,6 +45,7 @@ impl OllamaOptions {
             dimensions: None,
             batch_size: 64,
             http: HttpOptions::default(),
+            prefixes: InputPrefixes::default(),
         }
     }
 }

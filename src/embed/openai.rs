@@ -12,7 +12,7 @@
 use serde_json::{json, Value};
 
 use crate::embed::http::{HttpFailure, HttpOptions, JsonClient};
-use crate::embed::remote::{number_array, Backend, BatchLimits};
+use crate::embed::remote::{number_array, Backend, BatchLimits, InputPrefixes};
 use crate::error::{Error, Result};
 use crate::text::clip_bytes;
 
@@ -47,6 +47,8 @@ pub struct OpenAiOptions {
     pub max_text_bytes: usize,
     /// Timeouts and retries.
     pub http: HttpOptions,
+    /// Prefixes put before queries and stored texts, for models trained with them.
+    pub prefixes: InputPrefixes,
 }
 
 impl std::fmt::Debug for OpenAiOptions {
@@ -60,6 +62,7 @@ impl std::fmt::Debug for OpenAiOptions {
             .field("batch_size", &self.batch_size)
             .field("max_text_bytes", &self.max_text_bytes)
             .field("http", &self.http)
+            .field("prefixes", &self.prefixes)
             .finish()
     }
 }
@@ -75,6 +78,7 @@ impl OpenAiOptions {
             batch_size: 64,
             max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
             http: HttpOptions::default(),
+            prefixes: InputPrefixes::default(),
         }
     }
 }

@@ -4,9 +4,43 @@
 //! call when it connects, splits work into calls the provider accepts, and checks every answer
 //! (one vector per text, the same width, finite, not zero) before L2-normalising it. Providers
 //! differ in wire format only.
+//!
+//! Models trained on asymmetric pairs want a prefix naming what a text is (`query: ` and
+//! `passage: ` for e5, `search_query: ` and `search_document: ` for nomic-embed-text): without
+//! it they embed queries and documents as if alike and rank worse. [`InputPrefixes`] puts them
+//! before every text on the way out, the query one on search queries and the document one on
+//! everything stored. The document prefix decides what the stored vectors mean, so it is part
+//! of the model's identity (a short hash after the name); the query prefix is not (changing it
+//! re-embeds nothing).
 
 use crate::embed::{Embedder, EmbedderId};
 use crate::error::{Error, Result};
+
+/// Text put before every input of a remote model, by what the input is. Empty: nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputPrefixes {
+    /// Before each search query (`query: `, `search_query: `, or an instruction such as
+    /// `Represent this sentence for searching relevant passages: `).
+    pub query: String,
+    /// Before each text stored with a vector: chunks, definitions, memories (`passage: `,
+    /// `search_document: `).
+    pub document: String,
+}
+
+impl InputPrefixes {
+    /// The model name stored with the vectors: `model` itself without a document prefix, else
+    /// `model+d` and 8 hex digits of the prefix's SHA-256 (vectors embedded with another
+    /// prefix are another model's).
+    pub fn identity(&self, model: &str) -> String {
+        if self.document.is_empty() {
+            return model.to_owned();
+        }
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.document.as_bytes());
+        let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{model}+d{hex}")
+    }
+}
 
 /// What one call of a provider may carry.
 #[derive(Debug, Clone, Copy)]
@@ -40,13 +74,15 @@ const PROBE_TEXT: &str = "engram embedding probe";
 pub struct RemoteEmbedder {
     id: EmbedderId,
     backend: Box<dyn Backend>,
+    prefixes: InputPrefixes,
 }
 
 impl RemoteEmbedder {
     /// Connects: one probe call learns the width (and proves the provider answers).
     /// `ENGRAM_MODEL_UNAVAILABLE` when it does not (`ENGRAM_CALLBACK` when the app's function
-    /// threw, rejected or timed out). Blocking.
-    pub fn connect(backend: Box<dyn Backend>) -> Result<Self> {
+    /// threw, rejected or timed out). Blocking. `prefixes` go before the texts of every later
+    /// call (not the probe's, which only learns the width).
+    pub fn connect(backend: Box<dyn Backend>, prefixes: InputPrefixes) -> Result<Self> {
         let what = format!(
             "{} model '{}' at {}",
             backend.provider(),
@@ -80,10 +116,14 @@ impl RemoteEmbedder {
         };
         let id = EmbedderId {
             provider: backend.provider().to_owned(),
-            model: backend.model().to_owned(),
+            model: prefixes.identity(backend.model()),
             dims,
         };
-        let embedder = Self { id, backend };
+        let embedder = Self {
+            id,
+            backend,
+            prefixes,
+        };
         // The probe's answer passes the checks every answer must pass.
         embedder.check(probe, 1).map_err(|e| unusable(&e))?;
         Ok(embedder)
@@ -141,8 +181,26 @@ impl Embedder for RemoteEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_prefixed(&self.prefixes.document, texts)
+    }
+
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_prefixed(&self.prefixes.query, texts)
+    }
+}
+
+impl RemoteEmbedder {
+    /// Every text with `prefix` before it, in calls within the provider's limits.
+    fn embed_prefixed(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let prefixed: Vec<String>;
+        let texts: Vec<&str> = if prefix.is_empty() {
+            texts.to_vec()
+        } else {
+            prefixed = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+            prefixed.iter().map(String::as_str).collect()
+        };
         let mut out = Vec::with_capacity(texts.len());
-        for batch in batches(texts, self.backend.limits()) {
+        for batch in batches(&texts, self.backend.limits()) {
             let answer = self.backend.call(batch)?;
             out.extend(self.check(answer, batch.len())?);
         }
@@ -228,12 +286,56 @@ mod tests {
     }
 
     fn lengths(wrong: Option<Vec<Vec<f32>>>) -> RemoteEmbedder {
-        RemoteEmbedder::connect(Box::new(Lengths {
-            dims: 3,
-            calls: AtomicUsize::new(0),
-            wrong_after_probe: wrong,
-        }))
+        lengths_with(wrong, InputPrefixes::default())
+    }
+
+    fn lengths_with(wrong: Option<Vec<Vec<f32>>>, prefixes: InputPrefixes) -> RemoteEmbedder {
+        RemoteEmbedder::connect(
+            Box::new(Lengths {
+                dims: 3,
+                calls: AtomicUsize::new(0),
+                wrong_after_probe: wrong,
+            }),
+            prefixes,
+        )
         .unwrap()
+    }
+
+    /// The length a [`Lengths`] answer encodes (its first component over the second).
+    fn length_of(v: &[f32]) -> f32 {
+        v[0] / v[1]
+    }
+
+    #[test]
+    fn prefixes_go_before_queries_and_documents_and_the_document_one_names_the_model() {
+        let prefixes = InputPrefixes {
+            query: "query: ".into(),
+            document: "passage: ".into(),
+        };
+        let embedder = lengths_with(None, prefixes.clone());
+        // "ab" is 2 bytes; "passage: ab" 11, "query: ab" 9.
+        assert_eq!(length_of(&embedder.embed(&["ab"]).unwrap()[0]), 11.0);
+        assert_eq!(length_of(&embedder.embed_queries(&["ab"]).unwrap()[0]), 9.0);
+        // Another document prefix is another identity; another query prefix is not.
+        let key = embedder.id().key();
+        assert!(
+            key.starts_with("callback:lengths+d") && key.ends_with(":3"),
+            "{key}"
+        );
+        let other_query = InputPrefixes {
+            query: "search: ".into(),
+            ..prefixes.clone()
+        };
+        assert_eq!(lengths_with(None, other_query).id().key(), key);
+        let other_document = InputPrefixes {
+            document: "doc: ".into(),
+            ..prefixes
+        };
+        assert_ne!(lengths_with(None, other_document).id().key(), key);
+        // Without prefixes, texts go as they are, under the plain name.
+        let plain = lengths(None);
+        assert_eq!(plain.id().key(), "callback:lengths:3");
+        assert_eq!(length_of(&plain.embed_queries(&["ab"]).unwrap()[0]), 2.0);
     }
 
     #[test]

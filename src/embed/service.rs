@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::embed::callback::Callback;
 use crate::embed::ollama::Ollama;
 use crate::embed::openai::{OpenAi, DEFAULT_OPENAI_URL};
-use crate::embed::remote::{Backend, RemoteEmbedder};
+use crate::embed::remote::{Backend, InputPrefixes, RemoteEmbedder};
 use crate::embed::{
     locate, CallbackOptions, Embedder, EmbedderId, LocalEmbedder, LocalModelOptions, OllamaOptions,
     OpenAiOptions,
@@ -165,8 +165,11 @@ type Loaded = (Arc<dyn Embedder>, Option<PathBuf>);
 
 /// Loads `provider` (connecting to a server, or reading the weights). Blocking.
 fn load(provider: &EmbeddingProvider) -> Result<Loaded> {
-    let remote = |backend: Box<dyn Backend>| -> Result<Loaded> {
-        Ok((Arc::new(RemoteEmbedder::connect(backend)?), None))
+    let remote = |backend: Box<dyn Backend>, prefixes: &InputPrefixes| -> Result<Loaded> {
+        Ok((
+            Arc::new(RemoteEmbedder::connect(backend, prefixes.clone())?),
+            None,
+        ))
     };
     match provider {
         EmbeddingProvider::Disabled => Err(Error::ModelUnavailable(
@@ -177,14 +180,18 @@ fn load(provider: &EmbeddingProvider) -> Result<Loaded> {
             let (model, dir) = shared_local_model(model_dir.as_deref(), options)?;
             Ok((model, Some(dir)))
         }
-        EmbeddingProvider::Ollama(options) => remote(Box::new(Ollama::new(options.clone()))),
+        EmbeddingProvider::Ollama(options) => {
+            remote(Box::new(Ollama::new(options.clone())), &options.prefixes)
+        }
         EmbeddingProvider::OpenAi(options) => {
             if let Some(reason) = missing_key(options) {
                 return Err(Error::ModelUnavailable(reason));
             }
-            remote(Box::new(OpenAi::new(options.clone())))
+            remote(Box::new(OpenAi::new(options.clone())), &options.prefixes)
         }
-        EmbeddingProvider::Callback(options) => remote(Box::new(Callback(options.clone()))),
+        EmbeddingProvider::Callback(options) => {
+            remote(Box::new(Callback(options.clone())), &options.prefixes)
+        }
         EmbeddingProvider::Fallback(list) => {
             let mut reasons = Vec::with_capacity(list.len());
             for candidate in list {

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::embed::{EmbeddingProvider, OllamaOptions, OpenAiOptions};
+use crate::embed::{EmbeddingProvider, InputPrefixes, OllamaOptions, OpenAiOptions};
 use crate::error::{Error, Result};
 use crate::observer::{Session, SessionOptions};
 use crate::Engram;
@@ -655,7 +655,9 @@ async fn open_database(ctx: &Ctx) -> Result<Engram> {
 }
 
 /// The embedder the CLI's environment names (`ENGRAM_EMBED_PROVIDER`, `_MODEL`, `_URL`,
-/// `_API_KEY`); `None`: the default.
+/// `_API_KEY`, `_QUERY_PREFIX`, `_DOCUMENT_PREFIX`); `None`: the default. The prefixes must be
+/// the CLI's own: the document one is part of the model's identity, so a hook without it would
+/// find none of the vectors the CLI stored.
 fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     let Some(provider) = var("ENGRAM_EMBED_PROVIDER") else {
@@ -668,6 +670,10 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             ))
         })
     };
+    let prefixes = InputPrefixes {
+        query: var("ENGRAM_EMBED_QUERY_PREFIX").unwrap_or_default(),
+        document: var("ENGRAM_EMBED_DOCUMENT_PREFIX").unwrap_or_default(),
+    };
     Ok(Some(match provider.as_str() {
         "none" => EmbeddingProvider::Disabled,
         "local" => EmbeddingProvider::default(),
@@ -676,6 +682,7 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             if let Some(url) = var("ENGRAM_EMBED_URL") {
                 options.base_url = url;
             }
+            options.prefixes = prefixes;
             EmbeddingProvider::Ollama(options)
         }
         "openai" => {
@@ -686,6 +693,7 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             let official = options.base_url == crate::embed::openai::DEFAULT_OPENAI_URL;
             options.api_key = var("ENGRAM_EMBED_API_KEY")
                 .or_else(|| official.then(|| var("OPENAI_API_KEY")).flatten());
+            options.prefixes = prefixes;
             EmbeddingProvider::OpenAi(options)
         }
         other => {

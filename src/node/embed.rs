@@ -13,6 +13,7 @@ use super::class::{settle, watch_signal, Engram};
 use super::error::{promise, rejected, to_js_error};
 use super::reporter::Reporter;
 use crate::embed::download::HubSource;
+use crate::embed::InputKind;
 use crate::error::Error as CoreError;
 
 /// Where the dense path stands.
@@ -45,6 +46,26 @@ pub struct BackgroundEmbedding {
     pub last_error: Option<String>,
 }
 
+/// Options of `embed()`.
+#[napi(object, object_to_js = false)]
+pub struct EmbedOptions {
+    /// `'document'` (default): texts to store and compare. `'query'`: search queries, which a
+    /// model configured with `embeddings.queryPrefix` embeds with that prefix.
+    #[napi(ts_type = "'document' | 'query'")]
+    pub kind: Option<String>,
+}
+
+/// The input kind `embed()` was asked for.
+fn input_kind(kind: Option<String>) -> std::result::Result<InputKind, CoreError> {
+    match kind.as_deref() {
+        None | Some("document") => Ok(InputKind::Document),
+        Some("query") => Ok(InputKind::Query),
+        Some(other) => Err(CoreError::invalid(format!(
+            "options.kind must be 'document' or 'query', got '{other}'"
+        ))),
+    }
+}
+
 /// A model put in place by `installModel`.
 #[napi(object)]
 pub struct InstalledModel {
@@ -63,28 +84,36 @@ impl Engram {
     /// Rejects with `ENGRAM_MODEL_UNAVAILABLE` when no model is installed (see
     /// `embeddingStatus()`), `ENGRAM_INVALID_ARG` for anything but an array of strings.
     ///
+    /// `options.kind`: `'document'` (default) for texts to store and compare, `'query'` for
+    /// search queries, which a model with a `queryPrefix` embeds apart (the built-in model
+    /// embeds both alike).
+    ///
     /// ```ts
-    /// const [q, doc] = await memory.embed(['open a database', 'fn open(path: &Path) -> Db'])
+    /// const [doc] = await memory.embed(['fn open(path: &Path) -> Db'])
+    /// const [q] = await memory.embed(['open a database'], { kind: 'query' })
     /// const cosine = q.reduce((sum, x, i) => sum + x * doc[i], 0)
     /// ```
     #[napi(
-        ts_args_type = "texts: string[]",
+        ts_args_type = "texts: string[], options?: EmbedOptions",
         ts_return_type = "Promise<Float32Array[]>"
     )]
     pub fn embed<'env>(
         &self,
         env: &'env Env,
         texts: Unknown<'env>,
+        options: Option<Unknown<'env>>,
     ) -> Result<PromiseRaw<'env, Vec<Float32Array>>> {
         let texts: std::result::Result<Vec<String>, CoreError> = self
             .handle()
             .and_then(|_| text_count_within_limit(&texts))
             .and_then(|_| required(env, &texts, "texts"));
+        let kind = super::args::optional_object::<EmbedOptions>(env, options.as_ref(), "options")
+            .and_then(|o| input_kind(o.and_then(|o| o.kind)));
         let handle = self.handle();
         // Argument errors reject the Promise too (never a synchronous throw from an async method).
         promise(
             env,
-            async move { handle?.embed(texts?).await },
+            async move { handle?.embed(texts?, kind?).await },
             |vectors| -> Vec<Float32Array> {
                 // Zero-copy where the runtime allows external buffers; napi-rs copies under
                 // Electron's memory cage.

@@ -11,8 +11,8 @@ use napi_derive::napi;
 
 use super::strict::Count;
 use crate::embed::{
-    CallbackOptions, EmbedFn, EmbeddingProvider, FewTokenWeights, HttpOptions, LocalModelOptions,
-    OllamaOptions, OpenAiOptions,
+    CallbackOptions, EmbedFn, EmbeddingProvider, FewTokenWeights, HttpOptions, InputPrefixes,
+    LocalModelOptions, OllamaOptions, OpenAiOptions,
 };
 use crate::error::Error as CoreError;
 
@@ -88,6 +88,15 @@ pub struct EmbeddingsOptions {
         ts_type = "(texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>"
     )]
     pub embed: Option<EmbedFunction>,
+    /// `'ollama'`, `'openai'`, `'callback'`: put before every search query, for models trained
+    /// with one (`'query: '` for e5, `'search_query: '` for nomic-embed-text, an instruction
+    /// for bge). Changing it re-embeds nothing.
+    pub query_prefix: Option<String>,
+    /// `'ollama'`, `'openai'`, `'callback'`: put before every text stored with a vector
+    /// (chunks, definitions, memories): `'passage: '` for e5, `'search_document: '` for
+    /// nomic-embed-text. Part of the model's identity (`model+d` and a short hash of it), so
+    /// changing it re-embeds.
+    pub document_prefix: Option<String>,
     /// `'local'`: directory holding the model files (`config.json`, `tokenizer.json`,
     /// `model.safetensors`). Default: `ENGRAM_MODEL_DIR`, else the per-user cache where
     /// `engram model install` puts it.
@@ -190,6 +199,7 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
             ))),
         }
     };
+    let prefixes = input_prefixes(&o, name, &provider)?;
     let batch_size = in_range(o.batch_size, 1, 2048, name, "batchSize")?.unwrap_or(64) as usize;
     let dimensions = in_range(o.dimensions, 1, 65_536, name, "dimensions")?.map(|d| d as usize);
     let mut http = HttpOptions::default();
@@ -231,6 +241,7 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
             options.dimensions = dimensions;
             options.batch_size = batch_size;
             options.http = http;
+            options.prefixes = prefixes;
             Ok(EmbeddingProvider::Ollama(options))
         }
         "openai" => {
@@ -249,6 +260,7 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
             if let Some(n) = in_range(o.max_text_bytes, 64, 1 << 20, name, "maxTextBytes")? {
                 options.max_text_bytes = n as usize;
             }
+            options.prefixes = prefixes;
             Ok(EmbeddingProvider::OpenAi(options))
         }
         "callback" => {
@@ -261,6 +273,7 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
             let mut options = CallbackOptions::new(model, embed_fn(function));
             options.batch_size = batch_size;
             options.timeout = http.timeout;
+            options.prefixes = prefixes;
             Ok(EmbeddingProvider::Callback(options))
         }
         other => Err(CoreError::invalid(format!(
@@ -268,6 +281,39 @@ fn one_provider(o: EmbeddingsOptions, name: &str) -> Converted<EmbeddingProvider
         ))),
     }
 }
+
+/// The query and document prefixes, which only remote models take (the built-in model was
+/// trained without any: a prefix would only shift its vectors).
+fn input_prefixes(o: &EmbeddingsOptions, name: &str, provider: &str) -> Converted<InputPrefixes> {
+    let remote = matches!(provider, "ollama" | "openai" | "callback");
+    for (field, value) in [
+        ("queryPrefix", &o.query_prefix),
+        ("documentPrefix", &o.document_prefix),
+    ] {
+        match value {
+            Some(_) if !remote => {
+                return Err(CoreError::invalid(format!(
+                    "{name}.{field} applies to providers 'ollama', 'openai' and 'callback', \
+                     not '{provider}'"
+                )))
+            }
+            Some(v) if v.len() > MAX_PREFIX_BYTES => {
+                return Err(CoreError::invalid(format!(
+                    "{name}.{field} must be at most {MAX_PREFIX_BYTES} bytes, got {}",
+                    v.len()
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(InputPrefixes {
+        query: o.query_prefix.clone().unwrap_or_default(),
+        document: o.document_prefix.clone().unwrap_or_default(),
+    })
+}
+
+/// Bytes of a query or document prefix: an instruction is a sentence, not a document.
+const MAX_PREFIX_BYTES: usize = 1024;
 
 /// `value` when within `min..=max`.
 fn in_range(

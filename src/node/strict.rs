@@ -708,7 +708,7 @@ use super::agent_file_types::{ExportAgentFileOptions, ImportAgentFilesOptions};
 use super::code_types::{CodeSearchOptions, IndexOptions, WatchOptions};
 use super::consolidate::ConsolidateOptions;
 use super::e2e::ObserveE2EOptions;
-use super::embed::InstallModelOptions;
+use super::embed::{EmbedOptions, InstallModelOptions};
 use super::embed_options::{EmbedFunction, EmbeddingsOptions};
 use super::graph_class::DeriveOptions;
 use super::graph_types::{
@@ -748,9 +748,10 @@ strict_objects! {
     }
     EmbeddingsOptions {
         provider, model, base_url, api_key, dimensions, batch_size, max_text_bytes, timeout_ms,
-        max_retries, embed, model_dir, max_tokens, threads, query_precision, fallback,
-        auto_embed, definition_vectors,
+        max_retries, embed, query_prefix, document_prefix, model_dir, max_tokens, threads,
+        query_precision, fallback, auto_embed, definition_vectors,
     }
+    EmbedOptions { kind }
     RerankerOptions { model, url, api_key, max_document_bytes, timeout_ms, rerank }
     SyncOptions { url, auth_token, get_auth_token, token_timeout_ms, interval_secs, offline_writes }
     WorkUnitRef { methodology, hierarchy, label }

@@ -27,6 +27,7 @@ use super::term_counts::TermCounts;
 use super::typo;
 use super::weights::{self, Evidence, FusionWeights, Present};
 use crate::code::read::{self as code_read, CodeChunk, CodeHit};
+use crate::embed::InputKind;
 use crate::error::Result;
 use crate::memory::{self, ListFilter, Memory, SearchMode, SearchOptions};
 use crate::store::Reader;
@@ -739,7 +740,7 @@ async fn dense_path(
     let started = Instant::now();
     let mut out = PathOutput::default();
     let mut vectors = Vec::new();
-    match handle.embed_query(&request.query).await {
+    match handle.embed_one(&request.query, InputKind::Query).await {
         Ok(found) => vectors.push(found),
         Err(e) => {
             out.skipped = Some(format!("dense: {}: {e}", e.code()));
@@ -748,8 +749,9 @@ async fn dense_path(
         }
     }
     if let Some(text) = hypothetical {
-        // A hypothetical that cannot be embedded leaves the query's own lists standing.
-        match handle.embed_query(text).await {
+        // A hypothetical that cannot be embedded leaves the query's own lists standing. It is
+        // an answer, written like what is stored: a document to a model that tells them apart.
+        match handle.embed_one(text, InputKind::Document).await {
             Ok(found) => vectors.push(found),
             Err(e) => out.skipped = Some(format!("hyde: {}: {e}", e.code())),
         }
