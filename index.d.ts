@@ -1382,7 +1382,8 @@ export interface EmbeddingsOptions {
    * `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
    * width, normalised for you). Called with at most `batchSize` texts at a time, from the
    * thread that opened the engine. A throw, a rejection or a promise that does not settle
-   * within `timeoutMs` fails the embedding with `ENGRAM_CALLBACK`.
+   * within `timeoutMs` fails the embedding with `ENGRAM_CALLBACK`. With `queryPrefix` or
+   * `documentPrefix`, the texts arrive with the prefix in place.
    */
   embed?: (texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>
   /**
@@ -1423,7 +1424,8 @@ export interface EmbeddingsOptions {
   /**
    * Providers to try, in order, when this one cannot be loaded at first use (server down,
    * model not pulled, no key). The first that works is used for the engine's life and named
-   * in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`.
+   * in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`;
+   * each has its own prefixes (none are inherited).
    */
   fallback?: Array<EmbeddingsOptions>
   /**

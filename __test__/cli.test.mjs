@@ -66,6 +66,11 @@ test('--version is package.json version; help and bad commands exit as documente
   assert.equal(run(cwd, ['sync', 'later']).code, 2)
   assert.equal(run(cwd, ['agent-files', 'merge']).code, 2)
   assert.equal(run(cwd, ['--bogus-flag']).code, 2)
+  // Prefixes are for the server providers; without one they say so.
+  const local = run(cwd, ['dense', 'q', '--provider', 'local', '--query-prefix', 'query: '])
+  assert.equal(local.code, 2)
+  assert.match(local.stderr, /--query-prefix needs --provider ollama or openai/)
+  assert.equal(run(cwd, ['dense', 'q', '--document-prefix', 'passage: ']).code, 2)
   assert.ok(!existsSync(join(cwd, '.engram')), 'usage errors create no database')
 })
 

@@ -260,6 +260,7 @@ test('bad embeddings options are ENGRAM_INVALID_ARG at open', async (t) => {
     { provider: 'none', documentPrefix: 'passage: ' },
     { provider: 'ollama', model: 'm', documentPrefix: 'x'.repeat(2000) },
     { provider: 'ollama', model: 'm', queryPrefix: 42 },
+    { provider: 'openai', model: 'm', baseUrl: 'http://localhost:1/v1', queryPrefix: '   ' },
   ]
   for (const [i, embeddings] of bad.entries()) {
     await rejectsWithCode(assert, Engram.open({ path: join(dir, `bad-${i}.db`), embeddings }), 'ENGRAM_INVALID_ARG')

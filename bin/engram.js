@@ -266,6 +266,11 @@ function embeddingsOption(values) {
     return definitionVectors === false ? { definitionVectors } : undefined
   }
   const remote = provider === 'ollama' || provider === 'openai'
+  for (const flag of ['query-prefix', 'document-prefix']) {
+    if (values[flag] !== undefined && !remote) throw new UsageError(`--${flag} needs --provider ollama or openai`)
+  }
+  // As the hooks read them: only-whitespace counts as unset.
+  const fromEnv = (name) => (remote && env[name]?.trim() ? env[name] : undefined)
   return {
     provider,
     definitionVectors,
@@ -273,9 +278,8 @@ function embeddingsOption(values) {
     baseUrl: values['base-url'] ?? env.ENGRAM_EMBED_URL,
     apiKey: provider === 'openai' ? env.ENGRAM_EMBED_API_KEY : undefined,
     dimensions: number(values.dimensions, 'dimensions'),
-    // From the environment only for the servers (as the hook reads them); a flag is checked.
-    queryPrefix: values['query-prefix'] ?? (remote ? env.ENGRAM_EMBED_QUERY_PREFIX || undefined : undefined),
-    documentPrefix: values['document-prefix'] ?? (remote ? env.ENGRAM_EMBED_DOCUMENT_PREFIX || undefined : undefined),
+    queryPrefix: values['query-prefix'] ?? fromEnv('ENGRAM_EMBED_QUERY_PREFIX'),
+    documentPrefix: values['document-prefix'] ?? fromEnv('ENGRAM_EMBED_DOCUMENT_PREFIX'),
   }
 }
 

@@ -87,7 +87,7 @@ async function evaluate({ name, dir, plainRows, seedRows, seedTexts, setList, ri
   }
   for (const set of setList) {
     const scores = { plain: new Score(), fts: new Score(), dense: new Score(), fused: new Score() }
-    const queryVectors = dense ? (await engine.embed(set.queries.map((q) => q.text))).map(unit) : []
+    const queryVectors = dense ? (await engine.embed(set.queries.map((q) => q.text), { kind: 'query' })).map(unit) : []
     for (const [n, query] of set.queries.entries()) {
       const ids = async (table, limit) => (await table.search(query.text, limit)).map((id) => id - 1)
       const isRight = right(query)

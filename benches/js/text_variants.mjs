@@ -118,7 +118,7 @@ try {
     const cache = createClient({ url: `file:${join(dirname(language.db), 'text-variants.db')}` })
     const queries = language.sets.map((set) => set.queries)
     const queryVectors = []
-    for (const q of queries) queryVectors.push((await engine.embed(q.map((x) => x.text))).map(unit))
+    for (const q of queries) queryVectors.push((await engine.embed(q.map((x) => x.text), { kind: 'query' })).map(unit))
     for (const [variant, compose] of Object.entries(VARIANTS)) {
       let vectors = list.map((u) => u.vector)
       if (compose) {

@@ -28,7 +28,7 @@ pub use local::{FewTokenWeights, LocalEmbedder, LocalModelOptions};
 pub use model_files::{locate, ModelFiles};
 pub use ollama::OllamaOptions;
 pub use openai::OpenAiOptions;
-pub use remote::{InputPrefixes, RemoteEmbedder};
+pub use remote::{InputPrefixes, RemoteEmbedder, MAX_PREFIX_BYTES};
 pub use service::{EmbeddingProvider, EmbeddingService, EmbeddingState, EmbeddingStatus};
 
 use crate::error::Result;

@@ -27,7 +27,30 @@ pub struct InputPrefixes {
     pub document: String,
 }
 
+/// Bytes of one prefix, at most: an instruction is a sentence, not a document.
+pub const MAX_PREFIX_BYTES: usize = 1024;
+
 impl InputPrefixes {
+    /// Checks both prefixes: none blank (only whitespace, which would change the identity
+    /// and nothing else) or longer than [`MAX_PREFIX_BYTES`]. `names` are the two prefixes'
+    /// names in messages (option names or environment variables).
+    pub fn validated(self, names: [&str; 2]) -> Result<Self> {
+        for (name, value) in names.iter().zip([&self.query, &self.document]) {
+            if !value.is_empty() && value.trim().is_empty() {
+                return Err(Error::invalid(format!(
+                    "{name} must not be only whitespace (leave it unset for no prefix)"
+                )));
+            }
+            if value.len() > MAX_PREFIX_BYTES {
+                return Err(Error::invalid(format!(
+                    "{name} must be at most {MAX_PREFIX_BYTES} bytes, got {}",
+                    value.len()
+                )));
+            }
+        }
+        Ok(self)
+    }
+
     /// The model name stored with the vectors: `model` itself without a document prefix, else
     /// `model+d` and 8 hex digits of the prefix's SHA-256 (vectors embedded with another
     /// prefix are another model's).
@@ -361,6 +384,35 @@ mod tests {
             let err = lengths(Some(wrong)).embed(&["a", "b"]).unwrap_err();
             assert_eq!(err.code(), "ENGRAM_EMBEDDING", "{err}");
         }
+    }
+
+    #[test]
+    fn blank_or_oversized_prefixes_are_refused_by_name() {
+        let names = ["q", "d"];
+        let ok = InputPrefixes {
+            query: "query: ".into(),
+            document: String::new(),
+        };
+        assert_eq!(ok.clone().validated(names).unwrap(), ok);
+        let blank = InputPrefixes {
+            query: String::new(),
+            document: "  ".into(),
+        };
+        let err = blank.validated(names).unwrap_err();
+        assert_eq!(err.code(), "ENGRAM_INVALID_ARG");
+        assert!(
+            err.to_string().contains("d must not be only whitespace"),
+            "{err}"
+        );
+        let long = InputPrefixes {
+            query: "x".repeat(MAX_PREFIX_BYTES + 1),
+            document: String::new(),
+        };
+        assert!(long
+            .validated(names)
+            .unwrap_err()
+            .to_string()
+            .contains("q must be at most"));
     }
 
     #[test]

@@ -670,10 +670,13 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             ))
         })
     };
+    // Read as the CLI reads them (only-whitespace counts as unset), checked as the open
+    // option is.
     let prefixes = InputPrefixes {
         query: var("ENGRAM_EMBED_QUERY_PREFIX").unwrap_or_default(),
         document: var("ENGRAM_EMBED_DOCUMENT_PREFIX").unwrap_or_default(),
-    };
+    }
+    .validated(["ENGRAM_EMBED_QUERY_PREFIX", "ENGRAM_EMBED_DOCUMENT_PREFIX"])?;
     Ok(Some(match provider.as_str() {
         "none" => EmbeddingProvider::Disabled,
         "local" => EmbeddingProvider::default(),

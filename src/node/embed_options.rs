@@ -83,7 +83,8 @@ pub struct EmbeddingsOptions {
     /// `'callback'`: computes one vector per text, in order (`Float32Array` or `number[]`, any
     /// width, normalised for you). Called with at most `batchSize` texts at a time, from the
     /// thread that opened the engine. A throw, a rejection or a promise that does not settle
-    /// within `timeoutMs` fails the embedding with `ENGRAM_CALLBACK`.
+    /// within `timeoutMs` fails the embedding with `ENGRAM_CALLBACK`. With `queryPrefix` or
+    /// `documentPrefix`, the texts arrive with the prefix in place.
     #[napi(
         ts_type = "(texts: string[]) => Promise<Array<Float32Array | number[]>> | Array<Float32Array | number[]>"
     )]
@@ -118,7 +119,8 @@ pub struct EmbeddingsOptions {
     pub query_precision: Option<String>,
     /// Providers to try, in order, when this one cannot be loaded at first use (server down,
     /// model not pulled, no key). The first that works is used for the engine's life and named
-    /// in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`.
+    /// in `embeddingStatus()`. Entries take the same fields except `fallback` and `autoEmbed`;
+    /// each has its own prefixes (none are inherited).
     pub fallback: Option<Vec<EmbeddingsOptions>>,
     /// Embed new and changed chunks and memories in the background at open (whatever an
     /// earlier process or another model left) and after `index()`, `indexPaths()`, watch
@@ -290,30 +292,22 @@ fn input_prefixes(o: &EmbeddingsOptions, name: &str, provider: &str) -> Converte
         ("queryPrefix", &o.query_prefix),
         ("documentPrefix", &o.document_prefix),
     ] {
-        match value {
-            Some(_) if !remote => {
-                return Err(CoreError::invalid(format!(
-                    "{name}.{field} applies to providers 'ollama', 'openai' and 'callback', \
-                     not '{provider}'"
-                )))
-            }
-            Some(v) if v.len() > MAX_PREFIX_BYTES => {
-                return Err(CoreError::invalid(format!(
-                    "{name}.{field} must be at most {MAX_PREFIX_BYTES} bytes, got {}",
-                    v.len()
-                )))
-            }
-            _ => {}
+        if value.is_some() && !remote {
+            return Err(CoreError::invalid(format!(
+                "{name}.{field} applies to providers 'ollama', 'openai' and 'callback', \
+                 not '{provider}'"
+            )));
         }
     }
-    Ok(InputPrefixes {
+    InputPrefixes {
         query: o.query_prefix.clone().unwrap_or_default(),
         document: o.document_prefix.clone().unwrap_or_default(),
-    })
+    }
+    .validated([
+        &format!("{name}.queryPrefix"),
+        &format!("{name}.documentPrefix"),
+    ])
 }
-
-/// Bytes of a query or document prefix: an instruction is a sentence, not a document.
-const MAX_PREFIX_BYTES: usize = 1024;
 
 /// `value` when within `min..=max`.
 fn in_range(
