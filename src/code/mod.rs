@@ -42,6 +42,7 @@ pub mod read;
 pub mod resolve;
 mod store;
 mod text_chunker;
+mod ts_alloc;
 pub(crate) mod walk;
 pub mod watch;
 
