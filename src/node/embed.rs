@@ -107,13 +107,18 @@ impl Engram {
             .handle()
             .and_then(|_| text_count_within_limit(&texts))
             .and_then(|_| required(env, &texts, "texts"));
-        let kind = super::args::optional_object::<EmbedOptions>(env, options.as_ref(), "options")
-            .and_then(|o| input_kind(o.and_then(|o| o.kind)));
+        // At once, through `arg!`: a Proxy that throws while its keys are read leaves that
+        // exception pending, which `rejected` takes in place of an uncoded throw.
+        let kind = arg!(
+            env,
+            super::args::optional_object::<EmbedOptions>(env, options.as_ref(), "options")
+                .and_then(|o| input_kind(o.and_then(|o| o.kind)))
+        );
         let handle = self.handle();
         // Argument errors reject the Promise too (never a synchronous throw from an async method).
         promise(
             env,
-            async move { handle?.embed(texts?, kind?).await },
+            async move { handle?.embed(texts?, kind).await },
             |vectors| -> Vec<Float32Array> {
                 // Zero-copy where the runtime allows external buffers; napi-rs copies under
                 // Electron's memory cage.
