@@ -215,15 +215,13 @@ impl Embedder for RemoteEmbedder {
 impl RemoteEmbedder {
     /// Every text with `prefix` before it, in calls within the provider's limits.
     fn embed_prefixed(&self, prefix: &str, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let prefixed: Vec<String>;
-        let texts: Vec<&str> = if prefix.is_empty() {
-            texts.to_vec()
-        } else {
-            prefixed = texts.iter().map(|t| format!("{prefix}{t}")).collect();
-            prefixed.iter().map(String::as_str).collect()
-        };
+        if !prefix.is_empty() {
+            let prefixed: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+            let refs: Vec<&str> = prefixed.iter().map(String::as_str).collect();
+            return self.embed_prefixed("", &refs);
+        }
         let mut out = Vec::with_capacity(texts.len());
-        for batch in batches(&texts, self.backend.limits()) {
+        for batch in batches(texts, self.backend.limits()) {
             let answer = self.backend.call(batch)?;
             out.extend(self.check(answer, batch.len())?);
         }

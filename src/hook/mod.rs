@@ -670,13 +670,15 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             ))
         })
     };
-    // Read as the CLI reads them (only-whitespace counts as unset), checked as the open
-    // option is.
-    let prefixes = InputPrefixes {
-        query: var("ENGRAM_EMBED_QUERY_PREFIX").unwrap_or_default(),
-        document: var("ENGRAM_EMBED_DOCUMENT_PREFIX").unwrap_or_default(),
-    }
-    .validated(["ENGRAM_EMBED_QUERY_PREFIX", "ENGRAM_EMBED_DOCUMENT_PREFIX"])?;
+    // Read as the CLI reads them (for the servers only; only-whitespace counts as unset),
+    // checked as the open option is.
+    let prefixes = || {
+        InputPrefixes {
+            query: var("ENGRAM_EMBED_QUERY_PREFIX").unwrap_or_default(),
+            document: var("ENGRAM_EMBED_DOCUMENT_PREFIX").unwrap_or_default(),
+        }
+        .validated(["ENGRAM_EMBED_QUERY_PREFIX", "ENGRAM_EMBED_DOCUMENT_PREFIX"])
+    };
     Ok(Some(match provider.as_str() {
         "none" => EmbeddingProvider::Disabled,
         "local" => EmbeddingProvider::default(),
@@ -685,7 +687,7 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             if let Some(url) = var("ENGRAM_EMBED_URL") {
                 options.base_url = url;
             }
-            options.prefixes = prefixes;
+            options.prefixes = prefixes()?;
             EmbeddingProvider::Ollama(options)
         }
         "openai" => {
@@ -696,7 +698,7 @@ fn embeddings_from_env() -> Result<Option<EmbeddingProvider>> {
             let official = options.base_url == crate::embed::openai::DEFAULT_OPENAI_URL;
             options.api_key = var("ENGRAM_EMBED_API_KEY")
                 .or_else(|| official.then(|| var("OPENAI_API_KEY")).flatten());
-            options.prefixes = prefixes;
+            options.prefixes = prefixes()?;
             EmbeddingProvider::OpenAi(options)
         }
         other => {
