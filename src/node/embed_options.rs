@@ -99,8 +99,9 @@ pub struct EmbeddingsOptions {
     /// changing it re-embeds.
     pub document_prefix: Option<String>,
     /// `'local'`: directory holding the model files (`config.json`, `tokenizer.json`,
-    /// `model.safetensors`). Default: `ENGRAM_MODEL_DIR`, else the per-user cache where
-    /// `engram model install` puts it.
+    /// `model.safetensors`), or `e5-small-q4.bin` for the opt-in multilingual-e5-small (which
+    /// puts its `query: ` / `passage: ` prefixes itself). Default: `ENGRAM_MODEL_DIR`, else the
+    /// per-user cache where `engram model install` puts the default model.
     pub model_dir: Option<String>,
     /// `'local'`: tokens kept per text, including `[CLS]`/`[SEP]` (default 128; at most the
     /// model's 512). Part of the model's identity.

@@ -23,7 +23,8 @@
 //!   that is not positive counts 0, so a list is never on two scales.
 //! - **the dense path**, whose cosine similarities are on one scale per list:
 //!   `exp((similarity - best) / T)` with `best` the list's top similarity and
-//!   T = [`DENSE_TEMPERATURE`]. A rank throws away how far apart the hits are: a dense
+//!   T = [`DENSE_TEMPERATURE`] (the model's: multilingual-e5-small spreads its cosines about a
+//!   sixth as wide and has [`E5_DENSE_TEMPERATURE`]). A rank throws away how far apart the hits are: a dense
 //!   second place 0.01 below the first and one 0.15 below it counted the same. Measured on the
 //!   seven dev sets (`docs/BENCHMARK.md`, offline on one run's dumps, then confirmed by the
 //!   eval): MRR@10 rose on every set, most on memories (0.750 -> 0.78), and the margin over
@@ -81,6 +82,9 @@ pub struct RankedList {
     /// Each item's BM25 score (higher is better), parallel to `items`, for a keyword list (its
     /// share is then read from the score's ratio to the list's best); empty for other paths.
     pub scores: Vec<f32>,
+    /// For a dense list, how far below the best similarity a share falls by a factor of e: the
+    /// model's ([`dense_temperature`]).
+    pub temperature: f64,
 }
 
 impl RankedList {
@@ -92,6 +96,7 @@ impl RankedList {
             items,
             similarities: Vec::new(),
             scores: Vec::new(),
+            temperature: DENSE_TEMPERATURE,
         }
     }
 }
@@ -125,8 +130,26 @@ pub struct Fused {
 /// The RRF constant: damps the difference between the first ranks of a list.
 pub const RRF_K: f64 = 10.0;
 
-/// How far below the list's best similarity a dense hit's share falls by a factor of e.
+/// How far below the list's best similarity a dense hit's share falls by a factor of e, for
+/// the built-in model and any model not in [`dense_temperature`]'s table.
 pub const DENSE_TEMPERATURE: f64 = 0.15;
+
+/// [`DENSE_TEMPERATURE`] for multilingual-e5-small, whose cosines crowd into a narrow band
+/// (0.85-0.9 at the top of a list): its median gap from a list's best to its 30th similarity
+/// is 0.018-0.038 on the dev sets, against 0.117-0.234 for the built-in model, about a sixth,
+/// so its temperature is a sixth of 0.15. Replayed on the dumps of one eval run, 0.02-0.03 were
+/// alike and 0.15 lost up to 0.05 MRR@10 to them (`docs/BENCHMARK.md`).
+pub const E5_DENSE_TEMPERATURE: f64 = 0.025;
+
+/// The dense temperature for vectors of `model`: the fusion compares a similarity's distance
+/// below the list's best, and models spread their cosines differently.
+pub fn dense_temperature(model: &crate::embed::EmbedderId) -> f64 {
+    if model.provider == "local" && model.model.starts_with("multilingual-e5-small") {
+        E5_DENSE_TEMPERATURE
+    } else {
+        DENSE_TEMPERATURE
+    }
+}
 
 /// A keyword hit's share is its BM25 score's ratio to the list's best, to this power.
 pub const KEYWORD_SCORE_POWER: i32 = 2;
@@ -160,7 +183,7 @@ pub fn fuse(lists: &[RankedList]) -> Vec<Fused> {
             let score = list.scores.get(index).copied();
             let share = match (top_similarity, similarity, top_score, score) {
                 (Some(top), Some(similarity), _, _) if similarity.is_finite() => {
-                    ((f64::from(similarity) - f64::from(top)) / DENSE_TEMPERATURE).exp()
+                    ((f64::from(similarity) - f64::from(top)) / list.temperature).exp()
                 }
                 (_, _, Some(top), score) => {
                     // FTS5 keeps BM25 positive; anything else in a scored list counts nothing.
@@ -327,6 +350,34 @@ mod tests {
             ..RankedList::ranked(CandidatePath::Dense, chunks(&[9]))
         };
         assert!((fuse(&[low])[0].score - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_dense_list_counts_distances_at_its_models_temperature() {
+        let id = |model: &str| crate::embed::EmbedderId {
+            provider: "local".into(),
+            model: model.into(),
+            dims: 384,
+        };
+        let e5 = dense_temperature(&id("multilingual-e5-small-q4@128"));
+        assert_eq!(e5, E5_DENSE_TEMPERATURE);
+        assert_eq!(
+            dense_temperature(&id("all-minilm-l6-v2@128")),
+            DENSE_TEMPERATURE
+        );
+        // 0.01 below the best: nearly level at the built-in model's temperature, well below
+        // at e5's, where that is a wide gap.
+        let share = |temperature: f64| {
+            let dense = RankedList {
+                weight: 1.0,
+                similarities: vec![0.88, 0.87],
+                temperature,
+                ..RankedList::ranked(CandidatePath::Dense, chunks(&[1, 2]))
+            };
+            fuse(&[dense])[1].score
+        };
+        assert!((share(DENSE_TEMPERATURE) - (-0.01f64 / 0.15).exp()).abs() < 1e-6);
+        assert!((share(e5) - (-0.01f64 / 0.025).exp()).abs() < 1e-6);
     }
 
     #[test]

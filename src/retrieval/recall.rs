@@ -844,6 +844,7 @@ async fn dense_lists(
         let (items, similarities) = scored.into_iter().unzip();
         out.lists.push(RankedList {
             similarities,
+            temperature: fusion::dense_temperature(model),
             ..RankedList::ranked(CandidatePath::Dense, items)
         });
     }
