@@ -568,7 +568,9 @@ impl BertEncoder {
                 self.word_embeddings.row_into(id as usize, dst);
                 let position = &self.position_embeddings[pos * h..(pos + 1) * h];
                 for ((d, p), t) in dst.iter_mut().zip(position).zip(&self.token_type_row) {
-                    *d += p + t;
+                    // (word + position) + type, in this order: the vectors stored before the
+                    // word table could be quantised were summed so, bit for bit.
+                    *d = *d + p + t;
                 }
                 row += 1;
             }
