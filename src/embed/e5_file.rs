@@ -26,9 +26,13 @@ use crate::error::{Error, Result};
 /// The file's first four bytes.
 pub const MAGIC: &[u8; 4] = b"E5S1";
 
-/// Element types of the tensor directory.
+/// Element type of a tensor of little-endian f32 values.
 const DTYPE_F32: u8 = 0;
+/// Element type of a tensor of q4_0 blocks (`q4.rs`).
 const DTYPE_Q4_0: u8 = 1;
+
+/// The only version of the layout this reader knows.
+const VERSION: u32 = 1;
 
 /// The unigram vocabulary and its special pieces.
 pub struct Vocabulary {
@@ -138,7 +142,15 @@ impl<'a> E5File<'a> {
             at: MAGIC.len(),
             source,
         };
-        let _version = r.u32()?;
+        let version = r.u32()?;
+        if version != VERSION {
+            return Err(malformed(
+                source,
+                format!("version {version}; only version {VERSION} is supported"),
+            ));
+        }
+        // A bound on every size, far above any small model's, so a corrupt header fails here
+        // instead of asking for an absurd allocation later.
         const SANE: usize = 1 << 20;
         let hidden = r.count("the hidden size", SANE)?;
         let layers = r.count("the layer count", 1024)?;
@@ -156,6 +168,16 @@ impl<'a> E5File<'a> {
             ));
         }
         let vocabulary = read_vocabulary(&mut r)?;
+        // Every piece id indexes the word table (which may have spare rows).
+        if vocabulary.pieces.len() > vocabulary_rows {
+            return Err(malformed(
+                source,
+                format!(
+                    "{} pieces for a word table of {vocabulary_rows} rows",
+                    vocabulary.pieces.len()
+                ),
+            ));
+        }
         let normalisation = read_normalisation(&mut r)?;
         let tensors = read_directory(&mut r)?;
         Ok(Self {
@@ -346,7 +368,8 @@ fn read_normalisation(r: &mut Reader) -> Result<Vec<(char, Vec<char>)>> {
             )
         })
     };
-    let mut out = Vec::with_capacity(records);
+    // At least 5 bytes a record: never reserve more than the map's bytes can hold.
+    let mut out = Vec::with_capacity(records.min(bytes / 5));
     for _ in 0..records {
         let from = to_char(map.u32()?)?;
         let n = map.u8()?;
@@ -382,4 +405,178 @@ fn read_directory<'a>(r: &mut Reader<'a>) -> Result<HashMap<String, Entry<'a>>> 
         );
     }
     Ok(tensors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::bert::{BertEncoder, FewTokenWeights};
+
+    /// Sizes of the synthetic model: hidden 32 (one q4 block per row), one layer, one head.
+    const H: usize = 32;
+    const FF: usize = 32;
+    const ROWS: usize = 8;
+    const POSITIONS: usize = 8;
+
+    /// A tiny, well-formed e5 file; `tweak` edits the header fields before it is written.
+    fn model_file(tweak: impl Fn(&mut Header)) -> Vec<u8> {
+        let mut h = Header {
+            version: 1,
+            feed_forward: FF as i32,
+            rows: ROWS as i32,
+        };
+        tweak(&mut h);
+        let mut out = Vec::new();
+        out.extend(MAGIC);
+        out.extend(h.version.to_le_bytes());
+        for v in [H as i32, 1, 1, h.feed_forward, h.rows, POSITIONS as i32, 1] {
+            out.extend(v.to_le_bytes());
+        }
+        out.extend(1e-12f32.to_le_bytes());
+        out.extend(32i32.to_le_bytes());
+        // Vocabulary: specials, the metaspace and two letters.
+        let pieces = ["<s>", "<pad>", "</s>", "<unk>", "\u{2581}", "a", "b"];
+        out.extend((pieces.len() as i32).to_le_bytes());
+        for id in [0i32, 2, 1, 3] {
+            out.extend(id.to_le_bytes());
+        }
+        let blob: Vec<u8> = pieces.iter().flat_map(|p| p.bytes()).collect();
+        out.extend((blob.len() as u64).to_le_bytes());
+        let mut offset = 0u32;
+        out.extend(offset.to_le_bytes());
+        for p in pieces {
+            offset += p.len() as u32;
+            out.extend(offset.to_le_bytes());
+        }
+        for i in 0..pieces.len() {
+            out.extend((-(i as f32)).to_le_bytes());
+        }
+        out.extend(&blob);
+        // Normalisation: a tab becomes a space.
+        out.extend(1i32.to_le_bytes());
+        out.extend(9u32.to_le_bytes());
+        out.extend(9u32.to_le_bytes());
+        out.push(1);
+        out.extend(0x20u32.to_le_bytes());
+        // Tensors: (name, dtype, elements).
+        let ff = h.feed_forward.max(0) as usize;
+        let mut tensors: Vec<(String, u8, usize)> = vec![
+            ("emb.word".into(), DTYPE_Q4_0, h.rows.max(0) as usize * H),
+            ("emb.pos".into(), DTYPE_F32, POSITIONS * H),
+            ("emb.type".into(), DTYPE_F32, H),
+            ("emb.ln.w".into(), DTYPE_F32, H),
+            ("emb.ln.b".into(), DTYPE_F32, H),
+        ];
+        for (short, weights) in [("q", H * H), ("k", H * H), ("v", H * H), ("ao", H * H)] {
+            tensors.push((format!("l0.{short}.w"), DTYPE_Q4_0, weights));
+            tensors.push((format!("l0.{short}.b"), DTYPE_F32, H));
+        }
+        tensors.push(("l0.fi.w".into(), DTYPE_Q4_0, ff * H));
+        tensors.push(("l0.fi.b".into(), DTYPE_F32, ff));
+        tensors.push(("l0.fo.w".into(), DTYPE_Q4_0, H * ff));
+        tensors.push(("l0.fo.b".into(), DTYPE_F32, H));
+        for norm in ["aln", "oln"] {
+            tensors.push((format!("l0.{norm}.w"), DTYPE_F32, H));
+            tensors.push((format!("l0.{norm}.b"), DTYPE_F32, H));
+        }
+        let bytes_of = |dtype: u8, n: usize| {
+            if dtype == DTYPE_Q4_0 {
+                q4::bytes_for(n)
+            } else {
+                n * 4
+            }
+        };
+        let directory: usize = 4 + tensors.iter().map(|(n, _, _)| 23 + n.len()).sum::<usize>();
+        let mut data_at = (out.len() + directory) as u64;
+        out.extend((tensors.len() as i32).to_le_bytes());
+        for (name, dtype, n) in &tensors {
+            out.extend((name.len() as u16).to_le_bytes());
+            out.extend(name.as_bytes());
+            out.push(*dtype);
+            out.extend((*n as u32).to_le_bytes());
+            let len = bytes_of(*dtype, *n) as u64;
+            out.extend(data_at.to_le_bytes());
+            out.extend(len.to_le_bytes());
+            data_at += len;
+        }
+        for (i, (name, dtype, n)) in tensors.iter().enumerate() {
+            if *dtype == DTYPE_Q4_0 {
+                for b in 0..n / 32 {
+                    out.extend(half::f16::from_f32(0.02).to_le_bytes());
+                    out.extend((0..16).map(|j| ((b * 7 + j * 3 + i) % 256) as u8));
+                }
+            } else {
+                let one = name.ends_with("ln.w");
+                out.extend((0..*n).flat_map(|j| {
+                    let v = if one {
+                        1.0
+                    } else {
+                        ((j % 7) as f32 - 3.0) * 0.01
+                    };
+                    v.to_le_bytes()
+                }));
+            }
+        }
+        out
+    }
+
+    struct Header {
+        version: u32,
+        feed_forward: i32,
+        rows: i32,
+    }
+
+    fn encoder(bytes: &[u8]) -> Result<BertEncoder> {
+        let file = E5File::parse(bytes, "test.bin")?;
+        BertEncoder::from_tensors(&file.config, &file, FewTokenWeights::F32)
+    }
+
+    #[test]
+    fn a_well_formed_file_loads_and_encodes() {
+        let bytes = model_file(|_| {});
+        let file = E5File::parse(&bytes, "test.bin").unwrap();
+        assert_eq!(file.vocabulary.pieces[5], ("a".to_owned(), -5.0));
+        assert_eq!((file.vocabulary.bos, file.vocabulary.eos), (0, 2));
+        assert_eq!(file.normalisation, vec![('\t', vec![' '])]);
+        let vectors = encoder(&bytes)
+            .unwrap()
+            .encode(&[&[0, 4, 5, 2]], 1)
+            .unwrap();
+        let norm: f32 = vectors[0].iter().map(|v| v * v).sum();
+        assert_eq!(vectors[0].len(), H);
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    }
+
+    #[test]
+    fn every_truncation_is_a_coded_error_not_a_panic() {
+        let bytes = model_file(|_| {});
+        for cut in 0..bytes.len() {
+            let err = encoder(&bytes[..cut])
+                .err()
+                .expect("a truncated file is refused");
+            assert_eq!(
+                err.code(),
+                "ENGRAM_MODEL_UNAVAILABLE",
+                "cut at {cut}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn inconsistent_headers_are_refused() {
+        for (what, bytes) in [
+            ("another version", model_file(|h| h.version = 2)),
+            ("more pieces than word rows", model_file(|h| h.rows = 4)),
+            (
+                "an empty feed-forward layer",
+                model_file(|h| h.feed_forward = 0),
+            ),
+            ("a negative size", model_file(|h| h.feed_forward = -32)),
+        ] {
+            let err = encoder(&bytes)
+                .err()
+                .unwrap_or_else(|| panic!("{what} loaded"));
+            assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE", "{what}: {err}");
+        }
+    }
 }

@@ -100,16 +100,25 @@ pub fn check_destination(dest: &Path) -> Result<&Path> {
     Ok(parent)
 }
 
-/// An existing destination may be replaced only when it is empty or holds a model already.
+/// An existing destination may be replaced only when it is empty or holds nothing but what an
+/// install puts there (a model's files): a directory that merely contains a model file beside
+/// other work (a checkout of the model's converter) is never wiped.
 fn is_replaceable(dest: &Path) -> bool {
     if !dest.is_dir() {
         return false;
     }
-    let mut entries = match fs::read_dir(dest) {
-        Ok(entries) => entries,
-        Err(_) => return false,
+    let Ok(entries) = fs::read_dir(dest) else {
+        return false;
     };
-    entries.next().is_none() || ModelFiles::in_dir(dest).is_ok()
+    let installed = |name: &str| {
+        LAYOUTS.iter().any(|files| files.contains(&name))
+            || OPTIONAL_FILES
+                .iter()
+                .any(|f| f.split('/').next() == Some(name))
+    };
+    entries
+        .map(|entry| entry.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .all(|name| name.is_ok_and(|n| installed(&n)))
 }
 
 /// The file list of the first layout whose files are all in `dir`.
@@ -386,6 +395,13 @@ mod tests {
         let mut good = tempfile::tempdir().unwrap().keep();
         good.push("m");
         write_fake_model(&good, "new");
+        assert_eq!(
+            install_model(&good, &project).unwrap_err().code(),
+            "ENGRAM_INVALID_ARG"
+        );
+        assert!(project.join("main.rs").is_file());
+        // Nor one that holds a model file beside other work.
+        fs::write(project.join(E5_FILE), "E5S1").unwrap();
         assert_eq!(
             install_model(&good, &project).unwrap_err().code(),
             "ENGRAM_INVALID_ARG"

@@ -222,7 +222,7 @@ fn load_e5(
     let encoder = BertEncoder::from_tensors(&parsed.config, &parsed, options.few_token_weights)?;
     let tokenizer = UnigramTokenizer::new(parsed.vocabulary, parsed.normalisation)?;
     Ok((
-        model_name(&bytes, "e5"),
+        model_name(&bytes, "e5-small"),
         TextTokenizer::Unigram(Box::new(tokenizer)),
         encoder,
     ))

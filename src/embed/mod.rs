@@ -53,6 +53,27 @@ impl EmbedderId {
     pub fn key(&self) -> String {
         format!("{}:{}:{}", self.provider, self.model, self.dims)
     }
+
+    /// How wide this model spreads its cosine similarities, relative to the built-in model: 1
+    /// for it and any model not known to differ. multilingual-e5-small's cosines crowd into a
+    /// band about a sixth as wide (the median gap from a result list's best similarity to its
+    /// 30th is 0.018-0.038 on the dev sets, against 0.117-0.234; `docs/BENCHMARK.md`), so its
+    /// spread is 1/6. Distances and thresholds tuned on the built-in model are scaled by it.
+    pub fn similarity_spread(&self) -> f64 {
+        let e5 =
+            self.model.starts_with("multilingual-e5-small") || self.model.starts_with("e5-small-");
+        if self.provider == "local" && e5 {
+            1.0 / 6.0
+        } else {
+            1.0
+        }
+    }
+
+    /// A cosine threshold set on the built-in model's scale, moved to this model's: the same
+    /// distance below a perfect match, times [`Self::similarity_spread`].
+    pub fn rescaled_threshold(&self, threshold: f64) -> f64 {
+        1.0 - (1.0 - threshold) * self.similarity_spread()
+    }
 }
 
 /// Turns texts into vectors.

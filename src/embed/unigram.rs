@@ -7,8 +7,10 @@
 //!    go, tabs and newlines become spaces, compatibility forms fold);
 //! 2. runs of spaces collapse to one;
 //! 3. a leading space is added unless the text starts with one, and every space becomes `▁`;
-//! 4. the whole string is segmented at once (unknown characters fuse into one `<unk>`), and the
-//!    pieces are wrapped in `<s>` ... `</s>`, the content cut to fit the token limit.
+//! 4. the whole string is segmented at once, and the pieces are wrapped in `<s>` ... `</s>`,
+//!    the content cut to fit the token limit. One difference from the reference: a run of
+//!    characters the vocabulary lacks becomes one `<unk>` (as in Hugging Face's XLM-R
+//!    tokenizer), where the reference engine emits one per character.
 
 use std::collections::HashMap;
 

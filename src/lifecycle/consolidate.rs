@@ -50,7 +50,8 @@ const ENDED_BY: &str = "consolidate";
 /// How to consolidate.
 #[derive(Debug, Clone, Default)]
 pub struct ConsolidateOptions {
-    /// Cosine similarity threshold in (0, 1] (default [`DEFAULT_VECTOR_THRESHOLD`]).
+    /// Cosine similarity threshold in (0, 1] (default [`DEFAULT_VECTOR_THRESHOLD`], moved to the
+    /// model's scale by [`EmbedderId::rescaled_threshold`]: 0.992 for multilingual-e5-small).
     pub threshold: Option<f64>,
     /// Word-set Jaccard threshold in (0, 1] (default [`DEFAULT_WORD_THRESHOLD`]).
     pub word_threshold: Option<f64>,
@@ -103,7 +104,12 @@ pub(crate) async fn consolidate(
     cancel: &AtomicBool,
 ) -> Result<ConsolidateReport> {
     let v = ctx.validator();
-    let vector_threshold = threshold(&v, "threshold", options.threshold, DEFAULT_VECTOR_THRESHOLD)?;
+    // The default is on the built-in model's scale; a model that crowds its cosines (e5)
+    // gets it moved to its own, or unrelated memories would pass it.
+    let default_vector = embedder.map_or(DEFAULT_VECTOR_THRESHOLD, |m| {
+        m.rescaled_threshold(DEFAULT_VECTOR_THRESHOLD)
+    });
+    let vector_threshold = threshold(&v, "threshold", options.threshold, default_vector)?;
     let word_threshold = threshold(
         &v,
         "wordThreshold",

@@ -85,8 +85,8 @@ impl Engram {
     /// `embeddingStatus()`), `ENGRAM_INVALID_ARG` for anything but an array of strings.
     ///
     /// `options.kind`: `'document'` (default) for texts to store and compare, `'query'` for
-    /// search queries, which a model with a `queryPrefix` embeds apart (the built-in model
-    /// embeds both alike).
+    /// search queries, which a model with a `queryPrefix` or multilingual-e5-small embeds apart
+    /// (the built-in model embeds both alike).
     ///
     /// ```ts
     /// const [doc] = await memory.embed(['fn open(path: &Path) -> Db'])

@@ -23,8 +23,8 @@
 //!   that is not positive counts 0, so a list is never on two scales.
 //! - **the dense path**, whose cosine similarities are on one scale per list:
 //!   `exp((similarity - best) / T)` with `best` the list's top similarity and
-//!   T = [`DENSE_TEMPERATURE`] (the model's: multilingual-e5-small spreads its cosines about a
-//!   sixth as wide and has [`E5_DENSE_TEMPERATURE`]). A rank throws away how far apart the hits are: a dense
+//!   T = [`DENSE_TEMPERATURE`], scaled by the model's spread of cosines
+//!   ([`dense_temperature`]; a sixth for multilingual-e5-small). A rank throws away how far apart the hits are: a dense
 //!   second place 0.01 below the first and one 0.15 below it counted the same. Measured on the
 //!   seven dev sets (`docs/BENCHMARK.md`, offline on one run's dumps, then confirmed by the
 //!   eval): MRR@10 rose on every set, most on memories (0.750 -> 0.78), and the margin over
@@ -134,21 +134,13 @@ pub const RRF_K: f64 = 10.0;
 /// the built-in model and any model not in [`dense_temperature`]'s table.
 pub const DENSE_TEMPERATURE: f64 = 0.15;
 
-/// [`DENSE_TEMPERATURE`] for multilingual-e5-small, whose cosines crowd into a narrow band
-/// (0.85-0.9 at the top of a list): its median gap from a list's best to its 30th similarity
-/// is 0.018-0.038 on the dev sets, against 0.117-0.234 for the built-in model, about a sixth,
-/// so its temperature is a sixth of 0.15. Replayed on the dumps of one eval run, 0.02-0.03 were
-/// alike and 0.15 lost up to 0.05 MRR@10 to them (`docs/BENCHMARK.md`).
-pub const E5_DENSE_TEMPERATURE: f64 = 0.025;
-
-/// The dense temperature for vectors of `model`: the fusion compares a similarity's distance
-/// below the list's best, and models spread their cosines differently.
+/// The dense temperature for vectors of `model`: [`DENSE_TEMPERATURE`] times the model's
+/// [`similarity_spread`](crate::embed::EmbedderId::similarity_spread), since fusion compares a
+/// similarity's distance below the list's best and models spread their cosines differently.
+/// For multilingual-e5-small that is 0.025; replayed on the dumps of one eval run, 0.02-0.03
+/// were alike and 0.15 lost up to 0.05 MRR@10 to them (`docs/BENCHMARK.md`).
 pub fn dense_temperature(model: &crate::embed::EmbedderId) -> f64 {
-    if model.provider == "local" && model.model.starts_with("multilingual-e5-small") {
-        E5_DENSE_TEMPERATURE
-    } else {
-        DENSE_TEMPERATURE
-    }
+    DENSE_TEMPERATURE * model.similarity_spread()
 }
 
 /// A keyword hit's share is its BM25 score's ratio to the list's best, to this power.
@@ -360,7 +352,12 @@ mod tests {
             dims: 384,
         };
         let e5 = dense_temperature(&id("multilingual-e5-small-q4@128"));
-        assert_eq!(e5, E5_DENSE_TEMPERATURE);
+        assert!((e5 - 0.025).abs() < 1e-12);
+        assert_eq!(dense_temperature(&id("e5-small-0123456789ab@128")), e5);
+        // Thresholds move the same way: the same distance below 1, scaled.
+        let moved = id("multilingual-e5-small-q4@128").rescaled_threshold(0.95);
+        assert!((moved - (1.0 - 0.05 / 6.0)).abs() < 1e-12);
+        assert_eq!(id("all-minilm-l6-v2@128").rescaled_threshold(0.95), 0.95);
         assert_eq!(
             dense_temperature(&id("all-minilm-l6-v2@128")),
             DENSE_TEMPERATURE
