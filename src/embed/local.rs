@@ -108,20 +108,6 @@ impl LocalEmbedder {
                 options.max_tokens
             )));
         }
-        let tokenizer = match tokenizer {
-            TextTokenizer::WordPiece(mut wordpiece) => {
-                wordpiece
-                    .with_truncation(Some(TruncationParams {
-                        max_length: options.max_tokens,
-                        ..Default::default()
-                    }))
-                    .map_err(|e| Error::ModelUnavailable(format!("tokenizer truncation: {e}")))?;
-                // The shipped tokenizer pads every input to a fixed 128; we pad per batch instead.
-                wordpiece.with_padding(None);
-                TextTokenizer::WordPiece(wordpiece)
-            }
-            unigram => unigram,
-        };
         Ok(Self {
             id: EmbedderId {
                 provider: "local".to_owned(),
@@ -204,9 +190,17 @@ fn load_bert(
     )?;
     let name = model_name(&bytes, "bert");
     drop(bytes);
-    let wordpiece = Tokenizer::from_file(tokenizer).map_err(|e| {
+    let mut wordpiece = Tokenizer::from_file(tokenizer).map_err(|e| {
         Error::ModelUnavailable(format!("cannot load {}: {e}", tokenizer.display()))
     })?;
+    wordpiece
+        .with_truncation(Some(TruncationParams {
+            max_length: options.max_tokens,
+            ..Default::default()
+        }))
+        .map_err(|e| Error::ModelUnavailable(format!("tokenizer truncation: {e}")))?;
+    // The shipped tokenizer pads every input to a fixed 128; we pad per batch instead.
+    wordpiece.with_padding(None);
     Ok((name, TextTokenizer::WordPiece(Box::new(wordpiece)), encoder))
 }
 

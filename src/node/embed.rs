@@ -289,24 +289,7 @@ pub fn install_model<'env>(
             parsed.unwrap_or_default()
         }
     };
-    // Without dest, a local copy goes to the cache directory of its layout (the e5 file to
-    // `multilingual-e5-small`, beside the default model): peeking is a directory walk or a
-    // read of the archive's index.
-    let default_dest = match parsed.from.as_deref() {
-        Some(from) if parsed.dest.is_none() => {
-            crate::embed::install::default_dest_for(Path::new(from))
-        }
-        _ => crate::embed::model_files::default_install_dir(),
-    };
-    let dest = match parsed.dest.map(PathBuf::from).or(default_dest) {
-        Some(d) => d,
-        None => {
-            return rejected(
-                env,
-                CoreError::invalid("no per-user cache directory on this platform: pass dest"),
-            )
-        }
-    };
+    let dest = parsed.dest.map(PathBuf::from);
     let (from, hub_url) = (parsed.from, parsed.hub_url);
     let source = from
         .is_none()
@@ -320,8 +303,19 @@ pub fn install_model<'env>(
                 (Some(_), _) if cancel.load(std::sync::atomic::Ordering::Relaxed) => {
                     Err(CoreError::Aborted)
                 }
-                (Some(from), _) => crate::embed::install_model(Path::new(&from), &dest),
+                (Some(from), _) => {
+                    // Without dest, the cache directory of what the source holds (the e5 file
+                    // goes beside the default model): peeking is a directory walk or a read of
+                    // the archive's index, so it runs here, off the JS thread.
+                    let dest = dest
+                        .or_else(|| crate::embed::install::default_dest_for(Path::new(&from)))
+                        .ok_or_else(no_cache_dir)?;
+                    crate::embed::install_model(Path::new(&from), &dest)
+                }
                 (None, Some(source)) => {
+                    let dest = dest
+                        .or_else(crate::embed::model_files::default_install_dir)
+                        .ok_or_else(no_cache_dir)?;
                     let report = |p: &crate::embed::download::DownloadProgress| {
                         if let Some(callback) = &progress {
                             callback.report(ModelDownloadProgress::from(p));
@@ -340,6 +334,11 @@ pub fn install_model<'env>(
             downloaded_bytes: downloaded.map(|b| b as f64),
         },
     )
+}
+
+/// The error of an install with no `dest` on a platform without a per-user cache directory.
+fn no_cache_dir() -> CoreError {
+    CoreError::invalid("no per-user cache directory on this platform: pass dest")
 }
 
 impl From<&crate::embed::download::DownloadProgress> for ModelDownloadProgress {
