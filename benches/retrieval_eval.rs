@@ -2,8 +2,11 @@
 //!
 //! - `<language>-doc`: the first sentence of a function's doc comment -> the chunk holding its
 //!   definition, in a copy of a real tree with its docs stripped (Rust: tokio; TypeScript:
-//!   `@types/node` and `zod`; Go: part of its standard library), see `eval/code_sets.rs`;
+//!   `@types/node` and `zod`; Go: part of its standard library; Python: networkx), see
+//!   `eval/code_sets.rs`;
 //! - `<language>-blind`: the same sentences with identifiers and the target's own name removed;
+//! - `python-questions`: questions as a person types them about networkx functions, written
+//!   by hand (`benches/fixtures/python_questions.tsv`), on the python tree;
 //! - `memory`: questions over agent memories, answered by one to three of them, among
 //!   thousands of distractors (`eval/memory_set.rs`).
 //!
@@ -15,6 +18,8 @@
 //! vectors are kept beside the default's, under the model's other identity);
 //! `EVAL_QUERY_WEIGHTS=f32|f16|int8` picks the weights queries (inputs of at most 128 tokens)
 //! run through, for comparing them (one model identity: stored vectors are reused).
+//! `EVAL_ONLY=python,memory` runs only those groups (languages and `memory`; `sets.json` then
+//! holds only them).
 //! `EVAL_DUMP=path` writes one JSON line per query with the default's top 100 and each item's path
 //! ranks, similarity and BM25 score, for studying fusion offline. Every set's queries and answers
 //! go to `target/retrieval-eval/sets.json`, which `benches/js/seed_eval.mjs` reads to run the
@@ -22,8 +27,9 @@
 //! after writing it). The code trees, their databases
 //! and vectors stay in `target/retrieval-eval/`, so a rerun re-embeds no code that did not
 //! change; the memory set is written and embedded afresh each run.
-//! Needs the model (`engram model install`); `scripts/eval.sh` fetches the Go sources and runs
-//! this. Run: `npm run eval`, or `cargo bench --no-default-features --bench retrieval_eval`.
+//! Needs the model (`engram model install`); `scripts/eval.sh` fetches the Go sources and
+//! networkx and runs this. Run: `npm run eval`, or `cargo bench --no-default-features --bench
+//! retrieval_eval`.
 
 #[path = "eval/code_sets.rs"]
 mod code_sets;
@@ -234,12 +240,7 @@ async fn code_sets(
     let mut doc = Vec::new();
     let mut blind = Vec::new();
     for case in cases {
-        let next_door = e
-            .file_neighbours(std::slice::from_ref(&case.path))
-            .await
-            .unwrap()
-            .remove(&case.path)
-            .and_then(|n| n.into_iter().next());
+        let next_door = next_door_of(&e, &case.path).await;
         let answer = || Answer::Definition {
             path: case.path.clone(),
             line: case.line,
@@ -258,11 +259,35 @@ async fn code_sets(
             next_door,
         });
     }
-    let sets = vec![
+    let mut sets = vec![
         (format!("{}-doc", corpus.language), doc),
         (format!("{}-blind", corpus.language), blind),
     ];
+    if corpus.language == "python" {
+        let mut questions = Vec::new();
+        for case in code_sets::python_questions(&repo) {
+            questions.push(Query {
+                next_door: next_door_of(&e, &case.path).await,
+                text: case.query,
+                answer: Answer::Definition {
+                    path: case.path,
+                    line: case.line,
+                    name: case.name,
+                },
+            });
+        }
+        sets.push(("python-questions".to_owned(), questions));
+    }
     (e, sets)
+}
+
+/// A file one graph edge from `path` (the "next door" row's recent file), if any.
+async fn next_door_of(e: &Engram, path: &str) -> Option<String> {
+    e.file_neighbours(&[path.to_owned()])
+        .await
+        .unwrap()
+        .remove(path)
+        .and_then(|n| n.into_iter().next())
 }
 
 /// The memory set: its memories and the distractors remembered into a fresh database.
@@ -506,10 +531,22 @@ async fn main() {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/retrieval-eval"));
     let mut dump = std::env::var_os("EVAL_DUMP").map(|p| std::fs::File::create(p).unwrap());
     let mut groups = Vec::new();
+    // EVAL_ONLY=python,memory: only these groups (languages, `memory`), for a quick look.
+    let only = std::env::var("EVAL_ONLY").ok();
+    let wanted = |group: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|g| g == group))
+    };
     for corpus in code_sets::corpora() {
-        groups.push((false, code_sets(&corpus, &work, cap).await));
+        if wanted(corpus.language) {
+            groups.push((false, code_sets(&corpus, &work, cap).await));
+        }
     }
-    let memory = memory_sets(&work, cap).await;
+    let memory = if wanted("memory") {
+        memory_sets(&work, cap).await
+    } else {
+        None
+    };
     write_sets(&work, &groups, memory.as_ref());
     if std::env::var_os("EVAL_SETS_ONLY").is_some() {
         return;

@@ -8,7 +8,10 @@
 //! - `typescript`: `@types/node` (declarations with JSDoc) and `zod/src` (code with bodies),
 //!   both installed by `npm ci`;
 //! - `go`: part of the Go standard library from Debian's `golang-*-src` package, which
-//!   `scripts/eval.sh` downloads into `target/eval-corpora/` (`ENGRAM_EVAL_GO` overrides).
+//!   `scripts/eval.sh` downloads into `target/eval-corpora/` (`ENGRAM_EVAL_GO` overrides);
+//! - `python`: networkx (PyPI, pure Python, numpy-style docstrings on most functions), which
+//!   `scripts/eval.sh` downloads and unpacks into `target/eval-corpora/` (`ENGRAM_EVAL_PYTHON`
+//!   overrides). Not the standard library: held-out evaluations use it.
 //!
 //! Each set has a **name-blind** twin: the same sentences with every identifier-like token and
 //! every word of the target's own name removed, so that the keyword path cannot match on names
@@ -35,7 +38,7 @@ pub struct Case {
 
 /// A language's source tree: where it is and which files count.
 pub struct CodeCorpus {
-    /// `rust`, `typescript` or `go`.
+    /// `rust`, `typescript`, `go` or `python`.
     pub language: &'static str,
     /// (directory, prefix inside the eval repo) pairs.
     pub roots: Vec<(PathBuf, String)>,
@@ -82,6 +85,19 @@ pub fn corpora() -> Vec<CodeCorpus> {
             extension: &["go"],
         });
     }
+    let python = std::env::var_os("ENGRAM_EVAL_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let corpora = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/eval-corpora");
+            newest_dir(&corpora, "networkx-", |_| true).map(|dir| dir.join("networkx"))
+        });
+    if let Some(python) = python.filter(|p| p.is_dir()) {
+        found.push(CodeCorpus {
+            language: "python",
+            roots: vec![(python, "networkx".to_owned())],
+            extension: &["py"],
+        });
+    }
     found
 }
 
@@ -119,6 +135,8 @@ impl CodeCorpus {
                         .is_some_and(|e| self.extension.contains(&&*e.to_string_lossy()))
                         && !name.ends_with("_test.go")
                         && !name.contains(".test.")
+                        && !name.starts_with("test_")
+                        && name != "conftest.py"
                         && !p.components().any(|c| {
                             let c = c.as_os_str().to_string_lossy();
                             c == "testdata" || c == "tests" || c == "__tests__"
@@ -137,6 +155,7 @@ impl CodeCorpus {
                 let (kept, found) = match self.language {
                     "rust" => strip_line_docs(&source, "///", &["//!"], rust_definition()),
                     "go" => strip_line_docs(&source, "//", &[], go_definition()),
+                    "python" => strip_docstrings(&source),
                     _ => strip_block_docs(&source),
                 };
                 let out = repo.join(&rel);
@@ -270,6 +289,88 @@ fn strip_block_docs(source: &str) -> (String, Vec<(String, u32, String)>) {
     (kept.join("\n"), cases)
 }
 
+fn python_definition() -> &'static Regex {
+    static PATTERN: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    PATTERN.get_or_init(|| {
+        Regex::new(r"^(?P<indent>\s*)(?:(?:async\s+)?(?P<def>def)|class)\s+(?P<name>\w+)").unwrap()
+    })
+}
+
+/// Python docstrings (the string that opens a module, class or function body): removed, and
+/// a function's first sentence becomes a case for its `def` line. A body left empty gets a
+/// `pass`, so the copy still parses. Line-based, as the other strippers: a signature ends at
+/// the first line ending in `:`; a docstring is a line opening with a triple quote (`r`/`u`
+/// prefixes allowed).
+fn strip_docstrings(source: &str) -> (String, Vec<(String, u32, String)>) {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut kept: Vec<String> = Vec::new();
+    let mut cases = Vec::new();
+    // The module's docstring: its first statement.
+    let mut i = lines
+        .iter()
+        .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .unwrap_or(lines.len());
+    kept.extend(lines[..i].iter().map(|l| (*l).to_owned()));
+    skip_docstring(&lines, &mut i);
+    while i < lines.len() {
+        let line = lines[i];
+        kept.push(line.to_owned());
+        i += 1;
+        let Some(found) = python_definition().captures(line) else {
+            continue;
+        };
+        let def_line = kept.len() as u32;
+        let indent = found["indent"].len();
+        // The rest of a multi-line signature.
+        let mut signature_end = line;
+        while !signature_end.trim_end().ends_with(':') && i < lines.len() {
+            signature_end = lines[i];
+            kept.push(signature_end.to_owned());
+            i += 1;
+        }
+        let Some(doc) = skip_docstring(&lines, &mut i) else {
+            continue;
+        };
+        let body_left = lines[i..]
+            .iter()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.len() - l.trim_start().len() > indent);
+        if !body_left {
+            kept.push(format!("{}pass", " ".repeat(indent + 4)));
+        }
+        if found.name("def").is_some() {
+            if let Some(query) = first_sentence(&doc) {
+                cases.push((query, def_line, found["name"].to_owned()));
+            }
+        }
+    }
+    (kept.join("\n"), cases)
+}
+
+/// When `lines[*i]` opens a docstring: moves `*i` past it and returns its lines.
+fn skip_docstring(lines: &[&str], i: &mut usize) -> Option<Vec<String>> {
+    let opened = lines.get(*i)?.trim_start();
+    let opened = opened.trim_start_matches(['r', 'u', 'R', 'U']);
+    let quote = ["\"\"\"", "'''"]
+        .into_iter()
+        .find(|q| opened.starts_with(q))?;
+    let mut doc = Vec::new();
+    let mut rest = &opened[3..];
+    loop {
+        if let Some(end) = rest.find(quote) {
+            doc.push(rest[..end].to_owned());
+            *i += 1;
+            return Some(doc);
+        }
+        doc.push(rest.to_owned());
+        *i += 1;
+        match lines.get(*i) {
+            Some(next) => rest = next,
+            None => return Some(doc),
+        }
+    }
+}
+
 /// The first sentence of a doc block, without markdown or JSDoc decoration; `None` when too
 /// short or too long to be a query someone would type.
 pub fn first_sentence(doc: &[String]) -> Option<String> {
@@ -340,4 +441,37 @@ fn identifier_words(name: &str) -> Vec<String> {
         words.push(chars[start..].iter().collect::<String>().to_lowercase());
     }
     words
+}
+
+/// The hand-written questions of `benches/fixtures/python_questions.tsv` (file, function,
+/// question) as cases on the stripped copy in `repo`: each answer is the line of the file's
+/// top-level `def` of that function. A question whose function is not found panics: the
+/// fixture and the pinned corpus must agree.
+pub fn python_questions(repo: &Path) -> Vec<Case> {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/fixtures/python_questions.tsv");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            let (path, name, query) = (
+                fields.next().unwrap(),
+                fields.next().unwrap(),
+                fields.next().unwrap(),
+            );
+            let source = std::fs::read_to_string(repo.join(path)).unwrap();
+            let def = format!("def {name}(");
+            let line = source
+                .lines()
+                .position(|l| l.starts_with(&def))
+                .unwrap_or_else(|| panic!("python_questions: no `{def}` in {path}"));
+            Case {
+                query: query.to_owned(),
+                path: path.to_owned(),
+                line: line as u32 + 1,
+                name: name.to_owned(),
+            }
+        })
+        .collect()
 }
