@@ -422,8 +422,12 @@ for (const via of RUNNERS) test(`a session start finalizes sessions not seen for
 // --- hook install ----------------------------------------------------------------------------------
 
 const EVENTS = ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'Stop', 'SessionEnd']
-const install = (root, args) => {
-  const r = spawnSync(process.execPath, [bin, 'hook', 'install', ...args], { cwd: root, env: env(), encoding: 'utf8' })
+/** The variables `hook install` copies into the settings (lib/hook.js's EMBEDDER_ENV). */
+const EMBEDDER_VARS = ['ENGRAM_EMBED_PROVIDER', 'ENGRAM_EMBED_MODEL', 'ENGRAM_EMBED_URL', 'ENGRAM_EMBED_QUERY_PREFIX', 'ENGRAM_EMBED_DOCUMENT_PREFIX', 'ENGRAM_MODEL_DIR', 'ENGRAM_DEFINITION_VECTORS']
+/** `hook install` in `root`, its environment without embedder settings unless `embedder` names some. */
+const install = (root, args, embedder = {}) => {
+  const unset = Object.fromEntries(EMBEDDER_VARS.map((name) => [name, '']))
+  const r = spawnSync(process.execPath, [bin, 'hook', 'install', ...args], { cwd: root, env: env({ ...unset, ...embedder }), encoding: 'utf8' })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr }
 }
 const settingsPath = (root) => join(root, '.claude', 'settings.json')
@@ -522,6 +526,65 @@ test('hook install shows the change, writes only with --yes, and a second run ch
   })
   assert.deepEqual([run.status, run.stdout], [0, ''], run.stderr)
   assert.ok(existsSync(join(root, '.engram', 'hooks', `${SESSION}.json`)), '--root pins the project, whatever the cwd')
+})
+
+test('hook install writes the embedder settings of its environment for the hooks and the MCP server, never a key', (t) => {
+  const root = localProject(t)
+  const embedder = {
+    ENGRAM_EMBED_PROVIDER: 'openai',
+    ENGRAM_EMBED_MODEL: 'text-embedding-3-small',
+    ENGRAM_EMBED_URL: 'http://127.0.0.1:9/v1',
+    ENGRAM_EMBED_DOCUMENT_PREFIX: 'passage: ',
+    ENGRAM_EMBED_QUERY_PREFIX: '   ', // only whitespace: unset, as the CLI and the hooks read it
+  }
+  const keys = { ENGRAM_EMBED_API_KEY: 'sk-engram-test-one', OPENAI_API_KEY: 'sk-engram-test-two' }
+  const r = install(root, ['--agent', 'claude-code', '--yes'], { ...embedder, ...keys })
+  assert.equal(r.code, 0, r.stderr)
+  assert.match(r.stdout, /embedder: ENGRAM_EMBED_PROVIDER, ENGRAM_EMBED_MODEL, ENGRAM_EMBED_URL, ENGRAM_EMBED_DOCUMENT_PREFIX from this environment/)
+  assert.match(r.stdout, /API keys are not written/)
+  const written = {
+    ENGRAM_EMBED_PROVIDER: 'openai',
+    ENGRAM_EMBED_MODEL: 'text-embedding-3-small',
+    ENGRAM_EMBED_URL: 'http://127.0.0.1:9/v1',
+    ENGRAM_EMBED_DOCUMENT_PREFIX: 'passage: ',
+  }
+  const mcpText = readFileSync(join(root, '.mcp.json'), 'utf8')
+  assert.deepEqual(JSON.parse(mcpText).mcpServers.engram, { command: 'npx', args: ['engram', 'mcp'], env: written })
+  const settingsText = readFileSync(settingsPath(root), 'utf8')
+  for (const text of [mcpText, settingsText]) assert.doesNotMatch(text, /sk-engram-test/, 'no API key is written')
+  if (!WINDOWS) {
+    const settings = JSON.parse(settingsText)
+    const prefix = "ENGRAM_EMBED_PROVIDER=openai ENGRAM_EMBED_MODEL=text-embedding-3-small ENGRAM_EMBED_URL=http://127.0.0.1:9/v1 ENGRAM_EMBED_DOCUMENT_PREFIX='passage: '"
+    for (const event of EVENTS) {
+      assert.deepEqual(engramCommands(settings, event), [`${prefix} ${localHookRunner} ${kebab(event)} --root "$CLAUDE_PROJECT_DIR"`])
+    }
+    // The command still runs as Claude Code runs it, the settings in its environment.
+    const command = settings.hooks.SessionStart[0].hooks[0].command
+    const run = spawnSync('sh', ['-c', command], {
+      cwd: root,
+      input: JSON.stringify({ session_id: SESSION, cwd: root, hook_event_name: 'SessionStart', source: 'startup' }),
+      env: env({ CLAUDE_PROJECT_DIR: root, ENGRAM_EMBED_PROVIDER: '' }),
+      encoding: 'utf8',
+    })
+    assert.equal(run.status, 0, run.stderr)
+    assert.ok(existsSync(join(root, '.engram', 'hooks', `${SESSION}.json`)), 'the hook ran')
+    const log = join(root, '.engram', 'hooks', 'hook.log')
+    assert.ok(!existsSync(log), existsSync(log) ? readFileSync(log, 'utf8') : '')
+  }
+
+  // Installed again without them: they go, from both files.
+  const plain = install(root, ['--agent', 'claude-code', '--yes'])
+  assert.equal(plain.code, 0, plain.stderr)
+  assert.doesNotMatch(plain.stdout, /embedder:/)
+  assert.deepEqual(JSON.parse(readFileSync(join(root, '.mcp.json'), 'utf8')).mcpServers.engram, { command: 'npx', args: ['engram', 'mcp'] })
+  if (!WINDOWS) assert.doesNotMatch(readFileSync(settingsPath(root), 'utf8'), /ENGRAM_EMBED/)
+
+  // A provider the CLI would refuse is refused here, and nothing is written.
+  const other = localProject(t)
+  const bad = install(other, ['--agent', 'claude-code', '--yes'], { ENGRAM_EMBED_PROVIDER: 'cohere' })
+  assert.equal(bad.code, 1)
+  assert.match(bad.stderr, /ENGRAM_INVALID_ARG: ENGRAM_EMBED_PROVIDER must be one of local, ollama, openai, none \(got "cohere"\)/)
+  assert.ok(!existsSync(settingsPath(other)) && !existsSync(join(other, '.mcp.json')), 'nothing written')
 })
 
 test('hook install keeps other hooks and settings, and replaces an earlier engram hook', (t) => {

@@ -95,7 +95,9 @@ Usage:
   engram hook install --agent claude-code [--yes] [--dry-run] [--settings file]
                                             add engram's hooks to .claude/settings.json and its
                                             MCP server to .mcp.json under --root: shows the
-                                            change, writes it only with --yes
+                                            change, writes it only with --yes; the embedder's
+                                            env (ENGRAM_EMBED_*, ENGRAM_MODEL_DIR, ...) goes with
+                                            them, API keys never
 
 Options:
   --db <path>        database file (default: .engram/memory.db under --root, or under the dir

@@ -27,6 +27,22 @@ const EVENTS = {
 /** The hook events whose matcher is a tool name ("*": every tool). */
 const TOOL_EVENTS = new Set(['PreToolUse', 'PostToolUse', 'PostToolUseFailure'])
 const AGENTS = ['claude-code']
+/**
+ * The environment variables that choose the embedder, which `hook install` copies into the
+ * settings: the vectors' identity depends on them, so a hook or an MCP server started without
+ * the CLI's would embed under another identity (and embed everything again). Never a secret:
+ * API keys stay in the environment Claude Code runs in.
+ */
+const EMBEDDER_ENV = [
+  'ENGRAM_EMBED_PROVIDER',
+  'ENGRAM_EMBED_MODEL',
+  'ENGRAM_EMBED_URL',
+  'ENGRAM_EMBED_QUERY_PREFIX',
+  'ENGRAM_EMBED_DOCUMENT_PREFIX',
+  'ENGRAM_MODEL_DIR',
+  'ENGRAM_DEFINITION_VECTORS',
+]
+const PROVIDERS = ['local', 'ollama', 'openai', 'none']
 
 /** Overall budget of one hook run (env ENGRAM_HOOK_TIMEOUT_MS): then it gives up silently. */
 const TIMEOUT_MS = 10_000
@@ -61,7 +77,10 @@ Usage:
       (in the platform package, next to the addon) takes the same arguments without Node.
   engram hook install --agent claude-code [--root DIR] [--yes] [--dry-run] [--settings FILE]
       adds engram's hooks to <root>/.claude/settings.json and its MCP server to
-      <root>/.mcp.json; shows the change, and writes it only with --yes.`
+      <root>/.mcp.json; shows the change, and writes it only with --yes. The embedder's
+      settings in this environment (ENGRAM_EMBED_PROVIDER, _MODEL, _URL, _QUERY_PREFIX,
+      _DOCUMENT_PREFIX, ENGRAM_MODEL_DIR, ENGRAM_DEFINITION_VECTORS) go with them, so the
+      hooks and the server embed as the CLI does; API keys never do.`
 
 // --- one event -----------------------------------------------------------------------------------
 
@@ -201,13 +220,26 @@ async function runInstall(argv) {
 }
 
 function installClaudeCode(root, values) {
-  const runner = engramRunner(root)
+  const embedder = embedderEnv(process.env)
+  const runner = engramRunner(root, embedder)
   const files = [
     planFile(resolve(values.settings ?? join(root, '.claude', 'settings.json')), (s) => withHooks(s, runner.hookCommand)),
     planFile(join(root, '.mcp.json'), (s) => withMcpServer(s, runner.mcpServer)),
   ]
   console.log(`engram hook install: Claude Code in ${root}`)
   console.log(`hooks run: ${runner.hookCommand('<event>')}${runner.native ? ' (native here, no Node)' : ''}`)
+  if (Object.keys(embedder).length) {
+    console.log(`embedder: ${Object.keys(embedder).join(', ')} from this environment, for the hooks and the MCP server`)
+    if (embedder.ENGRAM_EMBED_PROVIDER === 'openai') {
+      console.log('note: API keys are not written: Claude Code must see ENGRAM_EMBED_API_KEY (or OPENAI_API_KEY) itself')
+    }
+    if (process.platform === 'win32') {
+      console.log('note: on Windows the hook commands cannot carry them: set them where Claude Code runs')
+    }
+    if (embedder.ENGRAM_MODEL_DIR) {
+      console.log(`note: ENGRAM_MODEL_DIR is this machine's path; teammates need the model there too`)
+    }
+  }
   if (!runner.local) {
     console.log(`note: engram is not installed in ${join(root, 'node_modules')}, so the hooks name this machine's copy;`)
     console.log('      install engram in the project to make the settings work for everyone.')
@@ -244,19 +276,38 @@ function installClaudeCode(root, values) {
  * a team); on Windows, `node .../engram.js hook`.
  * `--root "$CLAUDE_PROJECT_DIR"` pins the project: the payload's cwd follows the agent's `cd`.
  */
-function engramRunner(root) {
+function engramRunner(root, embedder = {}) {
   const posix = process.platform !== 'win32'
   // A project's engram older than bin/engram-hook gets the Node command.
   const script = posix ? 'engram-hook' : 'engram.js'
   const local = fs.existsSync(join(root, 'node_modules', 'engram', 'bin', script))
   const own = (file) => (local ? `"$CLAUDE_PROJECT_DIR/node_modules/engram/bin/${file}"` : shellQuote(resolve(__dirname, '..', 'bin', file)))
   const hookRunner = posix && (local || fs.existsSync(join(__dirname, '..', 'bin', script))) ? own('engram-hook') : `node ${own('engram.js')} hook`
+  // Assignments before the command: a POSIX shell hands them to that command alone.
+  const envPrefix = posix ? Object.entries(embedder).map(([name, value]) => `${name}=${shellQuote(value)} `).join('') : ''
   return {
     local,
     native: hookRunner.includes('engram-hook') && hasNativeLauncher(local ? join(root, 'node_modules', 'engram') : join(__dirname, '..')),
-    hookCommand: (event) => `${hookRunner} ${event} --root "$CLAUDE_PROJECT_DIR"`,
-    mcpServer: local ? { command: 'npx', args: ['engram', 'mcp'] } : { command: 'node', args: [resolve(__dirname, '..', 'bin', 'engram.js'), 'mcp'] },
+    hookCommand: (event) => `${envPrefix}${hookRunner} ${event} --root "$CLAUDE_PROJECT_DIR"`,
+    mcpServer: {
+      ...(local ? { command: 'npx', args: ['engram', 'mcp'] } : { command: 'node', args: [resolve(__dirname, '..', 'bin', 'engram.js'), 'mcp'] }),
+      ...(Object.keys(embedder).length ? { env: embedder } : {}),
+    },
   }
+}
+
+/**
+ * The embedder's settings in `env` (those of [`EMBEDDER_ENV`] set to more than whitespace, as
+ * the CLI and the hooks read them). A provider the CLI would refuse is refused here too, so
+ * that no hook fails on it later.
+ */
+function embedderEnv(env) {
+  const found = Object.fromEntries(EMBEDDER_ENV.filter((name) => env[name]?.trim()).map((name) => [name, env[name]]))
+  const provider = found.ENGRAM_EMBED_PROVIDER
+  if (provider !== undefined && !PROVIDERS.includes(provider)) {
+    throw Object.assign(new Error(`ENGRAM_EMBED_PROVIDER must be one of ${PROVIDERS.join(', ')} (got "${provider}")`), { code: 'ENGRAM_INVALID_ARG' })
+  }
+  return found
 }
 
 /**
