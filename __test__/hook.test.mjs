@@ -579,6 +579,12 @@ test('hook install writes the embedder settings of its environment for the hooks
   assert.deepEqual(JSON.parse(readFileSync(join(root, '.mcp.json'), 'utf8')).mcpServers.engram, { command: 'npx', args: ['engram', 'mcp'] })
   if (!WINDOWS) assert.doesNotMatch(readFileSync(settingsPath(root), 'utf8'), /ENGRAM_EMBED/)
 
+  // A relative model directory is written as the absolute path it names from here.
+  const local = install(root, ['--agent', 'claude-code', '--yes'], { ENGRAM_MODEL_DIR: 'models/e5' })
+  assert.equal(local.code, 0, local.stderr)
+  assert.deepEqual(JSON.parse(readFileSync(join(root, '.mcp.json'), 'utf8')).mcpServers.engram.env, { ENGRAM_MODEL_DIR: join(root, 'models', 'e5') })
+  assert.match(local.stdout, /ENGRAM_MODEL_DIR is this machine's path/)
+
   // A provider the CLI would refuse is refused here, and nothing is written.
   const other = localProject(t)
   const bad = install(other, ['--agent', 'claude-code', '--yes'], { ENGRAM_EMBED_PROVIDER: 'cohere' })

@@ -298,11 +298,13 @@ function engramRunner(root, embedder = {}) {
 
 /**
  * The embedder's settings in `env` (those of [`EMBEDDER_ENV`] set to more than whitespace, as
- * the CLI and the hooks read them). A provider the CLI would refuse is refused here too, so
- * that no hook fails on it later.
+ * the CLI and the hooks read them), a relative model directory made absolute (hooks and the
+ * server start elsewhere). A provider the CLI would refuse is refused here too, so that no
+ * hook fails on it later.
  */
 function embedderEnv(env) {
   const found = Object.fromEntries(EMBEDDER_ENV.filter((name) => env[name]?.trim()).map((name) => [name, env[name]]))
+  if (found.ENGRAM_MODEL_DIR) found.ENGRAM_MODEL_DIR = resolve(found.ENGRAM_MODEL_DIR)
   const provider = found.ENGRAM_EMBED_PROVIDER
   if (provider !== undefined && !PROVIDERS.includes(provider)) {
     throw Object.assign(new Error(`ENGRAM_EMBED_PROVIDER must be one of ${PROVIDERS.join(', ')} (got "${provider}")`), { code: 'ENGRAM_INVALID_ARG' })
