@@ -2886,7 +2886,11 @@ export interface RecallHyde {
   generate: (request: HydeGenerateRequest) => string | null | Promise<string | null>
   /** Items needed close to the query for the fallback not to run (1..200, default 3). */
   minResults?: number
-  /** Cosine similarity to the query an item needs to count as close (-1..1, default 0.5). */
+  /**
+   * Cosine similarity to the query an item needs to count as close (-1..1; default 0.5 for
+   * the built-in model, moved to another local model's scale: 0.917 for
+   * multilingual-e5-small).
+   */
   minSimilarity?: number
   /** How long `generate` may take, in ms (default 10,000). */
   timeoutMs?: number

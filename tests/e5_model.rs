@@ -160,3 +160,70 @@ async fn the_engine_runs_e5_from_a_model_directory() {
     assert_eq!(model.key(), "local:multilingual-e5-small-q4@128:384");
     assert!(cosine(&query[0], &document[0]) < 0.9999);
 }
+
+/// HyDE's default bound is on the model's scale: e5 puts unrelated memories at cosines a
+/// built-in model's 0.5 would count as close (so the fallback never ran), and the moved bound
+/// (0.917) lets it run, while a bound the app sets is kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn hyde_runs_under_e5_at_the_bound_on_its_scale() {
+    use engram::memory::{MemoryType, RememberInput};
+    use engram::retrieval::hyde::{Hyde, HydeOptions, HydeRequest};
+    use engram::retrieval::request::RecallRequest;
+
+    let Some((files, _)) = model_and_reference() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = OpenOptions::new(dir.path().join("m.db"));
+    options.engine.embeddings = EmbeddingProvider::Local {
+        model_dir: Some(files.dir.clone()),
+        options: LocalModelOptions::default(),
+    };
+    let engram = Engram::open(options).await.unwrap();
+    for text in [
+        "Builds run on Node 20 in CI",
+        "Release tags are made by hand",
+        "The logo's blue is #1e40af",
+    ] {
+        let input = RememberInput::new(MemoryType::Pattern, text);
+        engram.remember(input).await.unwrap();
+    }
+    engram
+        .embed_pending(|_| {}, &std::sync::atomic::AtomicBool::new(false))
+        .await
+        .unwrap();
+    let query = "how do we get rid of old records";
+    let plain = engram.recall(RecallRequest::new(query)).await.unwrap();
+    let similarities: Vec<f32> = plain.items.iter().filter_map(|i| i.similarity).collect();
+    assert_eq!(similarities.len(), 3, "{similarities:?}");
+    assert!(
+        similarities.iter().all(|s| (0.5..0.917).contains(s)),
+        "e5 puts unrelated texts above the built-in model's bound: {similarities:?}"
+    );
+    let hyde = |min_similarity| Hyde {
+        options: HydeOptions {
+            min_similarity,
+            ..HydeOptions::default()
+        },
+        generate: Box::new(|_: HydeRequest| {
+            Box::pin(async {
+                Ok(Some(
+                    "Old rows are soft deleted with a tombstone.".to_owned(),
+                ))
+            })
+        }),
+    };
+    let moved = engram
+        .recall_with_hyde(RecallRequest::new(query), hyde(None))
+        .await
+        .unwrap();
+    assert!(
+        moved.hypothetical.is_some(),
+        "the fallback ran at e5's bound"
+    );
+    let set = engram
+        .recall_with_hyde(RecallRequest::new(query), hyde(Some(0.5)))
+        .await
+        .unwrap();
+    assert_eq!(set.hypothetical, None, "a bound the app set is kept");
+}

@@ -139,7 +139,9 @@ pub struct RecallHyde {
     /// Items needed close to the query for the fallback not to run (1..200, default 3).
     #[napi(ts_type = "number")]
     pub min_results: Option<Count>,
-    /// Cosine similarity to the query an item needs to count as close (-1..1, default 0.5).
+    /// Cosine similarity to the query an item needs to count as close (-1..1; default 0.5 for
+    /// the built-in model, moved to another local model's scale: 0.917 for
+    /// multilingual-e5-small).
     pub min_similarity: Option<f64>,
     /// How long `generate` may take, in ms (default 10,000).
     #[napi(ts_type = "number")]
@@ -566,7 +568,7 @@ fn hyde(h: RecallHyde) -> std::result::Result<Hyde, CoreError> {
     };
     let min_similarity = match h.min_similarity {
         None => d.min_similarity,
-        Some(s) if (-1.0..=1.0).contains(&s) => s as f32,
+        Some(s) if (-1.0..=1.0).contains(&s) => Some(s as f32),
         Some(s) => {
             return Err(CoreError::invalid(format!(
                 "hyde.minSimilarity must be between -1 and 1, got {s}"

@@ -4,7 +4,8 @@
 //!
 //! "Too little" is the spec's rule on a scale that means the same for every query: fewer than
 //! [`HydeOptions::min_results`] returned items whose cosine similarity to the query is at least
-//! [`HydeOptions::min_similarity`] (the fused scores of RRF are ranks, not evidence). The
+//! [`HydeOptions::min_similarity`] (the fused scores of RRF are ranks, not evidence); its
+//! default is moved to the model's scale, as fusion's temperature is. The
 //! second search joins the dense path as one more list of it, so an item either vector found
 //! keeps its best rank there and the keyword and graph paths still count; the spec's plain
 //! replacement of the result would drop an exact keyword match the model's guess misses.
@@ -14,11 +15,15 @@
 
 use futures::future::BoxFuture;
 
+use crate::embed::EmbedderId;
 use crate::error::Result;
 
 /// Longest hypothetical text searched with, in characters (a 2-sentence memory is ~300; the
 /// embedder cuts longer input anyway).
 pub const MAX_HYPOTHETICAL_CHARS: usize = 2_000;
+
+/// The spec's cosine similarity for an item to count as close, on the built-in model's scale.
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.5;
 
 /// When the fallback runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,16 +31,27 @@ pub struct HydeOptions {
     /// Items needed at [`Self::min_similarity`] or above for the fallback not to run (default 3,
     /// the spec's).
     pub min_results: usize,
-    /// Cosine similarity to the query an item needs to count (default 0.5, the spec's).
-    pub min_similarity: f32,
+    /// Cosine similarity to the query an item needs to count. `None`: [`DEFAULT_MIN_SIMILARITY`]
+    /// moved to the model's scale ([`EmbedderId::rescaled_threshold`]; 0.917 for
+    /// multilingual-e5-small, whose cosines crowd near 0.9), see [`Self::min_similarity_for`].
+    pub min_similarity: Option<f32>,
 }
 
 impl Default for HydeOptions {
     fn default() -> Self {
         HydeOptions {
             min_results: 3,
-            min_similarity: 0.5,
+            min_similarity: None,
         }
+    }
+}
+
+impl HydeOptions {
+    /// The similarity an item of `model`'s vectors needs to count: the one set, else the
+    /// default on that model's scale.
+    pub fn min_similarity_for(&self, model: &EmbedderId) -> f32 {
+        self.min_similarity
+            .unwrap_or_else(|| model.rescaled_threshold(DEFAULT_MIN_SIMILARITY) as f32)
     }
 }
 
@@ -66,10 +82,16 @@ pub fn prompt(query: &str) -> String {
     format!("Write a 2-sentence memory that would perfectly answer: \"{query}\"")
 }
 
-/// Whether a recall whose items have these similarities to the query found too little.
-pub fn found_too_little(similarities: impl Iterator<Item = Option<f32>>, o: &HydeOptions) -> bool {
+/// Whether a recall whose items have these similarities to the query (vectors of `model`)
+/// found too little.
+pub fn found_too_little(
+    similarities: impl Iterator<Item = Option<f32>>,
+    o: &HydeOptions,
+    model: &EmbedderId,
+) -> bool {
+    let bound = o.min_similarity_for(model);
     similarities
-        .filter(|s| s.is_some_and(|s| s >= o.min_similarity))
+        .filter(|s| s.is_some_and(|s| s >= bound))
         .count()
         < o.min_results
 }
@@ -86,19 +108,59 @@ pub fn searchable(answer: Option<String>) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn model(name: &str) -> EmbedderId {
+        EmbedderId {
+            provider: "local".into(),
+            model: name.into(),
+            dims: 384,
+        }
+    }
+
     #[test]
     fn too_little_counts_items_at_the_similarity_bound() {
         let o = HydeOptions::default();
-        let run = |s: &[Option<f32>]| found_too_little(s.iter().copied(), &o);
+        let minilm = model("all-minilm-l6-v2@128");
+        let run = |s: &[Option<f32>]| found_too_little(s.iter().copied(), &o, &minilm);
         assert!(run(&[]));
         assert!(run(&[Some(0.9), Some(0.5), None, Some(0.49)]));
         assert!(!run(&[Some(0.9), Some(0.5), Some(0.5)]));
         let one = HydeOptions {
             min_results: 1,
-            min_similarity: 0.8,
+            min_similarity: Some(0.8),
         };
-        assert!(!found_too_little([Some(0.8)].into_iter(), &one));
-        assert!(found_too_little([Some(0.79), None].into_iter(), &one));
+        assert!(!found_too_little([Some(0.8)].into_iter(), &one, &minilm));
+        assert!(found_too_little(
+            [Some(0.79), None].into_iter(),
+            &one,
+            &minilm
+        ));
+    }
+
+    /// The default bound follows the model's scale (e5's cosines of unrelated texts sit near
+    /// 0.8, above the built-in model's 0.5); one the app set is kept whatever the model.
+    #[test]
+    fn the_default_bound_is_on_the_models_scale_and_a_set_one_is_kept() {
+        let e5 = model("multilingual-e5-small-q4@128");
+        let o = HydeOptions::default();
+        assert_eq!(o.min_similarity_for(&model("all-minilm-l6-v2@128")), 0.5);
+        let moved = o.min_similarity_for(&e5);
+        assert!(
+            (f64::from(moved) - (1.0 - 0.5 / 6.0)).abs() < 1e-6,
+            "{moved}"
+        );
+        let crowded = [Some(0.85), Some(0.86), Some(0.88)];
+        assert!(found_too_little(crowded.into_iter(), &o, &e5));
+        assert!(!found_too_little(
+            crowded.into_iter(),
+            &o,
+            &model("all-minilm-l6-v2@128")
+        ));
+        let set = HydeOptions {
+            min_similarity: Some(0.5),
+            ..o
+        };
+        assert_eq!(set.min_similarity_for(&e5), 0.5);
+        assert!(!found_too_little(crowded.into_iter(), &set, &e5));
     }
 
     #[test]

@@ -325,8 +325,17 @@ pub(crate) async fn run_with_hyde(
         min_results: fallback.options.min_results.min(request.limit_or_default()),
         ..fallback.options
     };
-    let too_little = hyde::found_too_little(recall.items.iter().map(|i| i.similarity), &options);
-    if dense_ran && too_little && !request.query.trim().is_empty() {
+    // The bound's default is on the model's scale; the model is loaded, since dense ran.
+    let too_little = dense_ran
+        && match handle.loaded_embedder().await {
+            Ok(model) => hyde::found_too_little(
+                recall.items.iter().map(|i| i.similarity),
+                &options,
+                model.id(),
+            ),
+            Err(_) => false,
+        };
+    if too_little && !request.query.trim().is_empty() {
         let asked = HydeRequest {
             query: request.query.clone(),
             prompt: hyde::prompt(&request.query),
