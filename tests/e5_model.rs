@@ -139,11 +139,9 @@ fn a_corrupt_or_truncated_file_is_a_coded_error() {
     assert_eq!(err.code(), "ENGRAM_MODEL_UNAVAILABLE");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_engine_runs_e5_from_a_model_directory() {
-    let Some((files, _)) = model_and_reference() else {
-        return;
-    };
+/// An engine on a fresh database in a temporary directory (kept alive by the returned
+/// guard) that embeds with the e5 model of `files`.
+async fn open_with_e5(files: &ModelFiles) -> (tempfile::TempDir, Engram) {
     let dir = tempfile::tempdir().unwrap();
     let mut options = OpenOptions::new(dir.path().join("m.db"));
     options.engine.embeddings = EmbeddingProvider::Local {
@@ -151,6 +149,15 @@ async fn the_engine_runs_e5_from_a_model_directory() {
         options: LocalModelOptions::default(),
     };
     let engram = Engram::open(options).await.unwrap();
+    (dir, engram)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_engine_runs_e5_from_a_model_directory() {
+    let Some((files, _)) = model_and_reference() else {
+        return;
+    };
+    let (_dir, engram) = open_with_e5(&files).await;
     let text = vec!["retry the push with backoff".to_owned()];
     let query = engram.embed(text.clone(), InputKind::Query).await.unwrap();
     let document = engram.embed(text, InputKind::Document).await.unwrap();
@@ -173,13 +180,7 @@ async fn hyde_runs_under_e5_at_the_bound_on_its_scale() {
     let Some((files, _)) = model_and_reference() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let mut options = OpenOptions::new(dir.path().join("m.db"));
-    options.engine.embeddings = EmbeddingProvider::Local {
-        model_dir: Some(files.dir.clone()),
-        options: LocalModelOptions::default(),
-    };
-    let engram = Engram::open(options).await.unwrap();
+    let (_dir, engram) = open_with_e5(&files).await;
     for text in [
         "Builds run on Node 20 in CI",
         "Release tags are made by hand",
